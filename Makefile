@@ -1,0 +1,50 @@
+# Archivist. `make run` starts it on the embedded default; `make test` runs every check.
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint format migrations-check deploy-check bench venv clean
+
+$(STAMP): pyproject.toml requirements.lock
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
+	$(PY) -m pip install --quiet -c requirements.lock --group dev
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+## Runs Archivist: migrations, gunicorn, a Celery worker and Celery beat, on HOST:PORT.
+run: $(STAMP)
+	$(PY) -m config.supervisor
+
+## Runs every check: ruff, migrations, the deploy check, then the whole test suite.
+test: $(STAMP) lint migrations-check deploy-check
+	HF_HUB_OFFLINE=1 $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+migrations-check: $(STAMP)
+	DJANGO_SETTINGS_MODULE=config.settings.test $(PY) manage.py makemigrations --check --dry-run
+
+# check --deploy on the production settings, with a throwaway strong key.
+deploy-check: $(STAMP)
+	DJANGO_SETTINGS_MODULE=config.settings.production DJANGO_DEBUG=0 \
+	DJANGO_SECRET_KEY="$$($(PY) -c 'import secrets; print(secrets.token_urlsafe(64))')" \
+	DJANGO_ALLOWED_HOSTS=archivist.example.com DATABASE_URL=postgres://archivist@db.invalid/archivist \
+	REDIS_URL=redis://redis.invalid:6379/0 \
+	$(PY) manage.py check --deploy --fail-level WARNING
+
+bench: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) bench/recall.py --n 20000
+	HF_HUB_OFFLINE=1 $(PY) bench/embed.py
+	HF_HUB_OFFLINE=1 $(PY) bench/quality.py
+
+clean:
+	rm -rf $(VENV) var/test

@@ -1,0 +1,136 @@
+"""Who is asking: people, the organisations they belong to, and the agents that act for them."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from datetime import timedelta
+
+from django.contrib.auth.models import AbstractUser
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+
+class User(AbstractUser):
+    """An account holder. A custom model from the first migration, so it can grow."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+
+    def membership(self) -> Membership | None:
+        """The person's one membership: an account belongs to exactly one organisation."""
+        return Membership.objects.select_related("organisation").filter(user=self).first()
+
+
+class Organisation(models.Model):
+    """The tenant. Every row of tenant data carries its organisation directly."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200, blank=True)
+    # Per-organisation opt-in to admitted network claims; the global flag
+    # SYSTEM_RECALL_ENABLED must also be on.
+    system_recall_opt_in = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        OWNER = "owner", "Owner"
+        MEMBER = "member", "Member"
+        STEWARD = "steward", "Steward"
+
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            # One organisation per account keeps "the tenant comes from the
+            # principal" unambiguous for session users.
+            models.UniqueConstraint(fields=["user"], name="accounts_membership_one_org_per_user"),
+            models.CheckConstraint(
+                condition=Q(role__in=["owner", "member", "steward"]), name="accounts_membership_role_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} ({self.role} of {self.organisation})"
+
+
+class Agent(models.Model):
+    """An AI agent acting inside one organisation."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="agents")
+    name = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organisation", "name"], name="accounts_agent_name_per_org")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.organisation})"
+
+
+TOKEN_PREFIX = "arch_"
+DEFAULT_TOKEN_LIFETIME = timedelta(days=365)
+
+
+def hash_token(raw: str) -> str:
+    """Tokens are 256 random bits, so one fast hash is enough; only the hash is stored."""
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class AgentTokenQuerySet(models.QuerySet):
+    def usable(self, now=None):
+        now = now or timezone.now()
+        return self.filter(revoked_at__isnull=True, expires_at__gt=now)
+
+
+class AgentToken(models.Model):
+    """A bearer token for one agent. The raw token is shown once, at creation."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="agent_tokens")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tokens")
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # The first characters, so an operator can tell tokens apart without the secret.
+    hint = models.CharField(max_length=16, editable=False)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    objects = AgentTokenQuerySet.as_manager()
+
+    def __str__(self) -> str:
+        return f"{self.hint}… for {self.agent}"
+
+    @classmethod
+    def issue(cls, *, agent: Agent, lifetime: timedelta = DEFAULT_TOKEN_LIFETIME) -> tuple[AgentToken, str]:
+        """Create a token and return it with its raw value, which is never stored."""
+        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        now = timezone.now()
+        token = cls.objects.create(
+            organisation=agent.organisation,
+            agent=agent,
+            token_hash=hash_token(raw),
+            hint=raw[: len(TOKEN_PREFIX) + 6],
+            created_at=now,
+            expires_at=now + lifetime,
+        )
+        return token, raw
+
+    def revoke(self) -> None:
+        if self.revoked_at is None:
+            self.revoked_at = timezone.now()
+            self.save(update_fields=["revoked_at"])

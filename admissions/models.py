@@ -1,0 +1,1 @@
+"""Stewards' decisions on system claims (built out in the admissions issue)."""

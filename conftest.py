@@ -1,0 +1,76 @@
+"""Shared fixtures: personas in two organisations, and a factory for memories."""
+
+from __future__ import annotations
+
+import pytest
+
+from accounts.models import Membership
+from accounts.services import agent_create, organisation_create, user_create
+from memories.models import Author, Bucket, SourceKind
+from memories.services import memory_remember
+
+
+@pytest.fixture
+def org(db):
+    return organisation_create(slug="acme", name="Acme")
+
+
+@pytest.fixture
+def other_org(db):
+    return organisation_create(slug="globex", name="Globex")
+
+
+@pytest.fixture
+def owner(org):
+    return user_create(username="olive", organisation=org, role=Membership.Role.OWNER, password="pw-olive-123")
+
+
+@pytest.fixture
+def member(org):
+    return user_create(username="mona", organisation=org, role=Membership.Role.MEMBER, password="pw-mona-123")
+
+
+@pytest.fixture
+def second_member(org):
+    return user_create(username="max", organisation=org, role=Membership.Role.MEMBER, password="pw-max-123")
+
+
+@pytest.fixture
+def steward(org):
+    return user_create(username="stella", organisation=org, role=Membership.Role.STEWARD, password="pw-stella-123")
+
+
+@pytest.fixture
+def outsider(other_org):
+    return user_create(username="otto", organisation=other_org, role=Membership.Role.OWNER, password="pw-otto-123")
+
+
+@pytest.fixture
+def agent_with_token(org):
+    """(agent, raw bearer token) in `org`."""
+    return agent_create(organisation=org, name="helper")
+
+
+@pytest.fixture
+def agent(agent_with_token):
+    return agent_with_token[0]
+
+
+@pytest.fixture
+def make_memory(org, member):
+    """Write a memory through the service; keyword arguments override the defaults."""
+
+    def make(**overrides):
+        fields = dict(
+            organisation=org,
+            bucket=Bucket.USER,
+            author=Author.PERSON,
+            body="Prefers tea to coffee",
+            source_kind=SourceKind.PERSON,
+            owner=member,
+            written_by=member,
+        )
+        fields.update(overrides)
+        return memory_remember(**fields)
+
+    return make

@@ -1,0 +1,93 @@
+from django.contrib import admin
+
+from memories.models import Channel, ChannelMember, Memory, MemoryAudit
+
+PROVENANCE_FIELDS = ["author", "written_by", "source_kind", "source_ref", "source_label", "source_run_id"]
+SYSTEM_FIELDS = ["slug", "entity", "transparency", "as_of", "admission", "evidence_refs", "stance", "promoted"]
+ERASURE_FIELDS = ["redacted_at", "redacted_by", "redacted_by_label", "redaction_reason"]
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    list_display = [
+        "short_body",
+        "organisation",
+        "bucket",
+        "scope",
+        "tier",
+        "pinned",
+        "searchable",
+        "expires_at",
+        "created_at",
+    ]
+    list_filter = ["bucket", "scope", "tier", "pinned", "author"]
+    list_select_related = ["organisation"]
+    search_fields = ["body", "subject_id", "source_ref"]
+    readonly_fields = [
+        "id",
+        "organisation",
+        "owner",
+        "agent",
+        "bucket",
+        "body",
+        "subject_type",
+        "subject_id",
+        *PROVENANCE_FIELDS,
+        *SYSTEM_FIELDS,
+        *ERASURE_FIELDS,
+        "superseded_by",
+        "embedding_model",
+        "embedding_attempts",
+        "embedding_error",
+        "created_at",
+        "updated_at",
+    ]
+    exclude = ["embedding", "search_vector"]
+
+    @admin.display(description="body")
+    def short_body(self, memory: Memory) -> str:
+        return str(memory)
+
+    @admin.display(description="searchable", boolean=False)
+    def searchable(self, memory: Memory) -> str:
+        if memory.redacted_at:
+            return "erased"
+        if memory.embedding_model:
+            return "yes"
+        if memory.embedding_error:
+            return f"not yet searchable: {memory.embedding_error[:80]}"
+        return "not yet searchable"
+
+    def has_add_permission(self, request):
+        # Memories are written through the API and its services, which check the rules.
+        return False
+
+
+class ChannelMemberInline(admin.TabularInline):
+    model = ChannelMember
+    extra = 0
+
+
+@admin.register(Channel)
+class ChannelAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "organisation", "kind", "updated_at"]
+    list_filter = ["kind"]
+    list_select_related = ["organisation"]
+    inlines = [ChannelMemberInline]
+
+
+@admin.register(MemoryAudit)
+class MemoryAuditAdmin(admin.ModelAdmin):
+    list_display = ["at", "action", "actor_label", "memory_id", "organisation"]
+    list_filter = ["action"]
+    list_select_related = ["organisation"]
+    readonly_fields = ["organisation", "memory", "action", "actor", "actor_label", "detail", "at"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

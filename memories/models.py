@@ -1,0 +1,473 @@
+"""The memory store and the rules the database holds for it.
+
+Every rule here exists twice: as a named constraint or trigger in PostgreSQL,
+so no code path can break it, and as a validation in `Memory.clean()`, so a
+caller is told which field broke which rule.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import F, Func, Q
+from django.db.models.functions import Length
+from django.db.models.lookups import Exact, LessThanOrEqual
+from pgvector.django import VectorField
+
+BODY_MAX_CHARS = 2_000
+SOURCE_REF_MAX_CHARS = 200
+SLUG_MAX_CHARS = 200
+SLUG_PREFIX = "sys:"
+STANCE_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+EVIDENCE_KINDS = ("url", "document", "message", "run", "dataset", "commit")
+# Control characters other than tab and newline. NUL cannot be stored in a
+# PostgreSQL text column at all; the others would let a body break the lines
+# of a rendered memory block.
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+CONTROL_CHARS_SQL = "[\\x01-\\x08\\x0b-\\x1f\\x7f]"
+
+
+class Bucket(models.TextChoices):
+    USER = "user", "Saved by a person"
+    LEARNED = "learned", "Learned from threads"
+    SYSTEM = "system", "Network claim"
+
+
+class SubjectType(models.TextChoices):
+    WORKSPACE = "workspace", "The workspace"
+    CANDIDATE = "candidate", "A candidate"
+    USER = "user", "An account holder"
+
+
+class Scope(models.TextChoices):
+    WORKSPACE = "workspace", "Workspace"
+    CHANNEL = "channel", "Channel"
+    PERSON = "person", "Person"
+
+
+class Author(models.TextChoices):
+    MODEL = "model", "Inferred by an agent"
+    PERSON = "person", "Noted by a person"
+
+
+class SourceKind(models.TextChoices):
+    MESSAGE = "message", "Message"
+    SESSION = "session", "Session"
+    RUN = "run", "Run"
+    THREAD_EVENT = "thread_event", "Thread event"
+    PERSON = "person", "Person"
+
+
+class Tier(models.TextChoices):
+    PROFILE = "profile", "Profile"
+    LOG = "log", "Log"
+    NOTE = "note", "Note"
+
+
+class Transparency(models.TextChoices):
+    LEDGER = "ledger", "Ledger"
+    GLASS = "glass", "Glass"
+
+
+class ClaimedAdmission(models.TextChoices):
+    CANDIDATE = "candidate", "Candidate"
+    ADMITTED = "admitted", "Admitted"
+    REJECTED = "rejected", "Rejected"
+
+
+SYSTEM_FIELDS = ("slug", "entity", "transparency", "as_of", "admission", "evidence_refs", "stance")
+# Fields a row keeps for life: a correction is a new row (superseded_by).
+IMMUTABLE_FIELDS = (
+    "body",
+    "bucket",
+    "organisation_id",
+    "owner_id",
+    "agent_id",
+    "author",
+    "written_by_id",
+    "source_kind",
+    "source_ref",
+    "source_label",
+    "source_run_id",
+    "subject_type",
+    "subject_id",
+    "slug",
+    "entity",
+    "transparency",
+    "as_of",
+    "evidence_refs",
+    "stance",
+)
+
+
+class JsonbTypeof(Func):
+    function = "jsonb_typeof"
+    output_field = models.CharField()
+
+
+class EvidenceRefsValid(Func):
+    """SQL function `memories_evidence_refs_valid(jsonb)`, created in the first migration."""
+
+    function = "memories_evidence_refs_valid"
+    output_field = models.BooleanField()
+
+
+class BodyHasControlChars(Func):
+    template = "%(expressions)s ~ '" + CONTROL_CHARS_SQL + "'"
+    output_field = models.BooleanField()
+
+
+class Memory(models.Model):
+    """One remembered fact, or one network claim (bucket `system`)."""
+
+    # Identity and ownership
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.PROTECT, related_name="memories")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="owned_memories",
+        help_text="Whose saved memory this is, when a person saved it.",
+    )
+    agent = models.ForeignKey(
+        "accounts.Agent",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="memories",
+        help_text="The agent holding it; empty means shared by the organisation's agents.",
+    )
+    bucket = models.CharField(max_length=16, choices=Bucket.choices)
+    body = models.TextField()
+
+    # Subject: who the memory is about.
+    subject_type = models.CharField(max_length=16, choices=SubjectType.choices, default=SubjectType.WORKSPACE)
+    subject_id = models.CharField(max_length=200, blank=True, default="")
+
+    # Scope: who it may be recalled for.
+    scope = models.CharField(max_length=16, choices=Scope.choices, default=Scope.WORKSPACE)
+    scope_ref = models.CharField(max_length=200, blank=True, default="")
+    scope_label = models.CharField(max_length=200, blank=True, default="")
+
+    # Provenance
+    author = models.CharField(max_length=16, choices=Author.choices)
+    written_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="written_memories"
+    )
+    source_kind = models.CharField(max_length=16, choices=SourceKind.choices)
+    source_ref = models.CharField(max_length=SOURCE_REF_MAX_CHARS, blank=True, default="")
+    source_label = models.CharField(max_length=200, blank=True, default="")
+    source_run_id = models.CharField(max_length=200, blank=True, default="")
+
+    tier = models.CharField(max_length=16, choices=Tier.choices, default=Tier.LOG)
+    pinned = models.BooleanField(default=False)
+
+    # Time: when it was true, and when it stops being kept.
+    occurred_at = models.DateTimeField(null=True, blank=True, help_text="When the event happened, if known.")
+    valid_from = models.DateTimeField(null=True, blank=True)
+    valid_until = models.DateTimeField(null=True, blank=True, help_text="Set when a correction replaced it.")
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    # Embedding
+    embedding = VectorField(dimensions=384, null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True, default="")
+    embedding_attempts = models.PositiveSmallIntegerField(default=0)
+    embedding_error = models.TextField(blank=True, default="")
+
+    search_vector = models.GeneratedField(
+        expression=SearchVector("body", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
+
+    # The system bucket's fields: required together there, refused elsewhere.
+    slug = models.CharField(max_length=SLUG_MAX_CHARS, null=True, blank=True)
+    entity = models.CharField(max_length=200, null=True, blank=True)
+    transparency = models.CharField(max_length=16, choices=Transparency.choices, null=True, blank=True)
+    as_of = models.DateField(null=True, blank=True)
+    admission = models.CharField(
+        max_length=16,
+        choices=ClaimedAdmission.choices,
+        null=True,
+        blank=True,
+        help_text="What the author claimed. Never counts: status is derived from steward records.",
+    )
+    evidence_refs = models.JSONField(null=True, blank=True)
+    stance = models.CharField(max_length=200, null=True, blank=True)
+    promoted = models.GeneratedField(
+        expression=Q(stance__isnull=False), output_field=models.BooleanField(), db_persist=True
+    )
+
+    superseded_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
+    )
+
+    # Erasure receipt: the row stays, its content goes.
+    redacted_at = models.DateTimeField(null=True, blank=True)
+    redacted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    redacted_by_label = models.CharField(max_length=200, blank=True, default="")
+    redaction_reason = models.CharField(max_length=500, blank=True, default="")
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [
+            GinIndex(fields=["search_vector"], name="memories_search_gin"),
+            # Serves recall's predicate: tenant, then scope, over live rows only.
+            models.Index(
+                fields=["organisation", "scope", "scope_ref"],
+                name="memories_live_scope_idx",
+                condition=Q(redacted_at__isnull=True, superseded_by__isnull=True) & ~Q(bucket="system"),
+            ),
+            models.Index(fields=["organisation", "bucket", "created_at"], name="memories_org_bucket_idx"),
+            models.Index(fields=["organisation", "subject_type", "subject_id"], name="memories_subject_idx"),
+            models.Index(fields=["expires_at"], name="memories_expiry_idx", condition=Q(redacted_at__isnull=True)),
+            models.Index(fields=["superseded_by"], name="memories_superseded_by_idx"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(bucket__in=Bucket.values), name="memories_bucket_valid"),
+            models.CheckConstraint(
+                condition=Q(author__in=Author.values) & Q(source_kind__in=SourceKind.values) & Q(tier__in=Tier.values),
+                name="memories_enums_valid",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    # Each column is tested for NULL explicitly: a CHECK passes
+                    # when its condition is NULL, so "slug LIKE 'sys:%'" alone
+                    # would let a NULL slug through.
+                    Q(bucket="system")
+                    & Q(slug__isnull=False, transparency__isnull=False, admission__isnull=False)
+                    & Q(as_of__isnull=False, evidence_refs__isnull=False)
+                    & Q(slug__startswith=SLUG_PREFIX)
+                    & Q(transparency__in=Transparency.values)
+                    & Q(admission__in=ClaimedAdmission.values)
+                    & Exact(JsonbTypeof(F("evidence_refs")), "array")
+                    & ~Q(evidence_refs=[])
+                    & Exact(EvidenceRefsValid(F("evidence_refs")), True)
+                )
+                | (
+                    ~Q(bucket="system")
+                    & Q(slug__isnull=True)
+                    & Q(entity__isnull=True)
+                    & Q(transparency__isnull=True)
+                    & Q(as_of__isnull=True)
+                    & Q(admission__isnull=True)
+                    & Q(evidence_refs__isnull=True)
+                    & Q(stance__isnull=True)
+                ),
+                name="memories_system_shape",
+            ),
+            models.CheckConstraint(
+                condition=(
+                    (~Q(body="") | Q(redacted_at__isnull=False))
+                    & (Q(superseded_by__isnull=True) | ~Q(superseded_by=F("id")))
+                    & (Q(stance__isnull=True) | (Q(stance__regex=STANCE_PATTERN) & Q(body__contains=F("stance"))))
+                ),
+                name="memories_shape",
+            ),
+            models.CheckConstraint(
+                condition=Q(LessThanOrEqual(Length("body"), BODY_MAX_CHARS))
+                & ~Q(body__regex=r"^\s|\s$")
+                & Exact(BodyHasControlChars(F("body")), False),
+                name="memories_body_text",
+            ),
+            models.CheckConstraint(
+                condition=(Q(subject_type="workspace") & Q(subject_id=""))
+                | (Q(subject_type__in=["candidate", "user"]) & ~Q(subject_id="")),
+                name="memories_subject_named",
+            ),
+            models.CheckConstraint(
+                condition=(Q(scope="workspace") & Q(scope_ref=""))
+                | (Q(scope__in=["channel", "person"]) & ~Q(scope_ref="")),
+                name="memories_scope_ref",
+            ),
+            models.CheckConstraint(
+                condition=Q(bucket="system") | Q(expires_at__isnull=False), name="memories_expiry_required"
+            ),
+            models.CheckConstraint(
+                condition=Q(redacted_at__isnull=True) | (Q(body="") & Q(embedding__isnull=True)),
+                name="memories_redaction_empties",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        if self.redacted_at:
+            return f"[erased {self.redacted_at:%Y-%m-%d}]"
+        return self.body[:80]
+
+    @property
+    def is_redacted(self) -> bool:
+        return self.redacted_at is not None
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.stance is not None
+
+    def clean(self) -> None:
+        """The same rules as the constraints, each naming its field."""
+        errors: dict[str, list[str]] = {}
+
+        def refuse(field: str, message: str) -> None:
+            errors.setdefault(field, []).append(message)
+
+        body = self.body or ""
+        if not self.redacted_at:
+            if not body.strip():
+                refuse("body", "A memory needs text; it is empty or only whitespace.")
+            elif body != body.strip():
+                refuse("body", "The body must be trimmed of leading and trailing whitespace.")
+            if len(body) > BODY_MAX_CHARS:
+                refuse(
+                    "body",
+                    f"The body is {len(body)} characters; the limit is {BODY_MAX_CHARS}. It is refused, never cut.",
+                )
+            if CONTROL_CHARS.search(body):
+                refuse("body", "The body contains NUL or control characters; only newline and tab are allowed.")
+        if len(self.source_ref or "") > SOURCE_REF_MAX_CHARS:
+            refuse("source_ref", f"source_ref is longer than {SOURCE_REF_MAX_CHARS} characters.")
+
+        if self.subject_type == SubjectType.WORKSPACE and self.subject_id:
+            refuse("subject_id", "A workspace memory is about no person, so it takes no subject_id.")
+        if self.subject_type in (SubjectType.CANDIDATE, SubjectType.USER) and not self.subject_id:
+            refuse("subject_id", f"A {self.subject_type} memory must name its subject, so it can be listed and erased.")
+
+        if self.scope == Scope.WORKSPACE and self.scope_ref:
+            refuse("scope_ref", "A workspace memory has no scope_ref.")
+        if self.scope in (Scope.CHANNEL, Scope.PERSON) and not self.scope_ref:
+            refuse("scope_ref", f"A {self.scope} memory must name its {self.scope} in scope_ref.")
+
+        if self.bucket != Bucket.SYSTEM and self.expires_at is None:
+            refuse("expires_at", "User and learned memories must expire.")
+
+        if self.bucket == Bucket.SYSTEM:
+            self._clean_system(refuse)
+        else:
+            for field in SYSTEM_FIELDS:
+                if getattr(self, field) is not None:
+                    refuse(field, "This field belongs only to a system memory.")
+
+        if self.superseded_by_id is not None and self.superseded_by_id == self.id:
+            refuse("superseded_by", "A memory cannot supersede itself.")
+        if errors:
+            raise ValidationError(errors)
+
+    def _clean_system(self, refuse) -> None:
+        if not self.slug:
+            refuse("slug", f"A system claim needs a slug starting with {SLUG_PREFIX!r}.")
+        elif not self.slug.startswith(SLUG_PREFIX):
+            refuse("slug", f"The slug must start with {SLUG_PREFIX!r}.")
+        elif len(self.slug) > SLUG_MAX_CHARS:
+            refuse("slug", f"The slug is longer than {SLUG_MAX_CHARS} characters.")
+        if self.transparency not in Transparency.values:
+            refuse("transparency", f"Transparency must be one of {', '.join(Transparency.values)}.")
+        if self.as_of is None:
+            refuse("as_of", "A system claim needs the date it is true as of.")
+        if self.admission not in ClaimedAdmission.values:
+            refuse("admission", f"Admission must be one of {', '.join(ClaimedAdmission.values)}.")
+        for message in evidence_problems(self.evidence_refs):
+            refuse("evidence_refs", message)
+        if self.stance is not None:
+            if not re.fullmatch(STANCE_PATTERN, self.stance):
+                refuse("stance", "A stance id is lowercase words joined by hyphens.")
+            elif self.stance not in (self.body or ""):
+                refuse("body", "A promotion tombstone's body must name the stance it was promoted to.")
+
+
+def evidence_problems(refs) -> list[str]:
+    """Why an evidence list is unacceptable, or [] when it is fine."""
+    if not isinstance(refs, list) or not refs:
+        return ["A system claim needs at least one evidence ref, as a list of {kind, ref}."]
+    problems = []
+    for index, item in enumerate(refs):
+        if not isinstance(item, dict) or set(item) != {"kind", "ref"}:
+            problems.append(f"Item {index} must be an object with exactly 'kind' and 'ref'.")
+        elif item["kind"] not in EVIDENCE_KINDS:
+            problems.append(f"Item {index} has kind {item['kind']!r}; known kinds are {', '.join(EVIDENCE_KINDS)}.")
+        elif not isinstance(item["ref"], str) or not item["ref"].strip() or len(item["ref"]) > 500:
+            problems.append(f"Item {index} needs a non-empty ref of at most 500 characters.")
+    return problems
+
+
+class Channel(models.Model):
+    """A place agents talk in, upserted from each turn's `place`; its members decide who sees channel facts."""
+
+    class Kind(models.TextChoices):
+        DM = "dm", "Direct message"
+        PRIVATE = "private", "Private channel"
+        PUBLIC = "public", "Public channel"
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="channels")
+    external_id = models.CharField(max_length=200)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="ChannelMember", related_name="channels")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "external_id"], name="memories_channel_unique_per_org"),
+            models.CheckConstraint(
+                condition=Q(kind__in=["dm", "private", "public"]), name="memories_channel_kind_valid"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.external_id} ({self.kind})"
+
+
+class ChannelMember(models.Model):
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "channel", "user"], name="memories_channel_member_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} in {self.channel_id}"
+
+
+class MemoryAudit(models.Model):
+    """An append-only record of every change to a memory, written in the change's transaction."""
+
+    class Action(models.TextChoices):
+        REMEMBER = "remember", "Remembered"
+        SUPERSEDE = "supersede", "Superseded"
+        PIN = "pin", "Pinned"
+        UNPIN = "unpin", "Unpinned"
+        REDACT = "redact", "Erased"
+        PURGE = "purge", "Purged after expiry"
+        EMBED = "embed", "Embedded"
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="audit")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_label = models.CharField(max_length=200, blank=True, default="")
+    detail = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["organisation", "memory", "at"], name="memories_audit_memory_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.action} {self.memory_id} by {self.actor_label}"

@@ -1,0 +1,259 @@
+"""Writes to the memory store. Each is a keyword-only action in one transaction.
+
+The organisation, owner and writer are arguments taken from the authenticated
+principal by the caller; nothing here reads them from request data.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from accounts.models import Agent, Organisation, User
+from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
+
+logger = logging.getLogger(__name__)
+
+
+def normalise_body(body: str) -> str:
+    """Line endings become \\n and the ends are trimmed; nothing else changes and nothing is cut."""
+    if not isinstance(body, str):
+        return body
+    return body.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def default_expiry(*, tier: str, now: datetime) -> datetime:
+    days = settings.MEMORY_NOTE_TTL_DAYS if tier == Tier.NOTE else settings.MEMORY_DEFAULT_TTL_DAYS
+    return now + timedelta(days=days)
+
+
+def _actor_label(*, actor: User | None, agent: Agent | None) -> str:
+    if agent is not None:
+        return f"agent:{agent.name}"
+    if actor is not None:
+        return f"user:{actor.username}"
+    return "system"
+
+
+def audit_record(
+    *, memory: Memory, action: str, actor: User | None = None, agent: Agent | None = None, detail: dict | None = None
+) -> MemoryAudit:
+    return MemoryAudit.objects.create(
+        organisation_id=memory.organisation_id,
+        memory=memory,
+        action=action,
+        actor=actor,
+        actor_label=_actor_label(actor=actor, agent=agent),
+        detail=detail or {},
+    )
+
+
+def enqueue_embedding(memory_ids: list) -> None:
+    """Ask a worker to embed these rows, after commit. A broker that is down loses nothing:
+    the row is already committed and the beat sweep embeds rows that have no vector."""
+    ids = [str(memory_id) for memory_id in memory_ids]
+
+    def send() -> None:
+        try:
+            from memories.tasks import embed_memories
+
+            embed_memories.apply_async(args=[ids], queue="embed", retry=False)
+        except Exception as error:  # noqa: BLE001 - any broker failure degrades to the sweep
+            logger.warning(
+                "could not enqueue embedding for %d memories (%s); the sweep will embed them", len(ids), error
+            )
+
+    transaction.on_commit(send)
+
+
+def memory_remember(
+    *,
+    organisation: Organisation,
+    bucket: str,
+    author: str,
+    body: str,
+    source_kind: str,
+    owner: User | None = None,
+    agent: Agent | None = None,
+    written_by: User | None = None,
+    subject_type: str = SubjectType.WORKSPACE,
+    subject_id: str = "",
+    scope: str = Scope.WORKSPACE,
+    scope_ref: str = "",
+    scope_label: str = "",
+    source_ref: str = "",
+    source_label: str = "",
+    source_run_id: str = "",
+    tier: str = Tier.LOG,
+    pinned: bool = False,
+    expires_at: datetime | None = None,
+    occurred_at: datetime | None = None,
+    valid_from: datetime | None = None,
+    system_fields: dict | None = None,
+    now: datetime | None = None,
+) -> Memory:
+    """Store one memory after checking every rule, and queue its embedding."""
+    now = now or timezone.now()
+    if expires_at is None and bucket != Bucket.SYSTEM:
+        expires_at = default_expiry(tier=tier, now=now)
+    memory = Memory(
+        organisation=organisation,
+        owner=owner,
+        agent=agent,
+        bucket=bucket,
+        body=normalise_body(body),
+        subject_type=subject_type,
+        subject_id=(subject_id or "").strip(),
+        scope=scope,
+        scope_ref=scope_ref or "",
+        scope_label=scope_label or "",
+        author=author,
+        written_by=written_by,
+        source_kind=source_kind,
+        source_ref=(source_ref or "").strip(),
+        source_label=(source_label or "").strip(),
+        source_run_id=(source_run_id or "").strip(),
+        tier=tier,
+        pinned=pinned,
+        occurred_at=occurred_at,
+        valid_from=valid_from,
+        expires_at=expires_at,
+        **(system_fields or {}),
+    )
+    if expires_at is not None and expires_at <= now:
+        raise ValidationError({"expires_at": ["The expiry must be in the future."]})
+    memory.full_clean(exclude=["search_vector", "promoted", "embedding"])
+    with transaction.atomic():
+        memory.save(force_insert=True)
+        audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=written_by, agent=agent)
+        enqueue_embedding([memory.id])
+    return memory
+
+
+def memory_supersede(
+    *,
+    memory: Memory,
+    body: str,
+    actor: User | None = None,
+    agent: Agent | None = None,
+    overrides: dict | None = None,
+    now: datetime | None = None,
+) -> Memory:
+    """Correct a memory: write the replacement as a new row and point the old one at it.
+
+    The replacement keeps the old row's subject, scope and bucket unless
+    `overrides` changes what the rules allow (tier, pinned, expiry, source).
+    """
+    now = now or timezone.now()
+    overrides = dict(overrides or {})
+    with transaction.atomic():
+        # Two corrections of the same row at once would both pass the "is it
+        # live" check; the row lock makes the second one see the first.
+        old = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        if old.bucket == Bucket.SYSTEM:
+            raise ValidationError({"memory": ["A system claim is replaced by promotion, not corrected."]})
+        if old.redacted_at is not None:
+            raise ValidationError({"memory": ["An erased memory cannot be corrected."]})
+        if old.superseded_by_id is not None:
+            raise ValidationError({"memory": ["This memory was already corrected; correct the newest version."]})
+        is_person = agent is None
+        fields = dict(
+            organisation=old.organisation,
+            # A person's correction is something they said to remember; an
+            # agent's is something it learned.
+            bucket=Bucket.USER if is_person else Bucket.LEARNED,
+            author=Author.PERSON if is_person else Author.MODEL,
+            body=body,
+            source_kind=overrides.pop("source_kind", SourceKind.PERSON if is_person else old.source_kind),
+            owner=old.owner or (actor if is_person else None),
+            agent=old.agent if agent is None else agent,
+            written_by=actor,
+            subject_type=old.subject_type,
+            subject_id=old.subject_id,
+            scope=old.scope,
+            scope_ref=old.scope_ref,
+            scope_label=old.scope_label,
+            source_ref=overrides.pop("source_ref", f"supersedes:{old.id}"),
+            source_label=overrides.pop("source_label", old.source_label),
+            source_run_id=overrides.pop("source_run_id", ""),
+            tier=overrides.pop("tier", old.tier),
+            pinned=overrides.pop("pinned", old.pinned),
+            expires_at=overrides.pop("expires_at", None),
+            occurred_at=overrides.pop("occurred_at", old.occurred_at),
+            valid_from=now,
+            now=now,
+        )
+        if overrides:
+            raise ValidationError({name: ["This field cannot be set on a correction."] for name in overrides})
+        replacement = memory_remember(**fields)
+        old.superseded_by = replacement
+        old.valid_until = now
+        old.save(update_fields=["superseded_by", "valid_until", "updated_at"])
+        audit_record(
+            memory=old,
+            action=MemoryAudit.Action.SUPERSEDE,
+            actor=actor,
+            agent=agent,
+            detail={"replacement": str(replacement.id)},
+        )
+    return replacement
+
+
+def memory_redact(
+    *,
+    memory: Memory,
+    reason: str,
+    actor: User | None = None,
+    agent: Agent | None = None,
+    action: str = MemoryAudit.Action.REDACT,
+    now: datetime | None = None,
+) -> Memory:
+    """Erase a memory's content and vector, keeping a receipt: who, when and why."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": ["An erasure needs a reason for its receipt."]})
+    with transaction.atomic():
+        row = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        if row.redacted_at is not None:
+            return row  # erasing twice is a no-op; the first receipt stands
+        row.body = ""
+        row.embedding = None
+        row.redacted_at = now or timezone.now()
+        row.redacted_by = actor
+        row.redacted_by_label = _actor_label(actor=actor, agent=agent)
+        row.redaction_reason = reason[:500]
+        row.save(
+            update_fields=[
+                "body",
+                "embedding",
+                "redacted_at",
+                "redacted_by",
+                "redacted_by_label",
+                "redaction_reason",
+                "updated_at",
+            ]
+        )
+        audit_record(memory=row, action=action, actor=actor, agent=agent, detail={"reason": row.redaction_reason})
+    return row
+
+
+def memory_set_pinned(*, memory: Memory, pinned: bool, actor: User | None = None, agent: Agent | None = None) -> Memory:
+    with transaction.atomic():
+        row = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        if row.redacted_at is not None:
+            raise ValidationError({"memory": ["An erased memory cannot be pinned."]})
+        if row.pinned != pinned:
+            row.pinned = pinned
+            row.save(update_fields=["pinned", "updated_at"])
+            audit_record(
+                memory=row,
+                action=MemoryAudit.Action.PIN if pinned else MemoryAudit.Action.UNPIN,
+                actor=actor,
+                agent=agent,
+            )
+    return row

@@ -1,0 +1,80 @@
+"""SQL the database holds for memories: functions and triggers the ORM cannot express.
+
+Kept here, beside the model, and applied by migrations.
+"""
+
+from memories.models import EVIDENCE_KINDS
+
+_KINDS = ", ".join(f"'{kind}'" for kind in EVIDENCE_KINDS)
+
+EVIDENCE_REFS_VALID = f"""
+CREATE OR REPLACE FUNCTION memories_evidence_refs_valid(refs jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN jsonb_typeof(refs) <> 'array' THEN false
+  ELSE NOT EXISTS (
+    SELECT 1 FROM jsonb_array_elements(refs) AS item
+    WHERE CASE
+      WHEN jsonb_typeof(item) <> 'object' THEN true
+      WHEN (SELECT count(*) FROM jsonb_object_keys(item)) <> 2 THEN true
+      WHEN NOT (item ? 'kind' AND item ? 'ref') THEN true
+      WHEN jsonb_typeof(item -> 'ref') <> 'string' THEN true
+      WHEN item ->> 'kind' NOT IN ({_KINDS}) THEN true
+      WHEN btrim(item ->> 'ref') = '' OR char_length(item ->> 'ref') > 500 THEN true
+      ELSE false
+    END
+  ) END
+$$;
+"""
+
+# A memory's content and provenance are fixed for the life of the row. The
+# one exception is redaction, which empties the body (the CHECK
+# memories_redaction_empties makes it clear the vector in the same statement).
+IMMUTABLE_TRIGGER = """
+CREATE OR REPLACE FUNCTION memories_guard_update() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  redacting boolean := OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL;
+BEGIN
+  IF OLD.redacted_at IS NOT NULL AND NEW.redacted_at IS DISTINCT FROM OLD.redacted_at THEN
+    RAISE EXCEPTION 'memories_immutable: an erasure cannot be undone or rewritten'
+      USING ERRCODE = '23514';
+  END IF;
+  IF NEW.body IS DISTINCT FROM OLD.body AND NOT (redacting AND NEW.body = '') THEN
+    RAISE EXCEPTION 'memories_immutable: body cannot change; write a correction that supersedes it'
+      USING ERRCODE = '23514';
+  END IF;
+  IF (NEW.bucket, NEW.organisation_id, NEW.owner_id, NEW.agent_id, NEW.author, NEW.written_by_id,
+      NEW.source_kind, NEW.source_ref, NEW.source_label, NEW.source_run_id,
+      NEW.subject_type, NEW.subject_id,
+      NEW.slug, NEW.entity, NEW.transparency, NEW.as_of, NEW.evidence_refs, NEW.stance)
+     IS DISTINCT FROM
+     (OLD.bucket, OLD.organisation_id, OLD.owner_id, OLD.agent_id, OLD.author, OLD.written_by_id,
+      OLD.source_kind, OLD.source_ref, OLD.source_label, OLD.source_run_id,
+      OLD.subject_type, OLD.subject_id,
+      OLD.slug, OLD.entity, OLD.transparency, OLD.as_of, OLD.evidence_refs, OLD.stance) THEN
+    RAISE EXCEPTION 'memories_immutable: bucket, tenant, owner, author, source and subject never change'
+      USING ERRCODE = '23514';
+  END IF;
+  IF NEW.superseded_by_id IS DISTINCT FROM OLD.superseded_by_id THEN
+    IF OLD.superseded_by_id IS NOT NULL THEN
+      RAISE EXCEPTION 'memories_supersede_once: superseded_by is set once and never changed'
+        USING ERRCODE = '23514';
+    END IF;
+    IF OLD.redacted_at IS NOT NULL THEN
+      RAISE EXCEPTION 'memories_supersede_once: only a live row can be superseded'
+        USING ERRCODE = '23514';
+    END IF;
+  END IF;
+  RETURN NEW;
+END
+$$;
+DROP TRIGGER IF EXISTS memories_immutable ON memories_memory;
+CREATE TRIGGER memories_immutable BEFORE UPDATE ON memories_memory
+  FOR EACH ROW EXECUTE FUNCTION memories_guard_update();
+"""
+
+DROP_IMMUTABLE_TRIGGER = """
+DROP TRIGGER IF EXISTS memories_immutable ON memories_memory;
+DROP FUNCTION IF EXISTS memories_guard_update();
+"""
+DROP_EVIDENCE_REFS_VALID = "DROP FUNCTION IF EXISTS memories_evidence_refs_valid(jsonb);"
