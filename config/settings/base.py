@@ -139,6 +139,12 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "config.api.BearerTokenAuthentication",
+        "config.api.MemberSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["config.api.HasPrincipal"],
+    "EXCEPTION_HANDLER": "config.api.exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Archivist API",

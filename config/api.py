@@ -1,0 +1,221 @@
+"""API conventions every app follows: who is asking, and the one shape of an error.
+
+- `Principal` is the authenticated caller: an agent (Bearer token) or an account
+  holder (session). The organisation always comes from here, never from a body.
+- Every error is `{"error": code, "detail": sentence, "fields": {name: [messages]}}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from django.utils import timezone
+from rest_framework import exceptions, status
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication, get_authorization_header
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
+
+# Names a request body may never use: the tenant and the owner come from the principal.
+PRINCIPAL_FIELDS = ("organisation", "organisation_id", "org", "owner", "owner_id", "user_id")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling, resolved once per request."""
+
+    organisation: Organisation
+    agent: Agent | None = None
+    user: User | None = None
+    role: str | None = None
+
+    @property
+    def is_agent(self) -> bool:
+        return self.agent is not None
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == Membership.Role.OWNER
+
+    @property
+    def is_steward(self) -> bool:
+        return self.role == Membership.Role.STEWARD
+
+    @property
+    def label(self) -> str:
+        return f"agent:{self.agent.name}" if self.agent else f"user:{self.user.username}"
+
+
+class AgentPrincipalUser:
+    """What `request.user` is for an agent: authenticated, not an account."""
+
+    is_authenticated = True
+    is_active = True
+    is_staff = False
+    is_superuser = False
+    is_anonymous = False
+
+    def __init__(self, agent: Agent):
+        self.agent = agent
+        self.pk = None
+        self.username = f"agent:{agent.name}"
+
+    def __str__(self) -> str:
+        return self.username
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer <token>`; the token names the organisation and the agent."""
+
+    keyword = b"bearer"
+
+    def authenticate(self, request):
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != self.keyword:
+            return None
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <token>'.")
+        try:
+            raw = parts[1].decode()
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("The token is not valid text.") from None
+        now = timezone.now()
+        token = (
+            AgentToken.objects.usable(now)
+            .select_related("agent", "organisation")
+            .filter(token_hash=hash_token(raw))
+            .first()
+        )
+        if token is None:
+            raise exceptions.AuthenticationFailed("The token is unknown, revoked or expired.")
+        # Recording last use at most once a minute keeps a hot token from writing on every call.
+        if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+            AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        request.principal = Principal(organisation=token.organisation, agent=token.agent)
+        return AgentPrincipalUser(token.agent), token
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="archivist"'
+
+
+class MemberSessionAuthentication(SessionAuthentication):
+    """Session auth for account holders; their organisation is their membership's."""
+
+    def authenticate(self, request):
+        result = super().authenticate(request)
+        if result is None:
+            return None
+        user = result[0]
+        membership = user.membership()
+        if membership is None:
+            raise exceptions.PermissionDenied("This account belongs to no organisation.")
+        request.principal = Principal(organisation=membership.organisation, user=user, role=membership.role)
+        return result
+
+
+class HasPrincipal(BasePermission):
+    message = "Authenticate with a Bearer token or a session."
+
+    def has_permission(self, request, view):
+        return (
+            getattr(request._request, "principal", None) is not None or getattr(request, "principal", None) is not None
+        )
+
+
+def principal_of(request) -> Principal:
+    principal = getattr(request, "principal", None) or getattr(request._request, "principal", None)
+    if principal is None:
+        raise exceptions.NotAuthenticated()
+    return principal
+
+
+def refuse_principal_fields(data) -> None:
+    """A body naming the tenant or the owner is refused, saying why."""
+    if not isinstance(data, dict):
+        return
+    named = [name for name in PRINCIPAL_FIELDS if name in data]
+    if named:
+        raise exceptions.ValidationError(
+            {
+                name: ["The organisation and owner come from your credentials; a request may not name them."]
+                for name in named
+            }
+        )
+
+
+_CODES = {
+    status.HTTP_400_BAD_REQUEST: "invalid",
+    status.HTTP_401_UNAUTHORIZED: "unauthenticated",
+    status.HTTP_403_FORBIDDEN: "forbidden",
+    status.HTTP_404_NOT_FOUND: "not_found",
+    status.HTTP_405_METHOD_NOT_ALLOWED: "method_not_allowed",
+    status.HTTP_406_NOT_ACCEPTABLE: "not_acceptable",
+    status.HTTP_409_CONFLICT: "conflict",
+    status.HTTP_413_REQUEST_ENTITY_TOO_LARGE: "too_large",
+    status.HTTP_415_UNSUPPORTED_MEDIA_TYPE: "unsupported_media_type",
+    status.HTTP_429_TOO_MANY_REQUESTS: "throttled",
+    status.HTTP_503_SERVICE_UNAVAILABLE: "unavailable",
+}
+
+
+class Conflict(exceptions.APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the current state."
+    default_code = "conflict"
+
+
+def _flatten(detail, prefix: str = "") -> dict[str, list[str]]:
+    """DRF error detail (nested dicts and lists) as {dotted.field: [messages]}."""
+    fields: dict[str, list[str]] = {}
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            for inner, messages in _flatten(value, name).items():
+                fields.setdefault(inner, []).extend(messages)
+    elif isinstance(detail, list):
+        if all(not isinstance(item, (dict, list)) for item in detail):
+            fields[prefix or "non_field_errors"] = [str(item) for item in detail]
+        else:
+            for index, item in enumerate(detail):
+                for inner, messages in _flatten(item, f"{prefix}.{index}" if prefix else str(index)).items():
+                    fields.setdefault(inner, []).extend(messages)
+    else:
+        fields[prefix or "non_field_errors"] = [str(detail)]
+    return fields
+
+
+def error_response(code: str, detail: str, fields: dict | None = None, http_status: int = 400, headers=None):
+    return Response({"error": code, "detail": detail, "fields": fields or {}}, status=http_status, headers=headers)
+
+
+def exception_handler(exc, context):
+    """Maps every error, Django's and DRF's, to the one JSON shape."""
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(
+            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
+        )
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound("Not found.")
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    code = _CODES.get(response.status_code, "error")
+    if isinstance(exc, exceptions.ValidationError):
+        fields = _flatten(exc.detail)
+        names = ", ".join(sorted(fields))
+        detail = f"The request was refused: check {names}." if names else "The request was refused."
+        first = next(iter(fields.values()), [])
+        if len(fields) == 1 and first:
+            detail = f"{next(iter(fields))}: {first[0]}"
+    else:
+        fields = {}
+        detail = str(exc.detail) if hasattr(exc, "detail") else str(exc)
+    response.data = {"error": code, "detail": detail, "fields": fields}
+    return response
