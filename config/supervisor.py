@@ -137,7 +137,11 @@ def main() -> int:
         if redis is not None:
             redis.stop()
         if postgres is not None:
-            embedded.stop_postgres(folder / "pg")
+            # pgserver stops the server when its last handle goes; a handle left
+            # by a process that was killed would keep it up, so stop it by hand then.
+            postgres.cleanup()
+            if (folder / "pg" / "postmaster.pid").exists():
+                embedded.stop_postgres(folder / "pg")
         _say("stopped")
     return 0
 

@@ -26,6 +26,7 @@ INSTALLED_APPS = [
     "accounts",
     "memories",
     "admissions",
+    "web",
 ]
 
 MIDDLEWARE = [
@@ -113,11 +114,14 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "/static/"
 STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 WHITENOISE_USE_FINDERS = True
+# The account holders' pages keep their stylesheet here.
+STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # --- Security ------------------------------------------------------------------
 SESSION_COOKIE_HTTPONLY = True

@@ -1,0 +1,107 @@
+"""The run command on the embedded default: starts everything, serves, and stops cleanly on Ctrl-C."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _start(data_dir: Path, port: int) -> subprocess.Popen:
+    env = {key: value for key, value in os.environ.items() if key not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(
+        ARCHIVIST_DATA_DIR=str(data_dir),
+        PORT=str(port),
+        DJANGO_SETTINGS_MODULE="config.settings.dev",
+        WEB_CONCURRENCY="1",
+        WORKER_CONCURRENCY="1",
+        ARCHIVIST_EMBEDDER="none",
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "config.supervisor"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _wait_healthy(port: int, process: subprocess.Popen, timeout: float = 120) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert process.poll() is None, "the run command exited early"
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+                return json.load(response)
+        except OSError:
+            time.sleep(0.5)
+    raise AssertionError("the run command never became healthy")
+
+
+def _interrupt(process: subprocess.Popen) -> str:
+    # Ctrl-C reaches the whole foreground process group.
+    os.killpg(process.pid, signal.SIGINT)
+    output, _ = process.communicate(timeout=60)
+    return output
+
+
+def _servers_in(data_dir: Path) -> list[str]:
+    found = []
+    for proc in psutil.process_iter(attrs=["cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if str(data_dir) in cmdline:
+            found.append(cmdline)
+    return found
+
+
+def test_run_command_serves_and_stops_cleanly_and_keeps_its_data(tmp_path):
+    data_dir = tmp_path / "var"
+    port = _free_port()
+    process = _start(data_dir, port)
+    try:
+        health = _wait_healthy(port, process)
+        assert health["status"] == "ok"
+        assert {name: check["ok"] for name, check in health["checks"].items()} == {
+            "database": True,
+            "migrations": True,
+            "redis": True,
+        }
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/admin/login/", timeout=5) as response:
+            assert response.status == 200
+            assert b"password" in response.read().lower()
+    finally:
+        first_output = _interrupt(process)
+    assert process.returncode == 0, first_output
+    assert f"http://127.0.0.1:{port}" in first_output
+    assert "with password:" in first_output
+    assert _servers_in(data_dir) == [], "PostgreSQL or Redis outlived the run command"
+    assert (data_dir / "pg" / "PG_VERSION").exists()
+
+    # The data folder persists: the second run finds the administrator and prints no password.
+    process = _start(data_dir, port)
+    try:
+        assert _wait_healthy(port, process)["status"] == "ok"
+    finally:
+        second_output = _interrupt(process)
+    assert "with password:" not in second_output
+    assert _servers_in(data_dir) == []
