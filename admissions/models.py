@@ -1,1 +1,193 @@
-"""Stewards' decisions on system claims (built out in the admissions issue)."""
+"""Stewards' decisions on system claims, and the reviewed stances claims are promoted to.
+
+A system claim is a `memories.Memory` in the `system` bucket. Nothing about the
+row itself makes it true: its status is derived from the append-only
+`AdmissionRecord` rows stewards write (see `admissions.status`). The
+database refuses to change or delete a record and refuses records that break
+the four-eyes rule, so no code path can rewrite the history a status comes from.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Length
+from django.db.models.lookups import LessThanOrEqual
+from django.utils import timezone
+
+from memories.models import STANCE_PATTERN, Bucket, Memory
+
+REASON_MAX_CHARS = 2_000
+STANCE_ID_MAX_CHARS = 200
+STANCE_TITLE_MAX_CHARS = 200
+STANCE_BODY_MAX_CHARS = 10_000
+
+
+class Decision(models.TextChoices):
+    ADMIT = "admit", "Admit"
+    REJECT = "reject", "Reject"
+    CHALLENGE = "challenge", "Challenge"
+    REVOKE = "revoke", "Revoke"
+    PROMOTE = "promote", "Promote to stance"
+
+
+class Status(models.TextChoices):
+    """A claim's derived status. Never stored: it is computed from the records."""
+
+    CANDIDATE = "candidate", "Candidate"
+    CHALLENGED = "challenged", "Challenged"
+    ADMITTED = "admitted", "Admitted"
+    REJECTED = "rejected", "Rejected"
+    TOMBSTONE = "tombstone", "Promotion tombstone"
+
+
+# The decisions that move a claim's status. A promotion is recorded beside them
+# but leaves the claim admitted; its effect is the supersede pointer.
+STATUS_DECISIONS = {
+    Decision.ADMIT: Status.ADMITTED,
+    Decision.REJECT: Status.REJECTED,
+    Decision.CHALLENGE: Status.CHALLENGED,
+    Decision.REVOKE: Status.CHALLENGED,
+}
+
+
+# Queue order: what needs a steward first. The view says the same in SQL.
+STATUS_RANK = {
+    Status.CANDIDATE: 0,
+    Status.CHALLENGED: 1,
+    Status.ADMITTED: 2,
+    Status.REJECTED: 3,
+    Status.TOMBSTONE: 4,
+}
+
+
+class SystemClaimManager(models.Manager):
+    def get_queryset(self):
+        return super().get_queryset().filter(bucket=Bucket.SYSTEM)
+
+
+class SystemClaim(Memory):
+    """The system bucket as stewards see it: a proxy, so the admin and its permissions are the stewards' own."""
+
+    objects = SystemClaimManager()
+
+    class Meta:
+        proxy = True
+        verbose_name = "system claim"
+        verbose_name_plural = "system claims"
+        permissions = [
+            ("decide_claim", "Can admit, reject, challenge, revoke and promote system claims"),
+            ("submit_claim", "Can submit system claims through the API"),
+        ]
+
+
+class Stance(models.Model):
+    """A reviewed knowledge-base position that admitted claims are promoted into."""
+
+    id = models.CharField(
+        primary_key=True,
+        max_length=STANCE_ID_MAX_CHARS,
+        help_text="Lowercase words joined by hyphens, such as earning-bitcoin.",
+    )
+    title = models.CharField(max_length=STANCE_TITLE_MAX_CHARS)
+    body = models.TextField()
+    reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    reviewed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(id__regex=STANCE_PATTERN)
+                & ~Q(title__regex=r"^\s*$")
+                & ~Q(body__regex=r"^\s*$")
+                & Q(LessThanOrEqual(Length("body"), STANCE_BODY_MAX_CHARS)),
+                name="admissions_stance_shape",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id}: {self.title}"
+
+    def clean(self) -> None:
+        errors: dict[str, list[str]] = {}
+        if not re.fullmatch(STANCE_PATTERN, self.id or ""):
+            errors["id"] = ["A stance id is lowercase letters and digits in words joined by single hyphens."]
+        elif len(self.id) > STANCE_ID_MAX_CHARS:
+            errors["id"] = [f"A stance id is at most {STANCE_ID_MAX_CHARS} characters."]
+        if not (self.title or "").strip():
+            errors["title"] = ["A stance needs a title."]
+        if not (self.body or "").strip():
+            errors["body"] = ["A stance needs a body."]
+        elif len(self.body) > STANCE_BODY_MAX_CHARS:
+            errors["body"] = [f"The body is {len(self.body)} characters; the limit is {STANCE_BODY_MAX_CHARS}."]
+        if errors:
+            raise ValidationError(errors)
+
+
+class AdmissionRecord(models.Model):
+    """An append-only receipt of one steward's decision on one claim.
+
+    The organisation is the claim's, carried directly so the row is tenant-tagged
+    like every other; the steward may belong to any organisation.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.PROTECT, related_name="+")
+    claim = models.ForeignKey(Memory, on_delete=models.PROTECT, related_name="admission_records")
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    steward = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="admission_records")
+    reason = models.TextField()
+    at = models.DateTimeField(default=timezone.now)
+    # Set on a promotion only: the stance and the tombstone that now supersedes the claim.
+    stance = models.ForeignKey(Stance, null=True, blank=True, on_delete=models.PROTECT, related_name="promotions")
+    tombstone = models.ForeignKey(Memory, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["claim", "-at", "-id"], name="admissions_claim_latest_idx")]
+        constraints = [
+            models.CheckConstraint(condition=Q(decision__in=Decision.values), name="admissions_decision_valid"),
+            models.CheckConstraint(
+                condition=~Q(reason__regex=r"^\s*$") & Q(LessThanOrEqual(Length("reason"), REASON_MAX_CHARS)),
+                name="admissions_reason_required",
+            ),
+            models.CheckConstraint(
+                condition=(Q(decision=Decision.PROMOTE) & Q(stance__isnull=False) & Q(tombstone__isnull=False))
+                | (~Q(decision=Decision.PROMOTE) & Q(stance__isnull=True) & Q(tombstone__isnull=True)),
+                name="admissions_promotion_shape",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.decision} {self.claim_id} by {self.steward_id}"
+
+
+class ClaimStatus(models.Model):
+    """One row per system memory from the view `admissions_claim_status`: its derived status.
+
+    Read-only; join it with `admissions.status.with_status`.
+    """
+
+    claim = models.OneToOneField(
+        Memory,
+        primary_key=True,
+        db_column="claim_id",
+        on_delete=models.DO_NOTHING,
+        related_name="admission_status",
+    )
+    status = models.CharField(max_length=16, choices=Status.choices)
+    rank = models.IntegerField()
+    decided_at = models.DateTimeField(null=True)
+    record = models.ForeignKey(AdmissionRecord, null=True, on_delete=models.DO_NOTHING, related_name="+")
+
+    class Meta:
+        managed = False
+        db_table = "admissions_claim_status"
+
+    def __str__(self) -> str:
+        return f"{self.claim_id}: {self.status}"

@@ -257,3 +257,33 @@ def memory_set_pinned(*, memory: Memory, pinned: bool, actor: User | None = None
                 agent=agent,
             )
     return row
+
+
+def memory_point_to_replacement(
+    *, memory: Memory, replacement: Memory, actor: User | None = None, now: datetime | None = None
+) -> Memory:
+    """Point a row at a replacement some other action wrote, such as a promotion tombstone.
+
+    Unlike memory_supersede it writes no new row, so it works for system claims;
+    the caller has already written the replacement in the same transaction.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        # A second writer pointing the same row elsewhere would pass the
+        # "not yet superseded" check too; the lock makes it see the first.
+        old = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        if replacement.pk == old.pk:
+            raise ValidationError({"replacement": ["A memory cannot replace itself."]})
+        if replacement.organisation_id != old.organisation_id:
+            raise ValidationError({"replacement": ["The replacement belongs to another organisation."]})
+        if old.redacted_at is not None:
+            raise ValidationError({"memory": ["An erased memory cannot be superseded."]})
+        if old.superseded_by_id is not None:
+            raise ValidationError({"memory": ["This memory was already superseded."]})
+        old.superseded_by = replacement
+        old.valid_until = now
+        old.save(update_fields=["superseded_by", "valid_until", "updated_at"])
+        audit_record(
+            memory=old, action=MemoryAudit.Action.SUPERSEDE, actor=actor, detail={"replacement": str(replacement.pk)}
+        )
+    return old

@@ -1,0 +1,44 @@
+"""Fixtures for admissions: claims, a steward in each organisation, and a logged-in admin client."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+
+from accounts.models import Membership
+from accounts.services import user_create
+from admissions.services import claim_submit
+
+CLAIM = dict(
+    body="The Bank of England base rate is 4.75%",
+    slug="sys:boe-base-rate",
+    entity="bank-of-england",
+    transparency="ledger",
+    evidence_refs=[{"kind": "url", "ref": "https://www.bankofengland.co.uk/monetary-policy"}],
+)
+
+
+@pytest.fixture
+def foreign_steward(other_org):
+    """A steward in another organisation: stewards decide claims from everywhere."""
+    return user_create(username="fern", organisation=other_org, role=Membership.Role.STEWARD, password="pw-fern-123")
+
+
+@pytest.fixture
+def make_claim(org, member):
+    """Submit a claim through the service, as `member` unless `user` or `agent` is given."""
+
+    def make(**overrides):
+        fields = dict(CLAIM, organisation=org, as_of=date.today())
+        if "agent" not in overrides:
+            fields["user"] = member
+        fields.update(overrides)
+        return claim_submit(**fields)
+
+    return make
+
+
+@pytest.fixture
+def claim(make_claim):
+    return make_claim()
