@@ -2,10 +2,12 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from admissions import urls as admissions_urls
 from config.health import healthz
 
 # Each app adds its API routes to `api_v1` through its own urls module.
 api_v1 = []
+api_v1 += admissions_urls.urlpatterns
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -1,0 +1,221 @@
+"""The system-claims API: submit a claim, read one back with its derived status and history.
+
+Who may submit: every agent (Bearer token), and account holders who hold the
+Django permission `admissions.submit_claim` (stewards hold it through the
+Stewards group; anyone else is granted it by an administrator).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from admissions.selectors import claim_history, claim_visible_to
+from admissions.services import claim_submit
+from config.api import Principal, principal_of, refuse_principal_fields
+from memories.models import (
+    BODY_MAX_CHARS,
+    SLUG_MAX_CHARS,
+    SLUG_PREFIX,
+    SOURCE_REF_MAX_CHARS,
+    ClaimedAdmission,
+    Transparency,
+    evidence_problems,
+)
+
+SUBMIT_PERMISSION = "admissions.submit_claim"
+
+
+class ClaimInputSerializer(serializers.Serializer):
+    body = serializers.CharField(max_length=BODY_MAX_CHARS, help_text="The claim, as one statement.")
+    slug = serializers.CharField(max_length=SLUG_MAX_CHARS, help_text=f"Starts with {SLUG_PREFIX!r}.")
+    entity = serializers.CharField(max_length=200, help_text="What the claim is about.")
+    transparency = serializers.ChoiceField(choices=Transparency.choices)
+    as_of = serializers.DateField(help_text="The day the claim is true as of; not in the future.")
+    evidence_refs = serializers.JSONField(help_text="At least one {kind, ref}; kinds: url, document, message, ...")
+    admission = serializers.ChoiceField(
+        choices=ClaimedAdmission.choices,
+        required=False,
+        default=ClaimedAdmission.CANDIDATE,
+        help_text="What you claim. Stored, shown, and never counted: only a steward's record decides.",
+    )
+    source_ref = serializers.CharField(max_length=SOURCE_REF_MAX_CHARS, required=False, allow_blank=True, default="")
+    source_label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+    def validate_slug(self, value: str) -> str:
+        value = value.strip()
+        if not value.startswith(SLUG_PREFIX) or value == SLUG_PREFIX:
+            raise serializers.ValidationError(f"The slug must start with {SLUG_PREFIX!r} and name something after it.")
+        return value
+
+    def validate_as_of(self, value: date) -> date:
+        if value > date.today():
+            raise serializers.ValidationError("as_of is in the future; a claim is true as of a day that has come.")
+        return value
+
+    def validate_evidence_refs(self, value):
+        problems = evidence_problems(value)
+        if problems:
+            raise serializers.ValidationError(problems)
+        return value
+
+
+class RecordOutputSerializer(serializers.Serializer):
+    decision = serializers.CharField()
+    reason = serializers.CharField()
+    at = serializers.DateTimeField()
+    steward = serializers.CharField(allow_null=True, help_text="Shown to stewards only.")
+    stance = serializers.CharField(allow_null=True)
+
+
+class ClaimOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    body = serializers.CharField()
+    slug = serializers.CharField()
+    entity = serializers.CharField(allow_null=True)
+    transparency = serializers.CharField()
+    as_of = serializers.DateField()
+    evidence_refs = serializers.JSONField()
+    status = serializers.CharField(help_text="Derived from steward records: candidate, challenged, admitted, ...")
+    claimed_admission = serializers.CharField(help_text="What the author claimed; it never counts.")
+    stance = serializers.CharField(allow_null=True, help_text="Set on a promotion tombstone.")
+    superseded_by = serializers.UUIDField(allow_null=True)
+    erased = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    organisation = serializers.CharField(allow_null=True, help_text="Shown to the claim's organisation and stewards.")
+    author = serializers.CharField(allow_null=True, help_text="Shown to the claim's organisation and stewards.")
+    history = RecordOutputSerializer(many=True)
+
+
+def claim_output(claim, principal: Principal) -> dict:
+    insider = principal.is_steward or claim.organisation_id == principal.organisation.pk
+    if claim.agent_id:
+        author = f"agent:{claim.agent.name}"
+    elif claim.written_by_id:
+        author = f"user:{claim.written_by.username}"
+    else:
+        author = claim.source_label or "system"
+    return {
+        "id": claim.pk,
+        "body": claim.body,
+        "slug": claim.slug,
+        "entity": claim.entity,
+        "transparency": claim.transparency,
+        "as_of": claim.as_of,
+        "evidence_refs": claim.evidence_refs,
+        "status": claim.derived_status,
+        "claimed_admission": claim.admission,
+        "stance": claim.stance,
+        "superseded_by": claim.superseded_by_id,
+        "erased": claim.redacted_at is not None,
+        "created_at": claim.created_at,
+        "organisation": claim.organisation.slug if insider else None,
+        "author": author if insider else None,
+        "history": [
+            {
+                "decision": record.decision,
+                "reason": record.reason,
+                "at": record.at,
+                "steward": record.steward.username if principal.is_steward else None,
+                "stance": record.stance_id,
+            }
+            for record in claim_history(claim=claim)
+        ],
+    }
+
+
+CLAIM_EXAMPLE = {
+    "body": "The Bank of England base rate is 4.75%",
+    "slug": "sys:boe-base-rate",
+    "entity": "bank-of-england",
+    "transparency": "ledger",
+    "as_of": "2026-11-01",
+    "evidence_refs": [{"kind": "url", "ref": "https://www.bankofengland.co.uk/monetary-policy"}],
+}
+
+
+class SystemClaimListApi(APIView):
+    @extend_schema(
+        operation_id="system_claims_submit",
+        summary="Submit a system claim",
+        description=(
+            "A network-wide claim, stored as a candidate until a steward admits it. Agents may submit; "
+            f"account holders need the `{SUBMIT_PERMISSION}` permission. Each refused rule is answered "
+            "with its field and the reason."
+        ),
+        request=ClaimInputSerializer,
+        responses={201: ClaimOutputSerializer},
+        examples=[OpenApiExample("A claim with one piece of evidence", value=CLAIM_EXAMPLE, request_only=True)],
+        tags=["system claims"],
+    )
+    def post(self, request):
+        principal = principal_of(request)
+        if not principal.is_agent and not request.user.has_perm(SUBMIT_PERMISSION):
+            raise PermissionDenied(f"Submitting system claims needs the {SUBMIT_PERMISSION} permission.")
+        refuse_principal_fields(request.data)
+        unknown = (
+            sorted(set(request.data) - set(ClaimInputSerializer().fields)) if isinstance(request.data, dict) else []
+        )
+        if unknown:
+            raise serializers.ValidationError({name: ["This field is not part of a claim."] for name in unknown})
+        serializer = ClaimInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        claim = claim_submit(
+            organisation=principal.organisation,
+            agent=principal.agent,
+            user=None if principal.is_agent else principal.user,
+            **serializer.validated_data,
+        )
+        row = claim_visible_to(principal=principal, claim_id=claim.pk)
+        return Response(ClaimOutputSerializer(claim_output(row, principal)).data, status=status.HTTP_201_CREATED)
+
+
+class SystemClaimDetailApi(APIView):
+    @extend_schema(
+        operation_id="system_claims_read",
+        summary="Read a system claim with its derived status and admission history",
+        description=(
+            "Stewards see claims from every organisation; anyone else sees their own organisation's claims, "
+            "and another organisation's only while it is admitted. Any other claim answers 404."
+        ),
+        responses={200: ClaimOutputSerializer},
+        examples=[
+            OpenApiExample(
+                "An admitted claim",
+                value={
+                    **CLAIM_EXAMPLE,
+                    "id": "6f1c3c0e-2a5b-4d0e-9a4f-0c8e7b1d2a33",
+                    "status": "admitted",
+                    "claimed_admission": "candidate",
+                    "stance": None,
+                    "superseded_by": None,
+                    "erased": False,
+                    "created_at": "2026-11-02T09:00:00Z",
+                    "organisation": "acme",
+                    "author": "agent:helper",
+                    "history": [
+                        {
+                            "decision": "admit",
+                            "reason": "Matches the published rate",
+                            "at": "2026-11-02T10:00:00Z",
+                            "steward": None,
+                            "stance": None,
+                        }
+                    ],
+                },
+                response_only=True,
+            )
+        ],
+        tags=["system claims"],
+    )
+    def get(self, request, claim_id):
+        principal = principal_of(request)
+        claim = claim_visible_to(principal=principal, claim_id=claim_id)
+        if claim is None:
+            raise NotFound("No such system claim.")
+        return Response(ClaimOutputSerializer(claim_output(claim, principal)).data)
