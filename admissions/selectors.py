@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.db.models import Func, IntegerField, Q, QuerySet
 
 from admissions.models import AdmissionRecord, Status, SystemClaim
 from admissions.status import with_status
-from config.api import Principal
 from memories.models import Memory
+
+if TYPE_CHECKING:  # config.api imports DRF's views, which import config.api: only the type is needed
+    from config.api import Principal
 
 
 class JsonbArrayLength(Func):

@@ -42,3 +42,18 @@ def make_claim(org, member):
 @pytest.fixture
 def claim(make_claim):
     return make_claim()
+
+
+@pytest.fixture
+def steward_client(client, steward):
+    client.force_login(steward)
+    return client
+
+
+@pytest.fixture
+def superuser(org):
+    """An administrator who is not a steward: the stewards' screens are not theirs."""
+    user = user_create(username="root", organisation=org, role=Membership.Role.OWNER, password="pw-root-123")
+    user.is_staff = user.is_superuser = True
+    user.save()
+    return user
