@@ -1,18 +1,21 @@
 from django.contrib import admin
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
 from admissions import urls as admissions_urls
+from config.api_docs import ApiDocsView
 from config.health import healthz
+from memories import urls as memories_urls
 
 # Each app adds its API routes to `api_v1` through its own urls module.
 api_v1 = []
 api_v1 += admissions_urls.urlpatterns
+api_v1 += memories_urls.urlpatterns
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
 ]

@@ -471,3 +471,130 @@ class MemoryAudit(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.memory_id} by {self.actor_label}"
+
+
+class Injection(models.Model):
+    """What one turn's render put into the prompt: enough to compose the same bytes again.
+
+    The lines themselves are in `InjectionLine`, one row per fact, so erasing a
+    memory can empty exactly its lines (a trigger does it, whatever path the
+    erasure took) and a replay can say which facts it can no longer show.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.PROTECT, related_name="+")
+    turn_id = models.CharField(max_length=200)
+    agent = models.ForeignKey("accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    place_channel = models.CharField(max_length=200)
+    place_kind = models.CharField(max_length=16)
+    place_people = models.JSONField(default=list, blank=True, help_text="Account ids of the people in the place.")
+    question = models.TextField(blank=True, default="")
+    cutoff = models.DateField(help_text="Notes fade against this day; recorded so a replay fades the same ones.")
+    fact_ids = models.JSONField(default=list, blank=True, help_text="The injected memories' ids, in block order.")
+    paragraphs = models.JSONField(default=list, blank=True)
+    sections = models.JSONField(default=list, blank=True)
+    omissions = models.JSONField(default=list, blank=True)
+    faded = models.JSONField(default=list, blank=True)
+    duplicates = models.JSONField(default=list, blank=True)
+    text_sha256 = models.CharField(max_length=64)
+    text_chars = models.PositiveIntegerField(default=0)
+    render_version = models.PositiveSmallIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "turn_id"], name="memories_injection_turn_unique"),
+            models.CheckConstraint(condition=~Q(turn_id=""), name="memories_injection_turn_named"),
+        ]
+
+    def __str__(self) -> str:
+        return f"turn {self.turn_id}"
+
+
+class InjectionLine(models.Model):
+    """One line of an injected block: a fact, or a line a plane added."""
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.PROTECT, related_name="+")
+    injection = models.ForeignKey(Injection, on_delete=models.CASCADE, related_name="lines")
+    position = models.PositiveIntegerField()
+    memory = models.ForeignKey(Memory, null=True, blank=True, on_delete=models.PROTECT, related_name="injected_lines")
+    block = models.CharField(max_length=120, help_text="workspace, channel, person, or section:<plane>.")
+    section = models.CharField(max_length=16, blank=True, default="")
+    scope = models.CharField(max_length=16, blank=True, default="")
+    author = models.CharField(max_length=16, blank=True, default="")
+    tier = models.CharField(max_length=16, blank=True, default="")
+    line = models.TextField(blank=True, default="")
+    erased_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["injection", "position"]
+        indexes = [models.Index(fields=["organisation", "memory"], name="memories_injline_memory_idx")]
+        constraints = [
+            models.UniqueConstraint(fields=["injection", "position"], name="memories_injline_position_unique"),
+            models.CheckConstraint(
+                condition=Q(erased_at__isnull=True) | Q(line=""), name="memories_injline_erased_is_empty"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.injection_id}:{self.position}"
+
+
+class IdempotencyKey(models.Model):
+    """A write made under an `Idempotency-Key`, so a retry returns the first result instead of writing twice.
+
+    Only the row's id is kept, never its body: a retry after an erasure returns
+    the receipt, not the erased text.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
+    principal = models.CharField(max_length=80)
+    key = models.CharField(max_length=200)
+    endpoint = models.CharField(max_length=120)
+    request_sha256 = models.CharField(max_length=64)
+    memory = models.ForeignKey(Memory, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_extra = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "principal", "key"], name="memories_idempotency_unique")
+        ]
+        indexes = [models.Index(fields=["created_at"], name="memories_idempotency_age_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.principal} {self.key}"
+
+
+class TenantVectorIndex(models.Model):
+    """A partial HNSW index over one large organisation's workspace vectors.
+
+    Recall uses it only when `ready`: a small organisation is searched exactly
+    over the covering index instead, which is both faster and exact there (see
+    docs/recall.md). Built in the background by `memories.vector_index`.
+    """
+
+    class State(models.TextChoices):
+        BUILDING = "building", "Building"
+        READY = "ready", "Ready"
+        FAILED = "failed", "Failed"
+
+    organisation = models.OneToOneField(
+        "accounts.Organisation", on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    index_name = models.CharField(max_length=63, unique=True)
+    state = models.CharField(max_length=16, choices=State.choices, default=State.BUILDING)
+    rows_at_build = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    built_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.index_name} ({self.state})"

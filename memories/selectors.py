@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from memories.models import Memory
+from django.db.models import Q, QuerySet
+
+from accounts.models import Membership
+from memories.models import Bucket, ChannelMember, InjectionLine, Memory, Scope
+from memories.scopes import Viewer
 
 
 def memory_supersede_chain(*, memory: Memory) -> list[Memory]:
@@ -29,3 +33,57 @@ def memory_supersede_chain(*, memory: Memory) -> list[Memory]:
         newer.append(current)
         seen.add(current.pk)
     return list(reversed(older)) + [memory] + newer
+
+
+def viewer_for(*, user, organisation, role: str | None = None) -> Viewer:
+    """The scope rules' view of an account holder: their id, whether they own, and their channels."""
+    if role is None:
+        membership = Membership.objects.filter(user=user, organisation=organisation).first()
+        role = membership.role if membership else None
+    channels = ChannelMember.objects.filter(organisation=organisation, user=user).values_list(
+        "channel__external_id", flat=True
+    )
+    return Viewer(user_id=str(user.pk), is_owner=role == Membership.Role.OWNER, channels=frozenset(channels))
+
+
+def memories_visible_to(*, viewer_user, organisation) -> QuerySet[Memory]:
+    """Every row of `organisation` this person may see by the scope rules, receipts included.
+
+    The same rule as `scopes.visible_to`, as one query: workspace facts, facts of
+    channels they are in, their own saved facts, and facts in their person scope.
+    Another person's person facts are never included, not even for owners. The
+    system bucket is the stewards' plane and is left out. Erased, corrected and
+    expired rows are included; callers narrow as they need.
+    """
+    user_id = str(viewer_user.pk)
+    member_channels = ChannelMember.objects.filter(organisation=organisation, user=viewer_user).values(
+        "channel__external_id"
+    )
+    shared = (
+        Q(scope=Scope.WORKSPACE)
+        | Q(scope=Scope.CHANNEL, scope_ref__in=member_channels)
+        | (~Q(scope=Scope.PERSON) & Q(owner=viewer_user))
+    )
+    return (
+        Memory.objects.filter(organisation=organisation)
+        .exclude(bucket=Bucket.SYSTEM)
+        .filter(shared | Q(scope=Scope.PERSON, scope_ref=user_id))
+    )
+
+
+def memories_visible_to_agent(*, agent, organisation) -> QuerySet[Memory]:
+    """What an agent may list outside a turn: what it holds, and the workspace facts shared by all agents."""
+    return (
+        Memory.objects.filter(organisation=organisation)
+        .exclude(bucket=Bucket.SYSTEM)
+        .filter(Q(agent=agent) | Q(agent__isnull=True, scope=Scope.WORKSPACE))
+    )
+
+
+def memory_injections(*, memory: Memory) -> QuerySet:
+    """The turns a memory was injected into, newest first: turn id, when, and where in the block."""
+    return (
+        InjectionLine.objects.filter(organisation_id=memory.organisation_id, memory=memory)
+        .select_related("injection")
+        .order_by("-injection__created_at", "-injection_id")
+    )

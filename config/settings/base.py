@@ -182,3 +182,48 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"pgserver": {"level": "WARNING"}},
 }
+
+# --- The agent-turn API: recall, render, the schema and its docs -----------------
+# The Swagger UI is served from this app's static files, so /api/docs/ works offline.
+INSTALLED_APPS += ["drf_spectacular_sidecar"]
+SPECTACULAR_SETTINGS.update(
+    {"SWAGGER_UI_DIST": "SIDECAR", "SWAGGER_UI_FAVICON_HREF": "SIDECAR", "REDOC_DIST": "SIDECAR"}
+)
+MEMORY_RECALL_DEFAULT_LIMIT = 10
+MEMORY_RECALL_MAX_LIMIT = 40  # scope-follows-audience: facts given to one turn at most
+# Render caps per scope, render-tiers-caps-fade's numbers: the widest scope takes
+# the seed's shared-user caps, a channel its project caps, a person its own caps.
+MEMORY_RENDER_CAPS = {
+    "workspace": {
+        "profile_limit": 50,
+        "recent_limit": 15,
+        "profile_budget": 4_000,
+        "recent_budget": 2_000,
+        "fact_clamp": 500,
+    },
+    "channel": {
+        "profile_limit": 25,
+        "recent_limit": 10,
+        "profile_budget": 2_500,
+        "recent_budget": 1_500,
+        "fact_clamp": 500,
+    },
+    "person": {
+        "profile_limit": 200,
+        "recent_limit": 30,
+        "profile_budget": 4_000,
+        "recent_budget": 4_000,
+        "fact_clamp": 500,
+    },
+}
+# Notes stop being injected this many days before the render's cutoff. A constant,
+# not an environment setting: a replay must fade exactly what the render faded.
+MEMORY_NOTE_FADE_DAYS = 14
+# Organisations with more embedded live workspace rows than this get their own
+# partial HNSW index; below it, recall is an exact scan (docs/recall.md).
+MEMORY_VECTOR_HNSW_THRESHOLD = env_int("ARCHIVIST_VECTOR_HNSW_THRESHOLD", 10_000, minimum=100)
+MEMORY_VECTOR_EF_SEARCH = env_int("ARCHIVIST_VECTOR_EF_SEARCH", 200, minimum=10)
+# Requests per token (or per signed-in person) on the turn API; 429 with Retry-After beyond it.
+MEMORY_API_RATE = env_str("ARCHIVIST_TOKEN_RATE", "1200/min")
+# Memory for building one tenant's HNSW index; a graph that fits builds many times faster.
+MEMORY_VECTOR_BUILD_MEMORY_MB = env_int("ARCHIVIST_VECTOR_BUILD_MEMORY_MB", 256, minimum=16)

@@ -1,0 +1,48 @@
+"""Filters for listing memories: by the row's fields, by time ranges, by state, and `q` for words."""
+
+from __future__ import annotations
+
+import django_filters
+from django.contrib.postgres.search import SearchQuery
+from django.db.models import Q
+from django.utils import timezone
+
+from memories.models import Author, Bucket, Memory, Scope, SubjectType, Tier
+
+STATES = (("live", "live"), ("expired", "expired"), ("superseded", "superseded"), ("erased", "erased"))
+
+
+class MemoryFilter(django_filters.FilterSet):
+    bucket = django_filters.ChoiceFilter(choices=[c for c in Bucket.choices if c[0] != Bucket.SYSTEM])
+    scope = django_filters.ChoiceFilter(choices=Scope.choices)
+    subject_type = django_filters.ChoiceFilter(choices=SubjectType.choices)
+    subject_id = django_filters.CharFilter(max_length=200)
+    author = django_filters.ChoiceFilter(choices=Author.choices)
+    tier = django_filters.ChoiceFilter(choices=Tier.choices)
+    pinned = django_filters.BooleanFilter()
+    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    expires_after = django_filters.IsoDateTimeFilter(field_name="expires_at", lookup_expr="gte")
+    expires_before = django_filters.IsoDateTimeFilter(field_name="expires_at", lookup_expr="lt")
+    state = django_filters.ChoiceFilter(choices=STATES, method="filter_state", help_text="Default: every state.")
+    q = django_filters.CharFilter(method="filter_words", max_length=500, help_text="Lexical search over the body.")
+
+    class Meta:
+        model = Memory
+        fields: list[str] = []
+
+    def filter_state(self, queryset, name, value):
+        now = timezone.now()
+        live = Q(redacted_at__isnull=True, superseded_by__isnull=True)
+        if value == "erased":
+            return queryset.filter(redacted_at__isnull=False)
+        if value == "superseded":
+            return queryset.filter(redacted_at__isnull=True, superseded_by__isnull=False)
+        if value == "expired":
+            return queryset.filter(live, expires_at__lte=now)
+        return queryset.filter(live, expires_at__gt=now)
+
+    def filter_words(self, queryset, name, value):
+        if not value.strip():
+            return queryset
+        return queryset.filter(search_vector=SearchQuery(value, config="english", search_type="websearch"))

@@ -1,0 +1,400 @@
+"""Input and output shapes of the agent-turn API.
+
+Inputs are strict: an unknown field is refused by name (a typo such as
+`scoep` must not silently write a workspace fact), and so is any field naming
+the tenant or the owner, which come from the credentials. Outputs are built by
+plain functions from rows; the output serializers exist to document them.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework import serializers
+
+from config.api import PRINCIPAL_FIELDS, refuse_principal_fields
+from memories.models import (
+    BODY_MAX_CHARS,
+    CONTROL_CHARS,
+    SOURCE_REF_MAX_CHARS,
+    Author,
+    Memory,
+    Scope,
+    SourceKind,
+    SubjectType,
+    Tier,
+)
+from memories.recall import MODES
+from memories.render import WHO
+
+TURN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
+MAX_TTL_DAYS = 3650
+
+
+class StrictSerializer(serializers.Serializer):
+    """Refuses fields it does not know, and fields naming the tenant or owner, each by name."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            if self.parent is None:
+                refuse_principal_fields(data)
+            unknown = sorted(set(data) - set(self.fields) - set(PRINCIPAL_FIELDS if self.parent is None else ()))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: [f"Unknown field; this request takes {', '.join(sorted(self.fields))}."] for name in unknown}
+                )
+        return super().to_internal_value(data)
+
+
+class PlaceSerializer(StrictSerializer):
+    channel = serializers.CharField(max_length=200, help_text="The channel's id in your chat system.")
+    kind = serializers.ChoiceField(
+        choices=["dm", "private", "public"],
+        help_text="dm, private or public: decides which scopes may be recalled and written here.",
+        error_messages={"invalid_choice": "{input!r} is not a place kind; use dm, private or public."},
+    )
+    people = serializers.ListField(
+        child=serializers.CharField(max_length=150),
+        max_length=500,
+        required=False,
+        default=list,
+        help_text="Usernames of the people here: everyone in a DM or private channel; whoever asked in a public one.",
+    )
+
+
+def _refuse_control_characters(value: str) -> str:
+    if CONTROL_CHARS.search(value):
+        raise serializers.ValidationError("The body contains control characters; only newline and tab are allowed.")
+    return value
+
+
+def body_field(**extra) -> serializers.CharField:
+    return serializers.CharField(
+        max_length=BODY_MAX_CHARS,
+        help_text=f"The fact, at most {BODY_MAX_CHARS} characters; refused, never cut. Rendered clamped to 500.",
+        error_messages={
+            "max_length": f"The body is longer than {BODY_MAX_CHARS} characters; it is refused, never cut.",
+            "blank": "A memory needs text; the body is empty or only whitespace.",
+        },
+        **extra,
+    )
+
+
+class _ProvenanceFields(StrictSerializer):
+    tier = serializers.ChoiceField(choices=Tier.choices, required=False, default=Tier.LOG)
+    pinned = serializers.BooleanField(required=False, default=False)
+    expires_at = serializers.DateTimeField(required=False, help_text="When to stop keeping it; default 90 days.")
+    ttl_days = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_TTL_DAYS, help_text="Or: keep it this many days."
+    )
+    source_kind = serializers.ChoiceField(choices=SourceKind.choices, required=False)
+    source_ref = serializers.CharField(max_length=SOURCE_REF_MAX_CHARS, required=False, allow_blank=True, default="")
+    source_label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    run_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+    def validate_body(self, value: str) -> str:
+        return _refuse_control_characters(value)
+
+    def validate(self, attrs):
+        if attrs.get("expires_at") is not None and attrs.get("ttl_days") is not None:
+            raise serializers.ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})
+        return attrs
+
+
+class RememberInputSerializer(_ProvenanceFields):
+    body = body_field()
+    place = PlaceSerializer()
+    scope = serializers.ChoiceField(
+        choices=Scope.choices, required=False, help_text="Asked-for scope; the narrowest the place allows is used."
+    )
+    only_for = serializers.CharField(
+        max_length=150, required=False, help_text="A username: keep the fact for this person alone, wherever it is."
+    )
+    subject_type = serializers.ChoiceField(choices=SubjectType.choices, required=False)
+    subject_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+
+
+class SupersedeInputSerializer(_ProvenanceFields):
+    body = body_field()
+    place = PlaceSerializer(required=False, help_text="An agent names the place of its turn to correct facts there.")
+    tier = serializers.ChoiceField(choices=Tier.choices, required=False)
+    pinned = serializers.BooleanField(required=False)
+
+
+class PlaceOnlyInputSerializer(StrictSerializer):
+    place = PlaceSerializer(required=False, help_text="An agent names the place of its turn to change facts there.")
+
+
+class ForgetInputSerializer(StrictSerializer):
+    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+    place = PlaceSerializer(required=False)
+
+
+class RecallInputSerializer(StrictSerializer):
+    question = serializers.CharField(max_length=BODY_MAX_CHARS, required=False, allow_blank=True, default="")
+    place = PlaceSerializer()
+    limit = serializers.IntegerField(
+        min_value=1,
+        max_value=settings.MEMORY_RECALL_MAX_LIMIT,
+        required=False,
+        default=settings.MEMORY_RECALL_DEFAULT_LIMIT,
+        error_messages={"max_value": f"limit is at most {settings.MEMORY_RECALL_MAX_LIMIT}."},
+    )
+    mode = serializers.ChoiceField(choices=MODES, required=False, default="auto")
+
+
+class RenderInputSerializer(StrictSerializer):
+    place = PlaceSerializer()
+    question = serializers.CharField(max_length=BODY_MAX_CHARS, required=False, allow_blank=True, default="")
+    turn_id = serializers.RegexField(
+        TURN_ID_PATTERN,
+        help_text="Your turn's id, unique in your organisation: letters, digits and . _ : @ -, at most 200.",
+        error_messages={"invalid": "A turn id is letters, digits and . _ : @ -, starting with a letter or digit."},
+    )
+    cutoff = serializers.DateField(required=False, help_text="The day notes fade against; default today (UTC).")
+
+
+class SubjectEraseInputSerializer(StrictSerializer):
+    reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
+
+
+# --- Outputs ----------------------------------------------------------------------
+
+
+def memory_state(memory, now) -> str:
+    if memory.redacted_at is not None:
+        return "erased"
+    if memory.superseded_by_id is not None:
+        return "superseded"
+    if memory.expires_at is not None and memory.expires_at <= now:
+        return "expired"
+    return "live"
+
+
+def memory_output(memory: Memory, *, now, scope_reason: str | None = None) -> dict:
+    """A row as the API shows it; an erased row shows its receipt and nothing of what it said."""
+    erased = memory.redacted_at is not None
+    data = {
+        "id": memory.pk,
+        "state": memory_state(memory, now),
+        "body": memory.body,
+        "bucket": memory.bucket,
+        "scope": memory.scope,
+        "scope_ref": memory.scope_ref,
+        "scope_label": memory.scope_label,
+        "subject_type": memory.subject_type,
+        "subject_id": memory.subject_id,
+        "author": memory.author,
+        "written": WHO.get(memory.author, ""),
+        "agent": memory.agent.name if memory.agent_id else None,
+        "written_by": memory.written_by.username if memory.written_by_id else None,
+        "source": {
+            "kind": memory.source_kind,
+            "ref": memory.source_ref,
+            "label": memory.source_label,
+            "run_id": memory.source_run_id,
+        },
+        "tier": memory.tier,
+        "pinned": memory.pinned,
+        "embedded": memory.embedding_model != "" and not erased,
+        "created_at": memory.created_at,
+        "occurred_at": memory.occurred_at,
+        "expires_at": memory.expires_at,
+        "superseded_by": memory.superseded_by_id,
+        "receipt": (
+            {
+                "erased_at": memory.redacted_at,
+                "erased_by": memory.redacted_by_label,
+                "reason": memory.redaction_reason,
+            }
+            if erased
+            else None
+        ),
+    }
+    if scope_reason is not None:
+        data["scope_reason"] = scope_reason
+    return data
+
+
+class SourceOutputSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    ref = serializers.CharField()
+    label = serializers.CharField()
+    run_id = serializers.CharField()
+
+
+class ReceiptOutputSerializer(serializers.Serializer):
+    erased_at = serializers.DateTimeField()
+    erased_by = serializers.CharField(help_text="Who erased it, e.g. user:mona or agent:helper.")
+    reason = serializers.CharField()
+
+
+class MemoryOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    state = serializers.ChoiceField(choices=["live", "expired", "superseded", "erased"])
+    body = serializers.CharField(help_text="Empty once erased.")
+    bucket = serializers.CharField()
+    scope = serializers.ChoiceField(choices=Scope.choices)
+    scope_ref = serializers.CharField(help_text="The channel id, or the person's account id.")
+    scope_label = serializers.CharField()
+    subject_type = serializers.ChoiceField(choices=SubjectType.choices)
+    subject_id = serializers.CharField()
+    author = serializers.ChoiceField(choices=Author.choices)
+    written = serializers.CharField(help_text="noted by a person, or inferred by an agent")
+    agent = serializers.CharField(allow_null=True)
+    written_by = serializers.CharField(allow_null=True)
+    source = SourceOutputSerializer()
+    tier = serializers.ChoiceField(choices=Tier.choices)
+    pinned = serializers.BooleanField()
+    embedded = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    occurred_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+    superseded_by = serializers.UUIDField(allow_null=True)
+    receipt = ReceiptOutputSerializer(allow_null=True)
+
+
+class RememberedOutputSerializer(MemoryOutputSerializer):
+    scope_reason = serializers.CharField(help_text="Why the scope used differs from the one asked for; empty if not.")
+
+
+class InjectionUseOutputSerializer(serializers.Serializer):
+    turn_id = serializers.CharField()
+    at = serializers.DateTimeField()
+    position = serializers.IntegerField()
+    section = serializers.CharField()
+    erased = serializers.BooleanField()
+
+
+class MemoryDetailOutputSerializer(MemoryOutputSerializer):
+    chain = MemoryOutputSerializer(many=True, help_text="Every version, oldest to newest, this one included.")
+    injections = InjectionUseOutputSerializer(many=True, help_text="Turns it was injected into, newest first.")
+
+
+class RecallRankOutputSerializer(serializers.Serializer):
+    pinned = serializers.BooleanField()
+    score = serializers.FloatField(allow_null=True)
+    semantic_rank = serializers.IntegerField(allow_null=True)
+    lexical_rank = serializers.IntegerField(allow_null=True)
+    distance = serializers.FloatField(allow_null=True, help_text="Cosine distance, when ranked by meaning.")
+
+
+class RecallResultOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    body = serializers.CharField()
+    scope = serializers.CharField()
+    scope_label = serializers.CharField()
+    author = serializers.CharField()
+    written = serializers.CharField()
+    tier = serializers.CharField()
+    source = SourceOutputSerializer()
+    created_at = serializers.DateTimeField()
+    occurred_at = serializers.DateTimeField(allow_null=True)
+    rank = RecallRankOutputSerializer()
+
+
+class RankingOutputSerializer(serializers.Serializer):
+    requested = serializers.CharField()
+    used = serializers.CharField()
+    lists = serializers.ListField(child=serializers.CharField())
+    fusion = serializers.CharField(allow_null=True)
+    embedding_model = serializers.CharField(allow_null=True)
+    vector_search = serializers.CharField(allow_null=True, help_text="exact, hnsw, or exact (hnsw fallback)")
+    pinned_first = serializers.BooleanField()
+    limit = serializers.IntegerField()
+
+
+class RecallOutputSerializer(serializers.Serializer):
+    results = RecallResultOutputSerializer(many=True)
+    ranking = RankingOutputSerializer()
+    notice = serializers.CharField(help_text="What gave way and why; empty when nothing did.")
+
+
+class RenderedFactOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    scope = serializers.CharField()
+    section = serializers.CharField()
+    tier = serializers.CharField()
+    author = serializers.CharField()
+    line = serializers.CharField(help_text="The exact line injected.")
+
+
+class CountOutputSerializer(serializers.Serializer):
+    scope = serializers.CharField()
+    count = serializers.IntegerField()
+    reason = serializers.CharField(required=False)
+
+
+class RenderOutputSerializer(serializers.Serializer):
+    turn_id = serializers.CharField()
+    cutoff = serializers.DateField()
+    text = serializers.CharField(help_text="The fenced block, or empty when there is nothing to inject.")
+    sha256 = serializers.CharField()
+    facts = RenderedFactOutputSerializer(many=True)
+    omissions = CountOutputSerializer(many=True)
+    faded = CountOutputSerializer(many=True)
+    replayed = serializers.BooleanField(help_text="True when this turn id was rendered before: the recorded block.")
+
+
+class InjectionLineOutputSerializer(serializers.Serializer):
+    position = serializers.IntegerField()
+    id = serializers.UUIDField(allow_null=True)
+    block = serializers.CharField()
+    section = serializers.CharField()
+    scope = serializers.CharField()
+    author = serializers.CharField()
+    tier = serializers.CharField()
+    line = serializers.CharField(help_text="Empty once the fact was erased.")
+    erased_at = serializers.DateTimeField(allow_null=True)
+
+
+class InjectionOutputSerializer(serializers.Serializer):
+    turn_id = serializers.CharField()
+    agent = serializers.CharField(allow_null=True)
+    user = serializers.CharField(allow_null=True)
+    place = serializers.DictField()
+    question = serializers.CharField()
+    cutoff = serializers.DateField()
+    created_at = serializers.DateTimeField()
+    fact_ids = serializers.ListField(child=serializers.UUIDField())
+    lines = InjectionLineOutputSerializer(many=True)
+    omissions = CountOutputSerializer(many=True)
+    faded = CountOutputSerializer(many=True)
+    duplicates = CountOutputSerializer(many=True)
+    sections = serializers.ListField(child=serializers.DictField())
+    sha256 = serializers.CharField()
+    render_version = serializers.IntegerField()
+
+
+class UnavailableOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField(allow_null=True)
+    position = serializers.IntegerField()
+    scope = serializers.CharField()
+    reason = serializers.CharField()
+    erased_at = serializers.DateTimeField()
+
+
+class ReplayOutputSerializer(serializers.Serializer):
+    turn_id = serializers.CharField()
+    text = serializers.CharField()
+    sha256 = serializers.CharField()
+    recorded_sha256 = serializers.CharField()
+    identical = serializers.BooleanField()
+    unavailable = UnavailableOutputSerializer(many=True, help_text="Facts that can no longer be shown, and why.")
+    render_version_matches = serializers.BooleanField()
+
+
+class SubjectExportOutputSerializer(serializers.Serializer):
+    subject_type = serializers.CharField()
+    subject_id = serializers.CharField()
+    exported_at = serializers.DateTimeField()
+    count = serializers.IntegerField()
+    memories = MemoryOutputSerializer(many=True, help_text="Oldest first, receipts included.")
+
+
+class SubjectEraseOutputSerializer(serializers.Serializer):
+    subject_type = serializers.CharField()
+    subject_id = serializers.CharField()
+    erased = serializers.IntegerField()
+    already_erased = serializers.IntegerField()
+    injection_lines_scrubbed = serializers.IntegerField()
+    receipts = serializers.ListField(child=serializers.DictField())

@@ -1,0 +1,102 @@
+"""Subject requests: everything held about one subject, as an export, and its erasure.
+
+A subject is a `candidate` (named by whatever id the organisation uses) or a
+`user` (an account, named by its id). For a user, "everything held about
+them" is every row whose subject they are and every row in their person
+scope, whatever its subject says.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.db.models import Q, QuerySet
+from django.utils import timezone
+
+from accounts.models import Agent, Organisation, User
+from memories.models import InjectionLine, Memory, MemoryAudit, Scope, SubjectType
+from memories.services import memory_redact
+
+
+def _about(*, organisation: Organisation, subject_type: str, subject_id: str) -> QuerySet[Memory]:
+    about = Q(subject_type=subject_type, subject_id=subject_id)
+    if subject_type == SubjectType.USER:
+        about |= Q(scope=Scope.PERSON, scope_ref=subject_id)
+    return Memory.objects.filter(organisation=organisation).filter(about)
+
+
+def subject_export(*, organisation: Organisation, subject_type: str, subject_id: str) -> list[Memory]:
+    """Every row held about the subject, oldest first, erasure receipts included (they say what was removed)."""
+    if subject_type not in (SubjectType.CANDIDATE, SubjectType.USER) or not subject_id:
+        return []
+    return list(
+        _about(organisation=organisation, subject_type=subject_type, subject_id=subject_id)
+        .select_related("agent", "written_by")
+        .order_by("created_at", "id")
+    )
+
+
+def subject_erase(
+    *,
+    organisation: Organisation,
+    subject_type: str,
+    subject_id: str,
+    actor: User | None = None,
+    agent: Agent | None = None,
+    reason: str = "",
+) -> dict:
+    """Erase everything held about a subject; one receipt per row stays.
+
+    Returns the counts (erased now, erased before) and the receipts. Every
+    injected line that showed one of these rows is emptied by the database in
+    the same transaction (trigger `memories_scrub_injections`).
+    """
+    reason = (reason or "").strip() or f"subject erasure request for {subject_type} {subject_id}"
+    now = timezone.now()
+    with transaction.atomic():
+        # Lock every row first: a correction landing mid-erasure would write a
+        # new row about the subject that this erasure never saw.
+        rows = list(
+            _about(organisation=organisation, subject_type=subject_type, subject_id=subject_id)
+            .select_for_update()
+            .order_by("created_at", "id")
+        )
+        before = InjectionLine.objects.filter(
+            organisation=organisation, memory__in=[row.pk for row in rows], erased_at__isnull=False
+        ).count()
+        erased = already = 0
+        receipts = []
+        for row in rows:
+            if row.redacted_at is not None:
+                already += 1
+            else:
+                row = memory_redact(
+                    memory=row,
+                    reason=reason,
+                    actor=actor,
+                    agent=agent,
+                    action=MemoryAudit.Action.REDACT,
+                    now=now,
+                )
+                erased += 1
+            receipts.append(
+                {
+                    "id": str(row.pk),
+                    "erased_at": row.redacted_at,
+                    "erased_by": row.redacted_by_label,
+                    "reason": row.redaction_reason,
+                }
+            )
+        scrubbed = (
+            InjectionLine.objects.filter(
+                organisation=organisation, memory__in=[row.pk for row in rows], erased_at__isnull=False
+            ).count()
+            - before
+        )
+    return {
+        "subject_type": subject_type,
+        "subject_id": subject_id,
+        "erased": erased,
+        "already_erased": already,
+        "injection_lines_scrubbed": scrubbed,
+        "receipts": receipts,
+    }

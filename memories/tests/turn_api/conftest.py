@@ -1,0 +1,68 @@
+"""Fixtures for the agent-turn API: authenticated clients, places, and a quiet embedder by default."""
+
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from accounts.services import agent_create
+from memories.tests.turn_api.helpers import session_client
+
+
+@pytest.fixture(autouse=True)
+def no_embedder(settings):
+    """Most behaviour does not depend on vectors; tests that do switch the embedder back on."""
+    settings.EMBEDDER = "none"
+
+
+@pytest.fixture
+def agent_api(agent_with_token):
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_with_token[1]}")
+    return client
+
+
+@pytest.fixture
+def second_agent_api(org):
+    _, raw = agent_create(organisation=org, name="second-helper")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+@pytest.fixture
+def outsider_agent_api(other_org):
+    _, raw = agent_create(organisation=other_org, name="globex-helper")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+@pytest.fixture
+def member_api(member):
+    return session_client(member)
+
+
+@pytest.fixture
+def owner_api(owner):
+    return session_client(owner)
+
+
+@pytest.fixture
+def outsider_api(outsider):
+    return session_client(outsider)
+
+
+@pytest.fixture
+def dm_with_mona(member):
+    return {"channel": "D-mona", "kind": "dm", "people": [member.username]}
+
+
+@pytest.fixture
+def general(member, second_member):
+    return {"channel": "C-general", "kind": "public", "people": [member.username]}
+
+
+@pytest.fixture
+def private_team(member, second_member):
+    return {"channel": "G-team", "kind": "private", "people": [member.username, second_member.username]}

@@ -1,0 +1,676 @@
+"""Writes an agent's turn makes: places, remembering under the scope rules, forgetting, and injections.
+
+Each action runs in one transaction and writes its audit row there. The
+organisation, agent and person always come from the authenticated principal,
+passed in by the caller.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import uuid
+from dataclasses import dataclass, replace
+from datetime import UTC, date, datetime, timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.models import Agent, Membership, Organisation, User
+from memories import planes, render
+from memories.models import (
+    Author,
+    Bucket,
+    Channel,
+    ChannelMember,
+    IdempotencyKey,
+    Injection,
+    InjectionLine,
+    Memory,
+    Scope,
+    SourceKind,
+    SubjectType,
+)
+from memories.recall import recall, render_candidates
+from memories.scopes import PERSON, SCOPE_ORDER, Place, ScopeChoice, scope_for, solo_person
+from memories.services import memory_redact, memory_remember, memory_set_pinned, memory_supersede
+
+MAX_PEOPLE_IN_PLACE = 500
+
+
+class LimitReached(Exception):
+    """An agent holds the most live facts it may; it must forget before it remembers."""
+
+
+class TurnConflict(Exception):
+    """A turn id or idempotency key was used before for something else."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class ResolvedPlace:
+    """A place with its people resolved to accounts of the organisation: ids for the rules, names for labels."""
+
+    place: Place
+    usernames: dict[str, str]  # account id -> username
+
+    def label_for(self, user_id: str) -> str:
+        return self.usernames.get(user_id, "")
+
+
+def place_resolve(*, organisation: Organisation, channel: str, kind: str, people: list[str]) -> ResolvedPlace:
+    """Turn a request's place (usernames) into the rules' place (account ids), refusing unknown people."""
+    channel = (channel or "").strip()
+    errors: dict[str, list[str]] = {}
+    if not channel:
+        errors["place.channel"] = ["A place needs its channel id."]
+    elif len(channel) > 200:
+        errors["place.channel"] = ["A channel id is at most 200 characters."]
+    if kind not in Channel.Kind.values:
+        errors["place.kind"] = [f"{kind!r} is not a place kind; use one of {', '.join(Channel.Kind.values)}."]
+    names = list(dict.fromkeys(name.strip() for name in people if isinstance(name, str)))
+    if len(names) > MAX_PEOPLE_IN_PLACE:
+        errors["place.people"] = [f"A place names at most {MAX_PEOPLE_IN_PLACE} people."]
+    if kind == Channel.Kind.DM and not names:
+        errors["place.people"] = ["A DM names the people in it."]
+    if errors:
+        raise ValidationError(errors)
+    found = dict(
+        Membership.objects.filter(organisation=organisation, user__username__in=names).values_list(
+            "user__username", "user_id"
+        )
+    )
+    unknown = [name for name in names if name not in found]
+    if unknown:
+        # The same answer for a stranger and for another organisation's account: existence does not leak.
+        raise ValidationError(
+            {"place.people": [f"Not an account in your organisation: {', '.join(sorted(unknown)[:10])}."]}
+        )
+    ids = tuple(str(found[name]) for name in names)
+    return ResolvedPlace(
+        place=Place(channel=channel, kind=kind, people=ids),
+        usernames={str(found[name]): name for name in names},
+    )
+
+
+def channel_upsert(*, organisation: Organisation, place: Place) -> Channel:
+    """Record the place: its kind, and its members (all of them for a DM or a private channel).
+
+    A public channel's `people` is whoever asked, so members are only added
+    there; a DM's or a private channel's list is its whole audience, so
+    someone no longer named stops seeing its channel facts.
+    """
+    wanted = set(place.people)
+    channel = Channel.objects.filter(organisation=organisation, external_id=place.channel).first()
+    if channel is not None and channel.kind == place.kind:
+        current = {
+            str(user_id)
+            for user_id in ChannelMember.objects.filter(organisation=organisation, channel=channel).values_list(
+                "user_id", flat=True
+            )
+        }
+        if wanted == current or (place.kind == Channel.Kind.PUBLIC and wanted <= current):
+            return channel  # nothing changed: the common case costs two reads and no write
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                channel, _ = Channel.objects.get_or_create(
+                    organisation=organisation, external_id=place.channel, defaults={"kind": place.kind}
+                )
+        except IntegrityError:
+            channel = Channel.objects.get(organisation=organisation, external_id=place.channel)
+        # Two turns in one channel at once would each compute the member diff; the lock orders them.
+        channel = Channel.objects.select_for_update().get(pk=channel.pk)
+        if channel.kind != place.kind:
+            channel.kind = place.kind
+            channel.save(update_fields=["kind", "updated_at"])
+        current = {
+            str(user_id)
+            for user_id in ChannelMember.objects.filter(organisation=organisation, channel=channel).values_list(
+                "user_id", flat=True
+            )
+        }
+        ChannelMember.objects.bulk_create(
+            [
+                ChannelMember(organisation=organisation, channel=channel, user_id=user_id)
+                for user_id in wanted - current
+            ],
+            ignore_conflicts=True,
+        )
+        if place.kind != Channel.Kind.PUBLIC and current - wanted:
+            ChannelMember.objects.filter(
+                organisation=organisation, channel=channel, user_id__in=current - wanted
+            ).delete()
+    return channel
+
+
+def live_facts_of(*, agent: Agent, now: datetime) -> int:
+    return (
+        Memory.objects.filter(
+            organisation_id=agent.organisation_id,
+            agent=agent,
+            redacted_at__isnull=True,
+            superseded_by__isnull=True,
+            expires_at__gt=now,
+        )
+        .exclude(bucket=Bucket.SYSTEM)
+        .count()
+    )
+
+
+def user_subject_id(*, organisation: Organisation, subject_id: str) -> str:
+    """A user subject is stored by account id; a username of the organisation is accepted and resolved."""
+    value = (subject_id or "").strip()
+    by_id = Q(user__username=value)
+    with contextlib.suppress(ValueError):
+        by_id |= Q(user_id=uuid.UUID(value))
+    user_id = (
+        Membership.objects.filter(organisation=organisation).filter(by_id).values_list("user_id", flat=True).first()
+    )
+    if user_id is None:
+        raise ValidationError({"subject_id": ["A user subject must be an account of your organisation."]})
+    return str(user_id)
+
+
+def memory_remember_in_place(
+    *,
+    organisation: Organisation,
+    resolved: ResolvedPlace,
+    body: str,
+    agent: Agent | None = None,
+    user: User | None = None,
+    scope: str | None = None,
+    only_for: str | None = None,
+    subject_type: str | None = None,
+    subject_id: str = "",
+    tier: str = "log",
+    pinned: bool = False,
+    expires_at: datetime | None = None,
+    ttl_days: int | None = None,
+    source_kind: str | None = None,
+    source_ref: str = "",
+    source_label: str = "",
+    run_id: str = "",
+    now: datetime | None = None,
+) -> tuple[Memory, ScopeChoice]:
+    """Remember one fact said in a place, in the narrowest scope the place allows.
+
+    An agent writes an inference (author `model`, bucket `learned`); a person
+    writes a note (author `person`, bucket `user`, owned by them). A person
+    fact asked for outside a DM with one person is refused for an agent (it
+    must say whom with `only_for`) and kept for the person themself when a
+    person writes it.
+    """
+    if (agent is None) == (user is None):
+        raise ValueError("exactly one of agent and user writes a memory")
+    now = now or timezone.now()
+    place = resolved.place
+    only_for_id = None
+    if only_for:
+        if only_for not in resolved.usernames.values():
+            only_for_id = user_subject_id(organisation=organisation, subject_id=only_for)
+        else:
+            only_for_id = next(uid for uid, name in resolved.usernames.items() if name == only_for)
+    narrowed = ""
+    if scope == PERSON and not only_for_id and solo_person(place) is None:
+        if user is not None:
+            only_for_id = str(user.pk)
+            narrowed = "a person fact outside a DM with one person is kept for you alone"
+        else:
+            raise ValidationError(
+                {
+                    "scope": [
+                        "A person fact is written only in a DM with exactly one person; in this "
+                        f"{place.kind} channel name the person with only_for, or drop scope."
+                    ]
+                }
+            )
+    choice = scope_for(place, scope, only_for_id)
+    if narrowed:
+        choice = replace(choice, reason=narrowed)
+    if expires_at is not None and ttl_days is not None:
+        raise ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})
+    if ttl_days is not None:
+        expires_at = now + timedelta(days=ttl_days)
+
+    usernames = dict(resolved.usernames)
+    scope_label = ""
+    if choice.scope == Scope.CHANNEL:
+        scope_label = place.channel
+    elif choice.scope == Scope.PERSON:
+        scope_label = usernames.get(choice.ref) or (
+            User.objects.filter(pk=choice.ref).values_list("username", flat=True).first() or ""
+        )
+
+    if subject_type is None:
+        subject_type = SubjectType.USER if choice.scope == Scope.PERSON else SubjectType.WORKSPACE
+        subject_id = choice.ref if choice.scope == Scope.PERSON else ""
+    elif subject_type == SubjectType.USER:
+        subject_id = user_subject_id(organisation=organisation, subject_id=subject_id)
+
+    is_agent = agent is not None
+    fields = dict(
+        organisation=organisation,
+        bucket=Bucket.LEARNED if is_agent else Bucket.USER,
+        author=Author.MODEL if is_agent else Author.PERSON,
+        body=body,
+        source_kind=source_kind or (SourceKind.MESSAGE if is_agent else SourceKind.PERSON),
+        owner=None if is_agent else user,
+        agent=agent,
+        written_by=user,
+        subject_type=subject_type,
+        subject_id=subject_id or "",
+        scope=choice.scope,
+        scope_ref=choice.ref,
+        scope_label=scope_label,
+        source_ref=source_ref,
+        source_label=source_label,
+        source_run_id=run_id,
+        tier=tier,
+        pinned=pinned,
+        expires_at=expires_at,
+        now=now,
+    )
+    with transaction.atomic():
+        channel_upsert(organisation=organisation, place=place)
+        if agent is not None:
+            # Two remembers at the limit would both count 1,999; locking the agent row serialises them.
+            Agent.objects.select_for_update().filter(pk=agent.pk).first()
+            limit = settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT
+            if live_facts_of(agent=agent, now=now) >= limit:
+                raise LimitReached(f"This agent holds {limit} live facts, the most it may: forget before remembering.")
+        memory = memory_remember(**fields)
+    return memory, choice
+
+
+def memory_forget(*, memory: Memory, reason: str, actor: User | None = None, agent: Agent | None = None) -> Memory:
+    """Forget a fact: erase its body and vector, keep the receipt (who, when, why)."""
+    return memory_redact(memory=memory, reason=reason or "forgotten on request", actor=actor, agent=agent)
+
+
+def memory_correct(
+    *,
+    memory: Memory,
+    body: str,
+    actor: User | None = None,
+    agent: Agent | None = None,
+    overrides: dict | None = None,
+) -> Memory:
+    return memory_supersede(memory=memory, body=body, actor=actor, agent=agent, overrides=overrides)
+
+
+def memory_pin(*, memory: Memory, pinned: bool, actor: User | None = None, agent: Agent | None = None) -> Memory:
+    if memory.superseded_by_id is not None:
+        raise ValidationError({"memory": ["Only the current version of a memory can be pinned."]})
+    return memory_set_pinned(memory=memory, pinned=pinned, actor=actor, agent=agent)
+
+
+# --- Idempotency ------------------------------------------------------------------
+
+
+def request_fingerprint(*, endpoint: str, data) -> str:
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(f"{endpoint}\n{canonical}".encode()).hexdigest()
+
+
+def idempotent_write(*, organisation: Organisation, principal: str, key: str, endpoint: str, fingerprint: str, write):
+    """Run `write()` once per key: a retry returns the first result's memory instead of writing again.
+
+    `write` returns (memory, extra dict). Returns (memory, extra, replayed).
+    The key row is inserted in the write's transaction, so a concurrent retry
+    waits on the unique index until the first commits, then finds its result.
+    """
+    with transaction.atomic():
+        row, created = IdempotencyKey.objects.get_or_create(
+            organisation=organisation,
+            principal=principal,
+            key=key,
+            defaults={"endpoint": endpoint, "request_sha256": fingerprint},
+        )
+        if not created:
+            if row.endpoint != endpoint or row.request_sha256 != fingerprint:
+                raise TurnConflict(
+                    "Idempotency-Key",
+                    "This Idempotency-Key was used for a different request; use a new key for a new write.",
+                )
+            memory = Memory.objects.get(pk=row.memory_id, organisation=organisation)
+            return memory, row.response_extra, True
+        memory, extra = write()
+        row.memory = memory
+        row.response_status = 201
+        row.response_extra = extra
+        row.save(update_fields=["memory", "response_status", "response_extra"])
+        return memory, extra, False
+
+
+def idempotency_keys_expire(*, older_than: timedelta = timedelta(days=1), now: datetime | None = None) -> int:
+    now = now or timezone.now()
+    deleted, _ = IdempotencyKey.objects.filter(created_at__lt=now - older_than).delete()
+    return deleted
+
+
+# --- Render and injections ----------------------------------------------------------
+
+
+@dataclass
+class RenderOutput:
+    injection: Injection
+    text: str
+    facts: list[dict]
+    omissions: list[dict]
+    faded: list[dict]
+    replayed: bool = False
+
+
+def _caps() -> dict[str, render.RenderCaps]:
+    return {scope: render.RenderCaps.from_setting(settings.MEMORY_RENDER_CAPS[scope]) for scope in SCOPE_ORDER}
+
+
+def _render_fact(row: dict) -> render.RenderFact:
+    source = row["source_label"] or row["source_ref"]
+    created = row["created_at"].astimezone(UTC)
+    occurred = row["occurred_at"].astimezone(UTC) if row["occurred_at"] else None
+    return render.RenderFact(
+        id=str(row["id"]),
+        scope=row["scope"],
+        tier=row["tier"],
+        author=row["author"],
+        source=f"{row['source_kind']} {source}".strip() if source else row["source_kind"],
+        learned_on=created.date(),
+        dated=(occurred or created).date(),
+        text=row["body"],
+        scope_label=row["scope_label"],
+        pinned=row["pinned"],
+    )
+
+
+def _plane_sections(*, principal, place: Place, cutoff: date, limit: int) -> list[render.Section]:
+    sections = []
+    for name, provider in planes.render_section_providers():
+        produced = provider(principal, place, cutoff)
+        if not produced:
+            continue
+        if isinstance(produced, planes.SectionLines):
+            title, lines = produced.title, list(produced.lines)
+        else:
+            title, lines = name, list(produced)
+        if lines:
+            sections.append(render.section_from(name, title, lines, limit))
+    return sections
+
+
+def _same_request(injection: Injection, *, place: Place, question: str, cutoff: date, agent, user) -> bool:
+    return (
+        injection.place_channel == place.channel
+        and injection.place_kind == place.kind
+        and list(injection.place_people) == list(place.people)
+        and injection.question == question
+        and injection.cutoff == cutoff
+        and injection.agent_id == getattr(agent, "pk", None)
+        and injection.user_id == getattr(user, "pk", None)
+    )
+
+
+def injection_render(
+    *,
+    organisation: Organisation,
+    resolved: ResolvedPlace,
+    turn_id: str,
+    principal,
+    agent: Agent | None = None,
+    user: User | None = None,
+    question: str = "",
+    cutoff: date | None = None,
+    now: datetime | None = None,
+) -> RenderOutput:
+    """Render the memory block for one turn and record exactly what it injected.
+
+    A turn id is rendered once: asking again with the same request replays the
+    record (the same bytes), with a different one is a conflict.
+    """
+    now = now or timezone.now()
+    cutoff = cutoff or now.date()
+    place = resolved.place
+    question = (question or "").strip()
+    existing = Injection.objects.filter(organisation=organisation, turn_id=turn_id).first()
+    if existing is not None:
+        if not _same_request(existing, place=place, question=question, cutoff=cutoff, agent=agent, user=user):
+            raise TurnConflict("turn_id", "This turn was already rendered with a different request; use a new turn id.")
+        return _replayed_output(existing)
+
+    channel_upsert(organisation=organisation, place=place)
+    caps = _caps()
+    rows, totals = render_candidates(organisation=organisation, place=place, agent=agent, caps=caps, now=now)
+    if question:
+        ranked = recall(
+            organisation=organisation,
+            place=place,
+            question=question,
+            limit=settings.MEMORY_RECALL_MAX_LIMIT,
+            agent=agent,
+            now=now,
+        )
+        order = {str(row["id"]): position for position, row in enumerate(ranked.rows)}
+        # The facts the question recalls lead their sections; the rest keep recency order.
+        rows.sort(key=lambda row: order.get(str(row["id"]), len(order)))
+    facts = [_render_fact(row) for row in rows]
+    passed = {scope: sum(1 for fact in facts if fact.scope == scope) for scope in SCOPE_ORDER}
+    labels = {"channel": place.channel}
+    person = solo_person(place)
+    if person:
+        labels["person"] = resolved.label_for(person)
+    selection = render.select(
+        facts,
+        cutoff=cutoff,
+        caps=caps,
+        fade_days=settings.MEMORY_NOTE_FADE_DAYS,
+        labels=labels,
+        left_out={scope: max(totals.get(scope, 0) - passed[scope], 0) for scope in SCOPE_ORDER},
+    )
+    sections = _plane_sections(principal=principal, place=place, cutoff=cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp)
+    text = render.compose(selection.paragraphs, sections)
+
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                injection = Injection.objects.create(
+                    organisation=organisation,
+                    turn_id=turn_id,
+                    agent=agent,
+                    user=user,
+                    place_channel=place.channel,
+                    place_kind=place.kind,
+                    place_people=list(place.people),
+                    question=question,
+                    cutoff=cutoff,
+                    fact_ids=[item.fact.id for item in selection.lines],
+                    paragraphs=[
+                        {
+                            "scope": paragraph.scope,
+                            "label": paragraph.label,
+                            "profile": len(paragraph.profile),
+                            "recent": len(paragraph.recent),
+                            "left_out": paragraph.left_out,
+                        }
+                        for paragraph in selection.paragraphs
+                    ],
+                    sections=[
+                        {"name": section.name, "title": section.title, "lines": len(section.lines)}
+                        for section in sections
+                    ],
+                    omissions=selection.omissions,
+                    faded=selection.faded,
+                    duplicates=selection.duplicates,
+                    text_sha256=hashlib.sha256(text.encode()).hexdigest(),
+                    text_chars=len(text),
+                    render_version=render.RENDER_VERSION,
+                )
+        except IntegrityError:
+            # The same turn rendered concurrently: the first record stands.
+            existing = Injection.objects.get(organisation=organisation, turn_id=turn_id)
+            if not _same_request(existing, place=place, question=question, cutoff=cutoff, agent=agent, user=user):
+                raise TurnConflict(
+                    "turn_id", "This turn was already rendered with a different request; use a new turn id."
+                ) from None
+            return _replayed_output(existing)
+        lines = [
+            InjectionLine(
+                organisation=organisation,
+                injection=injection,
+                position=position,
+                memory_id=item.fact.id,
+                block=item.fact.scope,
+                section=item.section,
+                scope=item.fact.scope,
+                author=item.fact.author,
+                tier=item.fact.tier,
+                line=item.line,
+            )
+            for position, item in enumerate(selection.lines)
+        ]
+        offset = len(lines)
+        for section in sections:
+            for index, line in enumerate(section.lines):
+                memory_id = section.memory_ids[index] if index < len(section.memory_ids) else None
+                lines.append(
+                    InjectionLine(
+                        organisation=organisation,
+                        injection=injection,
+                        position=offset,
+                        memory_id=memory_id,
+                        block=f"section:{section.name}",
+                        line=line,
+                    )
+                )
+                offset += 1
+        InjectionLine.objects.bulk_create(lines)
+    return RenderOutput(
+        injection=injection,
+        text=text,
+        facts=[
+            {
+                "id": item.fact.id,
+                "scope": item.fact.scope,
+                "section": item.section,
+                "tier": item.fact.tier,
+                "author": item.fact.author,
+                "line": item.line,
+            }
+            for item in selection.lines
+        ],
+        omissions=selection.omissions,
+        faded=selection.faded,
+    )
+
+
+@dataclass
+class Replay:
+    text: str
+    sha256: str
+    identical: bool
+    unavailable: list[dict]
+    render_version_matches: bool
+
+
+def injection_replay(*, injection: Injection) -> Replay:
+    """Compose the block again from its record alone.
+
+    Corrections made since do not change it: the record holds the lines as they
+    were injected. An erased fact's line was emptied with the erasure; it is
+    left out, and named with when and why it was erased.
+    """
+    lines = list(injection.lines.order_by("position"))
+    erased_memories = {
+        str(row.pk): row
+        for row in Memory.objects.filter(
+            organisation_id=injection.organisation_id,
+            pk__in=[line.memory_id for line in lines if line.erased_at is not None and line.memory_id],
+        )
+    }
+    unavailable = []
+    for line in lines:
+        if line.erased_at is None:
+            continue
+        memory = erased_memories.get(str(line.memory_id))
+        unavailable.append(
+            {
+                "id": str(line.memory_id) if line.memory_id else None,
+                "position": line.position,
+                "scope": line.scope or line.block,
+                "reason": (
+                    f"erased on {line.erased_at:%Y-%m-%d} by {memory.redacted_by_label or 'someone'}: "
+                    f"{memory.redaction_reason}"
+                    if memory is not None
+                    else f"erased on {line.erased_at:%Y-%m-%d}"
+                ),
+                "erased_at": line.erased_at,
+            }
+        )
+    cursor = iter(lines)
+    paragraphs = []
+    for recorded in injection.paragraphs:
+        profile = [next(cursor) for _ in range(recorded["profile"])]
+        recent = [next(cursor) for _ in range(recorded["recent"])]
+        profile_lines = tuple(line.line for line in profile if line.erased_at is None)
+        recent_lines = tuple(line.line for line in recent if line.erased_at is None)
+        if profile_lines or recent_lines:
+            paragraphs.append(
+                render.Paragraph(
+                    scope=recorded["scope"],
+                    label=recorded["label"],
+                    profile=profile_lines,
+                    recent=recent_lines,
+                    left_out=recorded["left_out"],
+                )
+            )
+    sections = []
+    for recorded in injection.sections:
+        taken = [next(cursor) for _ in range(recorded["lines"])]
+        sections.append(
+            render.Section(
+                name=recorded["name"],
+                title=recorded["title"],
+                lines=tuple(line.line for line in taken if line.erased_at is None),
+            )
+        )
+    text = render.compose(paragraphs, sections)
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    return Replay(
+        text=text,
+        sha256=sha,
+        identical=sha == injection.text_sha256,
+        unavailable=unavailable,
+        render_version_matches=injection.render_version == render.RENDER_VERSION,
+    )
+
+
+def _replayed_output(injection: Injection) -> RenderOutput:
+    replay = injection_replay(injection=injection)
+    facts = [
+        {
+            "id": str(line.memory_id),
+            "scope": line.scope,
+            "section": line.section,
+            "tier": line.tier,
+            "author": line.author,
+            "line": line.line,
+        }
+        for line in injection.lines.order_by("position")
+        if not line.block.startswith("section:") and line.erased_at is None
+    ]
+    return RenderOutput(
+        injection=injection,
+        text=replay.text,
+        facts=facts,
+        omissions=injection.omissions,
+        faded=injection.faded,
+        replayed=True,
+    )

@@ -1,0 +1,92 @@
+"""SQL the agent-turn API relies on that the ORM cannot express: recall's indexes and the injection scrub.
+
+Applied by migrations; kept here so the reasons sit beside the statements.
+"""
+
+# The live, non-system rows recall may return. Every recall index is partial on
+# exactly this, so the planner can prove a recall query implies it.
+LIVE_PREDICATE = "redacted_at IS NULL AND superseded_by_id IS NULL AND bucket <> 'system'"
+
+# Exact vector search for every organisation below the HNSW threshold: the
+# tenant (and scope) prefix finds its rows, and the vectors and filter columns
+# come from the index itself, so a scan touches index pages in tenant order
+# instead of one scattered heap page per row (about 3x faster, RECIPES.md).
+COVERING_INDEX = f"""
+CREATE INDEX IF NOT EXISTS memories_recall_cover_idx ON memories_memory
+  (organisation_id, scope, scope_ref)
+  INCLUDE (id, agent_id, expires_at, embedding_model, pinned, embedding)
+  WHERE {LIVE_PREDICATE} AND embedding IS NOT NULL;
+"""
+DROP_COVERING_INDEX = "DROP INDEX IF EXISTS memories_recall_cover_idx;"
+
+# "N facts here are not embedded yet": counted from this index without touching embedded rows.
+UNEMBEDDED_INDEX = f"""
+CREATE INDEX IF NOT EXISTS memories_recall_unembedded_idx ON memories_memory (organisation_id, scope, scope_ref)
+  WHERE {LIVE_PREDICATE} AND embedding IS NULL;
+"""
+DROP_UNEMBEDDED_INDEX = "DROP INDEX IF EXISTS memories_recall_unembedded_idx;"
+
+# Recent mode and render: newest first within a tenant without sorting all of a large tenant's rows.
+RECENT_INDEX = f"""
+CREATE INDEX IF NOT EXISTS memories_recall_recent_idx ON memories_memory (organisation_id, created_at DESC)
+  WHERE {LIVE_PREDICATE};
+"""
+DROP_RECENT_INDEX = "DROP INDEX IF EXISTS memories_recall_recent_idx;"
+
+# Erasing a memory empties every injected line that showed it, in the same
+# statement, whichever path erased it (the API, a subject erasure, the purge,
+# an operator in psql). The record keeps the line's place, scope and author,
+# so a replay can say which fact it can no longer show, and when it went.
+SCRUB_INJECTIONS_TRIGGER = """
+CREATE OR REPLACE FUNCTION memories_scrub_injections() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE memories_injectionline
+     SET line = '', erased_at = NEW.redacted_at
+   WHERE memory_id = NEW.id AND organisation_id = NEW.organisation_id AND erased_at IS NULL;
+  RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS memories_scrub_injections ON memories_memory;
+CREATE TRIGGER memories_scrub_injections AFTER UPDATE OF redacted_at ON memories_memory
+  FOR EACH ROW WHEN (OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL)
+  EXECUTE FUNCTION memories_scrub_injections();
+"""
+DROP_SCRUB_INJECTIONS_TRIGGER = """
+DROP TRIGGER IF EXISTS memories_scrub_injections ON memories_memory;
+DROP FUNCTION IF EXISTS memories_scrub_injections();
+"""
+
+# An injected line is a record of what a prompt held: it never changes, except
+# being emptied when its memory is erased.
+INJECTION_LINE_IMMUTABLE_TRIGGER = """
+CREATE OR REPLACE FUNCTION memories_guard_injection_line() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF (NEW.injection_id, NEW.organisation_id, NEW.position, NEW.memory_id, NEW.block, NEW.section,
+      NEW.scope, NEW.author, NEW.tier)
+     IS DISTINCT FROM
+     (OLD.injection_id, OLD.organisation_id, OLD.position, OLD.memory_id, OLD.block, OLD.section,
+      OLD.scope, OLD.author, OLD.tier) THEN
+    RAISE EXCEPTION 'memories_injection_immutable: an injection record never changes'
+      USING ERRCODE = '23514';
+  END IF;
+  IF NEW.line IS DISTINCT FROM OLD.line AND NOT (NEW.line = '' AND NEW.erased_at IS NOT NULL) THEN
+    RAISE EXCEPTION 'memories_injection_immutable: a line is only ever emptied, by an erasure'
+      USING ERRCODE = '23514';
+  END IF;
+  IF OLD.erased_at IS NOT NULL AND NEW.erased_at IS DISTINCT FROM OLD.erased_at THEN
+    RAISE EXCEPTION 'memories_injection_immutable: an erasure cannot be undone'
+      USING ERRCODE = '23514';
+  END IF;
+  RETURN NEW;
+END
+$$;
+DROP TRIGGER IF EXISTS memories_injection_line_immutable ON memories_injectionline;
+CREATE TRIGGER memories_injection_line_immutable BEFORE UPDATE ON memories_injectionline
+  FOR EACH ROW EXECUTE FUNCTION memories_guard_injection_line();
+"""
+DROP_INJECTION_LINE_IMMUTABLE_TRIGGER = """
+DROP TRIGGER IF EXISTS memories_injection_line_immutable ON memories_injectionline;
+DROP FUNCTION IF EXISTS memories_guard_injection_line();
+"""
