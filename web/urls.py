@@ -1,0 +1,49 @@
+"""Routes for the account holders' pages: /accounts/ for signing in, /me/ for what is kept about you."""
+
+from django.contrib.auth import views as auth_views
+from django.urls import path, reverse_lazy
+from django.views.generic import RedirectView
+
+from web import views
+from web.forms import LoginForm
+
+app_name = "web"
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="web:memory-list", permanent=False), name="home"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(
+            template_name="web/login.html", authentication_form=LoginForm, redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
+    path("accounts/logout/", auth_views.LogoutView.as_view(next_page=reverse_lazy("web:login")), name="logout"),
+    path(
+        "accounts/password/",
+        auth_views.PasswordChangeView.as_view(
+            template_name="web/password_change.html",
+            success_url=reverse_lazy("web:password-change-done"),
+            extra_context={"section": "account"},
+        ),
+        name="password-change",
+    ),
+    path(
+        "accounts/password/done/",
+        auth_views.PasswordChangeDoneView.as_view(
+            template_name="web/password_change_done.html", extra_context={"section": "account"}
+        ),
+        name="password-change-done",
+    ),
+    path("me/memories", views.memory_list, name="memory-list"),
+    path("me/memories/<uuid:memory_id>", views.memory_detail, name="memory-detail"),
+    path("me/memories/<uuid:memory_id>/correct", views.memory_correct, name="memory-correct"),
+    path("me/memories/<uuid:memory_id>/pin", views.memory_pin, name="memory-pin"),
+    path("me/memories/<uuid:memory_id>/unpin", views.memory_unpin, name="memory-unpin"),
+    path("me/memories/<uuid:memory_id>/forget", views.memory_forget, name="memory-forget"),
+    path("me/memories/<uuid:memory_id>/receipt", views.memory_receipt, name="memory-receipt"),
+    path("me/everything", views.about_me, name="about-me"),
+    path("me/everything.json", views.about_me_export, name="about-me-export"),
+    path("me/everything/erase", views.about_me_erase, name="about-me-erase"),
+    path("me/everything/erased", views.about_me_erased, name="about-me-erased"),
+]

@@ -1,0 +1,354 @@
+"""The account holders' pages. Thin: who may see and change what is decided by memories.scopes,
+reads go through selectors and writes through memories.services."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.views.decorators.http import require_http_methods, require_POST
+from rest_framework.renderers import JSONRenderer
+
+from accounts.models import Membership, Organisation, User
+from memories import embedding, scopes
+from memories.models import Author, Memory, SubjectType
+from memories.selectors import memories_visible_to, memory_supersede_chain, viewer_for
+from memories.serializers import SubjectEraseOutputSerializer, memory_output
+from memories.services import memory_redact, memory_set_pinned, memory_supersede
+from memories.subjects import subject_erase, subject_export
+from web.forms import CorrectForm, EraseEverythingForm, ForgetForm, MemoryFilterForm
+from web.selectors import memories_filtered, memory_search, memory_usage
+
+USAGE_TURNS_SHOWN = 20
+ERASE_REASON = "Erased at the person's request from their Everything about me page."
+ERASE_RECEIPT_SESSION_KEY = "web:erase-receipt"
+
+
+@dataclass(frozen=True)
+class Account:
+    """The signed-in person, their organisation, and the rules' view of them."""
+
+    user: User
+    organisation: Organisation
+    role: str
+    viewer: scopes.Viewer
+
+
+def _account(request: HttpRequest) -> Account:
+    membership = Membership.objects.select_related("organisation").filter(user=request.user).first()
+    if membership is None:
+        raise PermissionDenied("This account belongs to no organisation.")
+    viewer = viewer_for(user=request.user, organisation=membership.organisation, role=membership.role)
+    return Account(user=request.user, organisation=membership.organisation, role=membership.role, viewer=viewer)
+
+
+def _visible(account: Account):
+    return memories_visible_to(viewer_user=account.user, organisation=account.organisation)
+
+
+def _memory_or_404(account: Account, memory_id) -> Memory:
+    """A memory this person may see; any other (another organisation's, someone's person fact) is a 404."""
+    memory = _visible(account).select_related("agent", "written_by", "owner").filter(pk=memory_id).first()
+    if memory is None:
+        raise Http404("No memory you can see has this id.")
+    return memory
+
+
+def _is_current(memory: Memory) -> bool:
+    return memory.superseded_by_id is None and memory.redacted_at is None
+
+
+def _can_change(memory: Memory, account: Account) -> bool:
+    return _is_current(memory) and scopes.changeable_by(memory, account.viewer)
+
+
+def _changeable_or_403(memory: Memory, account: Account) -> None:
+    if not _is_current(memory):
+        raise PermissionDenied("Only the current version of a memory can be changed.")
+    if not scopes.changeable_by(memory, account.viewer):
+        raise PermissionDenied("Workspace memories are changed by the organisation's owners.")
+
+
+def safe_source_url(ref: str) -> str | None:
+    """The source as a link only when it is an absolute http(s) URL; anything else (javascript:, data:,
+    relative paths) is shown as text."""
+    ref = (ref or "").strip()
+    if not ref or any(ch.isspace() or ord(ch) < 32 for ch in ref):
+        return None
+    try:
+        parts = urlsplit(ref)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    return ref
+
+
+def _why(memory: Memory, account: Account) -> dict:
+    """The answers to "why is this remembered", in words."""
+    if memory.author == Author.PERSON:
+        who = memory.written_by
+        name = "you" if who is not None and who.pk == account.user.pk else (who.username if who else "a person")
+        writer = f"Noted by a person: {name}"
+    else:
+        writer = f"Inferred by an agent: {memory.agent.name}" if memory.agent else "Inferred by an agent"
+    if memory.subject_type == SubjectType.WORKSPACE:
+        subject = "The workspace, no one in particular"
+    elif memory.subject_type == SubjectType.USER and memory.subject_id == str(account.user.pk):
+        subject = "You"
+    else:
+        subject = f"{memory.get_subject_type_display()} ({memory.subject_id})"
+    if memory.scope == "workspace":
+        audience = "Everyone in the workspace, and its agents anywhere"
+    elif memory.scope == "channel":
+        audience = f"People and agents in the channel {memory.scope_label or memory.scope_ref}"
+    else:
+        audience = "You alone, and agents only in a direct message with you"
+    source_memory = None
+    if memory.source_ref.startswith("supersedes:"):
+        source_memory = memory.source_ref.removeprefix("supersedes:")
+    return {
+        "writer": writer,
+        "subject": subject,
+        "audience": audience,
+        "source_url": safe_source_url(memory.source_ref),
+        "source_memory": source_memory,
+    }
+
+
+@login_required
+def memory_list(request: HttpRequest) -> HttpResponse:
+    account = _account(request)
+    now = timezone.now()
+    filters = MemoryFilterForm(request.GET or None)
+    search = None
+    searching = False
+    if not request.GET or filters.is_valid():
+        data = filters.cleaned_data if request.GET else {}
+        searching = any(data.get(name) for name in ("q", "bucket", "scope", "tier", "pinned", "expired"))
+        rows = memories_filtered(
+            memories=_visible(account),
+            bucket=data.get("bucket", ""),
+            scope=data.get("scope", ""),
+            tier=data.get("tier", ""),
+            pinned=data.get("pinned", ""),
+            expired=data.get("expired", ""),
+            now=now,
+        )
+        search = memory_search(
+            memories=rows,
+            q=data.get("q", ""),
+            mode=data.get("mode") or MemoryFilterForm.Mode.WORDS,
+            page_number=request.GET.get("page"),
+            **_meaning(data),
+        )
+    return render(
+        request,
+        "web/memory_list.html",
+        {"section": "memories", "filters": filters, "search": search, "searching": searching, "now": now},
+        status=200 if search is not None else 400,
+    )
+
+
+def _meaning(data: dict) -> dict:
+    """The question's vector for a search by meaning, or why there is none."""
+    if data.get("mode") != MemoryFilterForm.Mode.MEANING or not data.get("q"):
+        return {}
+    try:
+        vector = embedding.embed_query(data["q"])
+    except embedding.EmbeddingError as error:
+        return {"meaning_unavailable": f"A search by meaning failed ({error})."}
+    if vector is None:
+        return {"meaning_unavailable": "A search by meaning is not available: no embedder is configured."}
+    return {"query_vector": vector, "embedding_model": embedding.current_model_name()}
+
+
+@login_required
+def memory_detail(request: HttpRequest, memory_id) -> HttpResponse:
+    account = _account(request)
+    memory = _memory_or_404(account, memory_id)
+    chain = memory_supersede_chain(memory=memory)
+    visible_ids = set(_visible(account).filter(pk__in=[row.pk for row in chain]).values_list("pk", flat=True))
+    chain = [row for row in chain if row.pk in visible_ids]
+    newest = chain[-1] if memory.superseded_by_id and chain and chain[-1].pk != memory.pk else None
+    can_change = _can_change(memory, account)
+    return render(
+        request,
+        "web/memory_detail.html",
+        {
+            "section": "memories",
+            "memory": memory,
+            "why": _why(memory, account),
+            "chain": chain,
+            "newest": newest,
+            "usage": memory_usage(memory=memory, limit=USAGE_TURNS_SHOWN),
+            "can_change": can_change,
+            "is_current": _is_current(memory),
+            "cannot_change_reason": "Workspace memories are corrected and forgotten by the organisation's owners.",
+            "now": timezone.now(),
+        },
+    )
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_correct(request: HttpRequest, memory_id) -> HttpResponse:
+    account = _account(request)
+    memory = _memory_or_404(account, memory_id)
+    _changeable_or_403(memory, account)
+    form = CorrectForm(request.POST or None, old_body=memory.body, initial={"body": memory.body})
+    if request.method == "POST" and form.is_valid():
+        try:
+            replacement = memory_supersede(memory=memory, body=form.cleaned_data["body"], actor=account.user)
+        except ValidationError as error:
+            _errors_onto(form, error, default_field="body")
+        else:
+            messages.success(request, "Corrected. The old version stays in the history.")
+            return redirect("web:memory-detail", replacement.pk)
+    return render(request, "web/memory_correct.html", {"section": "memories", "memory": memory, "form": form})
+
+
+def _errors_onto(form, error: ValidationError, *, default_field: str) -> None:
+    """A service's refusal, shown on the field it names (or on the form)."""
+    if hasattr(error, "error_dict"):
+        for name, messages_ in error.message_dict.items():
+            form.add_error(name if name in form.fields else None, messages_)
+    else:
+        form.add_error(default_field, error.messages)
+
+
+def _set_pinned(request: HttpRequest, memory_id, *, pinned: bool) -> HttpResponse:
+    account = _account(request)
+    memory = _memory_or_404(account, memory_id)
+    _changeable_or_403(memory, account)
+    memory_set_pinned(memory=memory, pinned=pinned, actor=account.user)
+    messages.success(request, "Pinned: agents are given it before other memories." if pinned else "Unpinned.")
+    return redirect("web:memory-detail", memory.pk)
+
+
+@login_required
+@require_POST
+def memory_pin(request: HttpRequest, memory_id) -> HttpResponse:
+    return _set_pinned(request, memory_id, pinned=True)
+
+
+@login_required
+@require_POST
+def memory_unpin(request: HttpRequest, memory_id) -> HttpResponse:
+    return _set_pinned(request, memory_id, pinned=False)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def memory_forget(request: HttpRequest, memory_id) -> HttpResponse:
+    account = _account(request)
+    memory = _memory_or_404(account, memory_id)
+    if memory.redacted_at is not None:
+        return redirect("web:memory-receipt", memory.pk)
+    _changeable_or_403(memory, account)
+    form = ForgetForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            memory_redact(memory=memory, reason=form.cleaned_data["reason"], actor=account.user)
+        except ValidationError as error:
+            _errors_onto(form, error, default_field="reason")
+        else:
+            return redirect("web:memory-receipt", memory.pk)
+    return render(request, "web/memory_forget.html", {"section": "memories", "memory": memory, "form": form})
+
+
+@login_required
+def memory_receipt(request: HttpRequest, memory_id) -> HttpResponse:
+    account = _account(request)
+    memory = _memory_or_404(account, memory_id)
+    if memory.redacted_at is None:
+        return redirect("web:memory-detail", memory.pk)
+    return render(request, "web/memory_receipt.html", {"section": "memories", "memory": memory})
+
+
+def _export_document(account: Account, *, now) -> tuple[dict, list[Memory]]:
+    """The signed-in person's subject-access export, in the shape the API's export answers, and its rows."""
+    rows = subject_export(
+        organisation=account.organisation, subject_type=SubjectType.USER, subject_id=str(account.user.pk)
+    )
+    document = {
+        "subject_type": SubjectType.USER,
+        "subject_id": str(account.user.pk),
+        "exported_at": now,
+        "count": len(rows),
+        "memories": [memory_output(row, now=now) for row in rows],
+    }
+    return document, rows
+
+
+def _about_me_context(account: Account, form: EraseEverythingForm) -> dict:
+    now = timezone.now()
+    _, rows = _export_document(account, now=now)
+    visible_ids = set(_visible(account).filter(pk__in=[row.pk for row in rows]).values_list("pk", flat=True))
+    return {
+        "section": "about-me",
+        "organisation": account.organisation,
+        "rows": rows,
+        "visible_ids": visible_ids,
+        "form": form,
+        "now": now,
+    }
+
+
+@login_required
+def about_me(request: HttpRequest) -> HttpResponse:
+    account = _account(request)
+    return render(request, "web/about_me.html", _about_me_context(account, EraseEverythingForm()))
+
+
+@login_required
+def about_me_export(request: HttpRequest) -> HttpResponse:
+    account = _account(request)
+    now = timezone.now()
+    document, _ = _export_document(account, now=now)
+    response = HttpResponse(JSONRenderer().render(document), content_type="application/json")
+    filename = f"archivist-everything-about-{account.user.username}-{now:%Y-%m-%d}.json"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def about_me_erase(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        return redirect("web:about-me")
+    account = _account(request)
+    form = EraseEverythingForm(request.POST)
+    if not form.is_valid():
+        return render(request, "web/about_me.html", _about_me_context(account, form), status=400)
+    result = subject_erase(
+        organisation=account.organisation,
+        subject_type=SubjectType.USER,
+        subject_id=str(account.user.pk),
+        actor=account.user,
+        reason=ERASE_REASON,
+    )
+    # Kept in the session so the receipt page survives a reload without erasing again.
+    request.session[ERASE_RECEIPT_SESSION_KEY] = json.loads(
+        JSONRenderer().render(SubjectEraseOutputSerializer(result).data)
+    )
+    return redirect("web:about-me-erased")
+
+
+@login_required
+def about_me_erased(request: HttpRequest) -> HttpResponse:
+    receipt = request.session.get(ERASE_RECEIPT_SESSION_KEY)
+    if receipt is None:
+        return redirect("web:about-me")
+    for item in receipt["receipts"]:
+        item["erased_at"] = parse_datetime(item["erased_at"]) if item.get("erased_at") else None
+    return render(request, "web/about_me_erased.html", {"section": "about-me", "receipt": receipt})
