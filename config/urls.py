@@ -19,3 +19,5 @@ urlpatterns = [
     path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
 ]
+# The account holders' pages: /accounts/ (log in, log out, password) and /me/.
+urlpatterns += [path("", include("web.urls"))]
