@@ -1,4 +1,11 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def ensure_stewards_group(sender, **kwargs) -> None:
+    from admissions.services import stewards_group_ensure
+
+    stewards_group_ensure()
 
 
 class AdmissionsConfig(AppConfig):
@@ -7,3 +14,6 @@ class AdmissionsConfig(AppConfig):
 
     def ready(self) -> None:
         from admissions import signals  # noqa: F401 - connects the receivers
+
+        # After auth's own post_migrate handler has created this app's permissions.
+        post_migrate.connect(ensure_stewards_group, sender=self, dispatch_uid="admissions_stewards_group")

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Agent, Membership, Organisation, User
@@ -22,7 +23,7 @@ from admissions.models import (
     Status,
     SystemClaim,
 )
-from admissions.roles import STEWARDS_GROUP
+from admissions.roles import STEWARD_PERMISSIONS, STEWARDS_GROUP
 from admissions.status import with_status
 from memories.models import Author, Bucket, ClaimedAdmission, Memory, SourceKind
 from memories.services import memory_point_to_replacement, memory_remember
@@ -237,23 +238,37 @@ def claim_promote(
     return tombstone, record
 
 
+def stewards_group_ensure() -> Group:
+    """The Stewards group holding exactly STEWARD_PERMISSIONS; idempotent.
+
+    Run after every migrate (and after a test flush, which empties auth tables),
+    so the group never exists without its permissions.
+    """
+    group, _ = Group.objects.get_or_create(name=STEWARDS_GROUP)
+    query = Q()
+    for app_label, codename in STEWARD_PERMISSIONS:
+        query |= Q(content_type__app_label=app_label, codename=codename)
+    wanted = set(Permission.objects.filter(query).values_list("pk", flat=True))
+    if set(group.permissions.values_list("pk", flat=True)) != wanted:
+        group.permissions.set(wanted)
+    return group
+
+
 def steward_access_sync(*, user: User) -> None:
     """Give a steward the admin and the Stewards group; take both away when the role goes.
 
     `is_staff` is only taken back from someone who had it through the group,
     so staff access granted for another reason survives a role change.
     """
-    group, _ = Group.objects.get_or_create(name=STEWARDS_GROUP)
-    steward = is_steward(user)
-    in_group = user.groups.filter(pk=group.pk).exists()
-    if steward:
+    in_group = user.groups.filter(name=STEWARDS_GROUP).exists()
+    if is_steward(user):
         if not in_group:
-            user.groups.add(group)
+            user.groups.add(stewards_group_ensure())
         if not user.is_staff:
             user.is_staff = True
             user.save(update_fields=["is_staff"])
     elif in_group:
-        user.groups.remove(group)
+        user.groups.remove(*Group.objects.filter(name=STEWARDS_GROUP))
         if user.is_staff and not user.is_superuser:
             user.is_staff = False
             user.save(update_fields=["is_staff"])

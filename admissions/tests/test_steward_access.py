@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import Group
+from django.core.management import call_command
 
 from accounts.models import Membership
 from admissions.roles import STEWARD_PERMISSIONS, STEWARDS_GROUP
@@ -50,3 +51,9 @@ def test_a_member_promoted_to_steward_gains_it(member):
     membership.save()
     member.refresh_from_db()
     assert member.is_staff and member.groups.filter(name=STEWARDS_GROUP).exists()
+
+
+def test_the_group_is_rebuilt_with_its_permissions_after_a_flush_empties_it(db):
+    Group.objects.filter(name=STEWARDS_GROUP).delete()
+    call_command("migrate", "admissions", verbosity=0)  # emits post_migrate, as a flush does
+    assert _codenames(Group.objects.get(name=STEWARDS_GROUP)) == set(STEWARD_PERMISSIONS)
