@@ -1,0 +1,114 @@
+"""How the stewards' queue and system recall behave as claims grow.
+
+Builds a throwaway test database (config.settings.test), fills it with N
+system claims of which a share carry steward records, then prints, for the
+queue page as a steward sees it (with facet counts) and for system-recall
+eligibility: the number of queries and the median time of a few runs.
+
+    .venv/bin/python bench/admissions_queue.py --n 10000
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.test")
+os.environ.setdefault("ARCHIVIST_EMBEDDER", "none")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext, setup_databases, teardown_databases  # noqa: E402
+from django.utils import timezone  # noqa: E402
+
+from accounts.models import Membership  # noqa: E402
+from accounts.services import organisation_create, user_create  # noqa: E402
+from admissions.models import AdmissionRecord  # noqa: E402
+from admissions.recall import eligible_claims  # noqa: E402
+from memories.models import Memory  # noqa: E402
+
+
+def fill(n: int) -> None:
+    org = organisation_create(slug="bench")
+    author = user_create(username="author", organisation=org, role=Membership.Role.MEMBER)
+    steward = user_create(username="steward", organisation=org, role=Membership.Role.STEWARD, password="pw")
+    today = date.today()
+    rows = [
+        Memory(
+            organisation=org,
+            bucket="system",
+            author="person",
+            written_by=author,
+            source_kind="person",
+            body=f"Claim number {i} about entity {i % 50}",
+            slug=f"sys:bench-{i}",
+            entity=f"entity-{i % 50}",
+            transparency="ledger" if i % 3 else "glass",
+            as_of=today - timedelta(days=i % 700),
+            admission="candidate",
+            evidence_refs=[{"kind": "url" if i % 4 else "dataset", "ref": f"https://example.org/{i}"}],
+        )
+        for i in range(n)
+    ]
+    Memory.objects.bulk_create(rows, batch_size=2000)
+    now = timezone.now()
+    decisions = ["admit", "reject", "challenge"]
+    records = [
+        AdmissionRecord(organisation=org, claim=row, decision=decisions[i % 3], steward=steward, reason="bench", at=now)
+        for i, row in enumerate(rows)
+        if i % 3 == 0
+    ]
+    AdmissionRecord.objects.bulk_create(records, batch_size=2000)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+
+
+def measure(label: str, action, runs: int = 5) -> None:
+    times, counts = [], []
+    for _ in range(runs):
+        with CaptureQueriesContext(connection) as queries:
+            start = time.perf_counter()
+            action()
+            times.append((time.perf_counter() - start) * 1000)
+        counts.append(len(queries))
+    print(f"{label:<45} {counts[-1]:>3} queries   median {statistics.median(times):8.1f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=10_000)
+    args = parser.parse_args()
+    databases = setup_databases(verbosity=0, interactive=False)
+    try:
+        fill(args.n)
+        client = Client()
+        client.login(username="steward", password="pw")
+        print(f"{args.n} system claims, a third with a steward's record")
+
+        def page(params):
+            def run():
+                response = client.get("/admin/admissions/systemclaim/", params)
+                assert response.status_code == 200, response.status_code
+
+            return run
+
+        measure("queue, no filter", page({}))
+        measure("queue, candidates", page({"status": "candidate"}))
+        measure("queue, challenged + dataset evidence", page({"status": "challenged", "evidence_kind": "dataset"}))
+        measure("system recall eligibility (limit 5)", lambda: list(eligible_claims(today=date.today())[:5]))
+    finally:
+        teardown_databases(databases, verbosity=0)
+
+
+if __name__ == "__main__":
+    main()
