@@ -1,10 +1,32 @@
 from django.contrib import admin
 
+from memories.embedding import current_model_name
 from memories.models import Channel, ChannelMember, Memory, MemoryAudit
 
 PROVENANCE_FIELDS = ["author", "written_by", "source_kind", "source_ref", "source_label", "source_run_id"]
 SYSTEM_FIELDS = ["slug", "entity", "transparency", "as_of", "admission", "evidence_refs", "stance", "promoted"]
 ERASURE_FIELDS = ["redacted_at", "redacted_by", "redacted_by_label", "redaction_reason"]
+
+
+class SearchableFilter(admin.SimpleListFilter):
+    """Whether a row has a vector of the current model, is waiting for one, or failed to get one."""
+
+    title = "searchable"
+    parameter_name = "searchable"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Yes"), ("waiting", "Waiting for a worker"), ("failed", "Embedding failed")]
+
+    def queryset(self, request, queryset):
+        current = current_model_name()
+        live = queryset.filter(redacted_at__isnull=True)
+        if self.value() == "yes":
+            return live.filter(embedding_model=current).exclude(embedding_model="")
+        if self.value() == "waiting":
+            return live.exclude(embedding_model=current).filter(embedding_error="")
+        if self.value() == "failed":
+            return live.exclude(embedding_model=current).exclude(embedding_error="")
+        return queryset
 
 
 @admin.register(Memory)
@@ -20,7 +42,7 @@ class MemoryAdmin(admin.ModelAdmin):
         "expires_at",
         "created_at",
     ]
-    list_filter = ["bucket", "scope", "tier", "pinned", "author"]
+    list_filter = ["bucket", "scope", "tier", "pinned", "author", SearchableFilter]
     list_select_related = ["organisation"]
     search_fields = ["body", "subject_id", "source_ref"]
     readonly_fields = [
@@ -52,11 +74,17 @@ class MemoryAdmin(admin.ModelAdmin):
     def searchable(self, memory: Memory) -> str:
         if memory.redacted_at:
             return "erased"
-        if memory.embedding_model:
+        current = current_model_name()
+        if not current:
+            return "lexically only (no embedder)"
+        if memory.embedding_model == current:
             return "yes"
         if memory.embedding_error:
-            return f"not yet searchable: {memory.embedding_error[:80]}"
-        return "not yet searchable"
+            tries = "attempt" if memory.embedding_attempts == 1 else "attempts"
+            return f"not yet searchable after {memory.embedding_attempts} {tries}: {memory.embedding_error[:160]}"
+        if memory.embedding_model:
+            return f"not yet searchable: its vector is from {memory.embedding_model}, waiting for {current}"
+        return "not yet searchable: waiting for a worker"
 
     def has_add_permission(self, request):
         # Memories are written through the API and its services, which check the rules.

@@ -183,6 +183,43 @@ LOGGING = {
     "loggers": {"pgserver": {"level": "WARNING"}},
 }
 
+# --- Workers: embedding, consolidation and purge ---------------------------------
+# Rows sent to the embedder at once, and claimed by one task's transaction.
+EMBEDDING_BATCH_SIZE = env_int("ARCHIVIST_EMBEDDING_BATCH_SIZE", 64, minimum=1)
+# After this many failed attempts a row shows in admin as "not yet searchable";
+# the sweep tries such rows again once a day (EMBEDDING_FAILED_RETRY_HOURS).
+EMBEDDING_MAX_ATTEMPTS = env_int("ARCHIVIST_EMBEDDING_MAX_ATTEMPTS", 3, minimum=1)
+EMBEDDING_RETRY_BACKOFF_SECONDS = env_float("ARCHIVIST_EMBEDDING_RETRY_BACKOFF_SECONDS", 30.0)
+EMBEDDING_FAILED_RETRY_HOURS = env_int("ARCHIVIST_EMBEDDING_FAILED_RETRY_HOURS", 24, minimum=1)
+EMBEDDER_OPENAI_TIMEOUT_SECONDS = env_float("ARCHIVIST_EMBEDDER_TIMEOUT_SECONDS", 10.0)
+# The sweep embeds rows the write path could not enqueue (broker down); rows
+# younger than the grace are left to the task their write enqueued.
+EMBEDDING_SWEEP_SECONDS = env_int("ARCHIVIST_EMBEDDING_SWEEP_SECONDS", 300, minimum=1)
+EMBEDDING_SWEEP_GRACE_SECONDS = env_int("ARCHIVIST_EMBEDDING_SWEEP_GRACE_SECONDS", 120, minimum=0)
+EMBEDDING_SWEEP_LIMIT = env_int("ARCHIVIST_EMBEDDING_SWEEP_LIMIT", 20_000, minimum=1)
+# A message a worker took but never acknowledged (the worker died) goes back on
+# the queue after this long. Redelivery is safe: embedding is a conditional UPDATE.
+_visibility_timeout = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=1)
+CELERY_BROKER_TRANSPORT_OPTIONS.update(
+    {
+        "visibility_timeout": _visibility_timeout,
+        # How often a worker looks for such messages: every 10 s at most.
+        "unacked_restore_interval": max(1, min(10, _visibility_timeout // 10)),
+        "unacked_restore_throttle": 1,
+    }
+)
+
+CONSOLIDATION_EXTRACTOR = env_choice("ARCHIVIST_EXTRACTOR", "rules", ("rules", "llm"))
+EXTRACTOR_LLM_BASE_URL = env_str("ARCHIVIST_EXTRACTOR_BASE_URL", "https://api.openai.com")
+EXTRACTOR_LLM_MODEL = env_str("ARCHIVIST_EXTRACTOR_MODEL", "gpt-4o-mini")
+EXTRACTOR_LLM_KEY = env_str("ARCHIVIST_EXTRACTOR_KEY", "")
+EXTRACTOR_LLM_TIMEOUT_SECONDS = env_float("ARCHIVIST_EXTRACTOR_TIMEOUT_SECONDS", 30.0)
+CONSOLIDATION_SWEEP_SECONDS = env_int("ARCHIVIST_CONSOLIDATION_SWEEP_SECONDS", 60, minimum=1)
+# Cosine similarity above which a learned candidate repeats a live memory of the
+# same scope and subject (measured with all-MiniLM-L6-v2: bench/dedupe_threshold.py).
+DEDUPE_COSINE_THRESHOLD = env_float("ARCHIVIST_DEDUPE_COSINE_THRESHOLD", 0.9)
+THREAD_EVENT_MAX_CHARS = env_int("ARCHIVIST_THREAD_EVENT_MAX_CHARS", 8_000, minimum=100)
+
 # --- The agent-turn API: recall, render, the schema and its docs -----------------
 # The Swagger UI is served from this app's static files, so /api/docs/ works offline.
 INSTALLED_APPS += ["drf_spectacular_sidecar"]

