@@ -13,7 +13,7 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="web:memory-list", permanent=False), name="home"),
     path(
         "accounts/login/",
-        auth_views.LoginView.as_view(
+        views.LoginView.as_view(
             template_name="web/login.html", authentication_form=LoginForm, redirect_authenticated_user=True
         ),
         name="login",
@@ -21,7 +21,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page=reverse_lazy("web:login")), name="logout"),
     path(
         "accounts/password/",
-        auth_views.PasswordChangeView.as_view(
+        views.PasswordChangeView.as_view(
             template_name="web/password_change.html",
             success_url=reverse_lazy("web:password-change-done"),
             extra_context={"section": "account"},

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from django.contrib import messages
+from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
@@ -19,17 +19,33 @@ from rest_framework.renderers import JSONRenderer
 
 from accounts.models import Membership, Organisation, User
 from memories import embedding, scopes
-from memories.models import Author, Memory, SubjectType
+from memories.models import Memory, SubjectType
 from memories.selectors import memories_visible_to, memory_supersede_chain, viewer_for
 from memories.serializers import SubjectEraseOutputSerializer, memory_output
 from memories.services import memory_redact, memory_set_pinned, memory_supersede
 from memories.subjects import subject_erase, subject_export
 from web.forms import CorrectForm, EraseEverythingForm, ForgetForm, MemoryFilterForm
+from web.provenance import why_remembered
 from web.selectors import memories_filtered, memory_search, memory_usage
 
 USAGE_TURNS_SHOWN = 20
 ERASE_REASON = "Erased at the person's request from their Everything about me page."
 ERASE_RECEIPT_SESSION_KEY = "web:erase-receipt"
+
+
+class RefusedInputIs400:
+    """A form that refuses its input answers 400, like every other refusal here, not 200."""
+
+    def form_invalid(self, form):
+        return self.render_to_response(self.get_context_data(form=form), status=400)
+
+
+class LoginView(RefusedInputIs400, auth_views.LoginView):
+    pass
+
+
+class PasswordChangeView(RefusedInputIs400, auth_views.PasswordChangeView):
+    pass
 
 
 @dataclass(frozen=True)
@@ -75,53 +91,6 @@ def _changeable_or_403(memory: Memory, account: Account) -> None:
         raise PermissionDenied("Only the current version of a memory can be changed.")
     if not scopes.changeable_by(memory, account.viewer):
         raise PermissionDenied("Workspace memories are changed by the organisation's owners.")
-
-
-def safe_source_url(ref: str) -> str | None:
-    """The source as a link only when it is an absolute http(s) URL; anything else (javascript:, data:,
-    relative paths) is shown as text."""
-    ref = (ref or "").strip()
-    if not ref or any(ch.isspace() or ord(ch) < 32 for ch in ref):
-        return None
-    try:
-        parts = urlsplit(ref)
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return None
-    return ref
-
-
-def _why(memory: Memory, account: Account) -> dict:
-    """The answers to "why is this remembered", in words."""
-    if memory.author == Author.PERSON:
-        who = memory.written_by
-        name = "you" if who is not None and who.pk == account.user.pk else (who.username if who else "a person")
-        writer = f"Noted by a person: {name}"
-    else:
-        writer = f"Inferred by an agent: {memory.agent.name}" if memory.agent else "Inferred by an agent"
-    if memory.subject_type == SubjectType.WORKSPACE:
-        subject = "The workspace, no one in particular"
-    elif memory.subject_type == SubjectType.USER and memory.subject_id == str(account.user.pk):
-        subject = "You"
-    else:
-        subject = f"{memory.get_subject_type_display()} ({memory.subject_id})"
-    if memory.scope == "workspace":
-        audience = "Everyone in the workspace, and its agents anywhere"
-    elif memory.scope == "channel":
-        audience = f"People and agents in the channel {memory.scope_label or memory.scope_ref}"
-    else:
-        audience = "You alone, and agents only in a direct message with you"
-    source_memory = None
-    if memory.source_ref.startswith("supersedes:"):
-        source_memory = memory.source_ref.removeprefix("supersedes:")
-    return {
-        "writer": writer,
-        "subject": subject,
-        "audience": audience,
-        "source_url": safe_source_url(memory.source_ref),
-        "source_memory": source_memory,
-    }
 
 
 @login_required
@@ -186,7 +155,7 @@ def memory_detail(request: HttpRequest, memory_id) -> HttpResponse:
         {
             "section": "memories",
             "memory": memory,
-            "why": _why(memory, account),
+            "why": why_remembered(memory, viewer=account.user),
             "chain": chain,
             "newest": newest,
             "usage": memory_usage(memory=memory, limit=USAGE_TURNS_SHOWN),
@@ -213,7 +182,12 @@ def memory_correct(request: HttpRequest, memory_id) -> HttpResponse:
         else:
             messages.success(request, "Corrected. The old version stays in the history.")
             return redirect("web:memory-detail", replacement.pk)
-    return render(request, "web/memory_correct.html", {"section": "memories", "memory": memory, "form": form})
+    return render(
+        request,
+        "web/memory_correct.html",
+        {"section": "memories", "memory": memory, "form": form},
+        status=400 if request.method == "POST" else 200,
+    )
 
 
 def _errors_onto(form, error: ValidationError, *, default_field: str) -> None:
@@ -262,7 +236,12 @@ def memory_forget(request: HttpRequest, memory_id) -> HttpResponse:
             _errors_onto(form, error, default_field="reason")
         else:
             return redirect("web:memory-receipt", memory.pk)
-    return render(request, "web/memory_forget.html", {"section": "memories", "memory": memory, "form": form})
+    return render(
+        request,
+        "web/memory_forget.html",
+        {"section": "memories", "memory": memory, "form": form},
+        status=400 if request.method == "POST" else 200,
+    )
 
 
 @login_required
