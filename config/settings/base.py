@@ -173,6 +173,10 @@ EMBEDDER_OPENAI_KEY = env_str("ARCHIVIST_EMBEDDER_KEY", "")
 
 # --- System recall -------------------------------------------------------------
 SYSTEM_RECALL_ENABLED = env_bool("SYSTEM_RECALL_ENABLED", False)
+# Admitted claims whose as_of is older than this many days (before the render's
+# cutoff) are not recalled, and at most SYSTEM_RECALL_LIMIT appear in one block.
+SYSTEM_RECALL_FRESHNESS_DAYS = env_int("SYSTEM_RECALL_FRESHNESS_DAYS", 365, minimum=1)
+SYSTEM_RECALL_LIMIT = env_int("SYSTEM_RECALL_LIMIT", 5, minimum=1)
 
 LOGGING = {
     "version": 1,
