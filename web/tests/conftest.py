@@ -79,11 +79,12 @@ def _wait_until_serving(url: str, process: subprocess.Popen, log: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def gunicorn_server(django_db_setup, django_db_blocker):
+def gunicorn_server(request, django_db_setup, django_db_blocker):
     """The real server on 127.0.0.1:<free port>, using this run's test database and Redis.
 
     Yields its base URL. It is stopped before pytest-django drops the test
-    database, since an open connection would block the drop.
+    database, since an open connection would block the drop. Its log stays in
+    test-artifacts/ when a test failed.
     """
     from django.db import connection
 
@@ -129,6 +130,8 @@ def gunicorn_server(django_db_setup, django_db_blocker):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+        if not request.session.testsfailed:
+            log.unlink(missing_ok=True)
 
 
 @pytest.fixture(scope="session")

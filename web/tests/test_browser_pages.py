@@ -87,14 +87,21 @@ def test_a_person_forgets_a_memory_and_sees_the_receipt(page: Page, seeded):
 
 
 def test_a_body_holding_markup_shows_as_text(page: Page, seeded):
+    problems = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
     log_in(page, "mona")
     for url in ("/me/memories", f"/me/memories/{seeded.script.pk}"):
-        page.goto(url)
+        response = page.goto(url)
+        assert "script-src 'self'" in response.headers["content-security-policy"]
+        # The stylesheet arrived from our own origin and applied under the CSP.
+        assert page.evaluate("getComputedStyle(document.querySelector('.brand__mark')).width") == "32px"
         body = page.locator(".body-text", has_text="window.__pwned = 1").first
         expect(body).to_have_text(SCRIPT_BODY)
         assert body.locator("script, img, a, b").count() == 0
         assert page.evaluate("typeof window.__pwned") == "undefined"
         assert page.locator("img[src='x'], img[src*='evil.example']").count() == 0
+    assert problems == []
 
 
 def test_a_second_person_does_not_see_the_first_ones_person_facts(page: Page, seeded):
