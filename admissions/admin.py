@@ -215,27 +215,8 @@ class SystemClaimAdmin(StewardOnlyAdmin):
         ("Supersede chain", {"fields": ["supersede_chain"]}),
         ("Admission history", {"fields": ["history"]}),
     ]
-    readonly_fields = [
-        "body",
-        "slug",
-        "entity",
-        "transparency",
-        "as_of",
-        "status",
-        "claimed_admission",
-        "stance",
-        "evidence",
-        "claimed_by",
-        "author",
-        "organisation",
-        "source_kind",
-        "source_ref",
-        "source_label",
-        "source_run_id",
-        "created_at",
-        "supersede_chain",
-        "history",
-    ]
+    # Every field on the page is read-only; decisions have their own pages.
+    readonly_fields = [name for _, options in fieldsets for name in options["fields"]]
 
     def get_queryset(self, request) -> QuerySet:
         return claim_queue()
