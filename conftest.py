@@ -9,6 +9,9 @@ from accounts.services import agent_create, organisation_create, user_create
 from memories.models import Author, Bucket, SourceKind
 from memories.services import memory_remember
 
+# The browser harness: gunicorn on the test database, Chromium, a screenshot on failure.
+pytest_plugins = ["web.tests.browser"]
+
 
 @pytest.fixture
 def org(db):
