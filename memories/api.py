@@ -281,6 +281,7 @@ class MemoryListApi(TurnApi, GenericAPIView):
                 source_ref=data["source_ref"],
                 source_label=data["source_label"],
                 run_id=data["run_id"],
+                occurred_at=data.get("occurred_at"),
             )
             return memory, {"scope_reason": choice.reason}
 
@@ -561,6 +562,8 @@ class RecallApi(TurnApi):
             limit=data["limit"],
             mode=data["mode"],
             agent=principal.agent,
+            occurred_after=data.get("occurred_after"),
+            occurred_before=data.get("occurred_before"),
         )
         response = Response(
             {

@@ -20,8 +20,15 @@ Ranking (`mode`):
 - `lexical`: `ts_rank` over the stored tsvector; any word of the question may match.
 - `hybrid`: both lists fused by reciprocal rank (k = 60).
 - `recent`: newest first.
+- `contextual`: the hybrid candidates and the facts remembered next to them in
+  the same place, re-ranked by BM25 and cosine z-scores, conversational
+  context, the speaker and the time a question asks about
+  (`memories.contextual`, `memories.ranking`, docs/recall.md).
 - `auto`: hybrid when there is a question and an embedder, lexical when there is
   only a question, recent otherwise.
+
+`occurred_after` and `occurred_before` keep facts whose time (when they
+happened, or when they were written if that is unknown) falls in the interval.
 
 Pinned facts recallable here always come first. Whatever had to give way (no
 embedder, a question that could not be embedded, rows not embedded yet) is
@@ -39,12 +46,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from memories import embedding
+from memories import contextual, embedding, ranking
 from memories.models import TenantVectorIndex
 from memories.scopes import Place, solo_person
 from memories.turn_sql import LIVE_PREDICATE
 
-MODES = ("auto", "hybrid", "semantic", "lexical", "recent")
+MODES = ("auto", "hybrid", "semantic", "lexical", "recent", "contextual")
 RRF_K = 60
 # Rows each ranked list contributes before fusion: enough that a fact ranked
 # modestly by both lists can still win, few enough to keep the sort small.
@@ -116,6 +123,18 @@ def base_predicate(*, organisation_id, place: Place, agent_id, alias: str = "m",
     return sql
 
 
+def time_predicate(*, occurred_after=None, occurred_before=None, alias: str = "m") -> str:
+    """The time filters as SQL (parameters: occurred_after, occurred_before); a fact's time is when it
+    happened, or when it was written if that is unknown."""
+    when = f"coalesce({alias}.occurred_at, {alias}.created_at)"
+    sql = ""
+    if occurred_after is not None:
+        sql += f" AND {when} >= %(occurred_after)s"
+    if occurred_before is not None:
+        sql += f" AND {when} < %(occurred_before)s"
+    return sql
+
+
 def scope_predicate(*, place: Place, alias: str = "m", include_workspace: bool = True) -> str:
     """`scopes.recallable` as SQL."""
     a = alias
@@ -176,6 +195,8 @@ def build_plan(
     now: datetime,
     hnsw_index: str | None = None,
     count_unembedded: bool = False,
+    occurred_after: datetime | None = None,
+    occurred_before: datetime | None = None,
 ) -> RecallPlan:
     """The recall statement for these ranked lists (`semantic`, `lexical`, `recent`), pinned facts first."""
     pool = max(POOL_MIN, limit * POOL_PER_RESULT)
@@ -187,8 +208,11 @@ def build_plan(
         "limit": limit,
         "pool": pool,
         "rrf_k": RRF_K,
+        "occurred_after": occurred_after,
+        "occurred_before": occurred_before,
     }
-    base = base_predicate(organisation_id=organisation_id, place=place, agent_id=agent_id)
+    during = time_predicate(occurred_after=occurred_after, occurred_before=occurred_before)
+    base = base_predicate(organisation_id=organisation_id, place=place, agent_id=agent_id) + during
     ctes: list[str] = []
     ranked: list[str] = []
 
@@ -207,11 +231,14 @@ def build_plan(
                 f" AND {live} AND w.embedding IS NOT NULL\n"
                 "  ORDER BY w.embedding <=> %(qvec)s::vector LIMIT %(ef)s\n)"
             )
-            narrow = base_predicate(
-                organisation_id=organisation_id,
-                place=place,
-                agent_id=agent_id,
-                scopes_sql=scope_predicate(place=place, include_workspace=False),
+            narrow = (
+                base_predicate(
+                    organisation_id=organisation_id,
+                    place=place,
+                    agent_id=agent_id,
+                    scopes_sql=scope_predicate(place=place, include_workspace=False),
+                )
+                + during
             )
             source = (
                 "(SELECT c.id, c.distance FROM wcand c JOIN memories_memory m ON m.id = c.id\n"
@@ -333,8 +360,15 @@ def recall(
     mode: str = "auto",
     agent=None,
     now: datetime | None = None,
+    occurred_after: datetime | None = None,
+    occurred_before: datetime | None = None,
+    ranking_config=None,
 ) -> RecallResult:
-    """The facts to give a turn in `place`, best first, with how they were ranked and what gave way."""
+    """The facts to give a turn in `place`, best first, with how they were ranked and what gave way.
+
+    `ranking_config` (a `memories.ranking.RankingConfig`) overrides contextual
+    ranking's weights; the quality benchmark uses it for its ablations.
+    """
     started = time.perf_counter()
     now = now or timezone.now()
     limit = limit or settings.MEMORY_RECALL_DEFAULT_LIMIT
@@ -344,7 +378,7 @@ def recall(
     notices: list[str] = []
     embed_ms = 0.0
 
-    wants_vector = mode in ("auto", "hybrid", "semantic") and bool(question)
+    wants_vector = mode in ("auto", "hybrid", "semantic", "contextual") and bool(question)
     query_vector = None
     model = ""
     if wants_vector:
@@ -373,6 +407,7 @@ def recall(
     else:
         lists = ("semantic", "lexical")
 
+    contextual_mode = mode == "contextual" and bool(question)
     organisation_id = organisation.pk if hasattr(organisation, "pk") else organisation
     agent_id = getattr(agent, "pk", agent)
     hnsw = tenant_hnsw_index(organisation_id) if "semantic" in lists else None
@@ -380,13 +415,15 @@ def recall(
         organisation_id=organisation_id,
         place=place,
         agent_id=agent_id,
-        limit=limit,
+        limit=max(limit, contextual.CANDIDATES) if contextual_mode else limit,
         lists=lists,
         question=question,
         query_vector=query_vector,
         model=model,
         now=now,
         count_unembedded="semantic" in lists,
+        occurred_after=occurred_after,
+        occurred_before=occurred_before,
     )
     plan = build_plan(**plan_kwargs, hnsw_index=hnsw)
     sql_started = time.perf_counter()
@@ -397,6 +434,22 @@ def recall(
         # list may be missing true neighbours, so search this tenant exactly.
         rows, vec_n, unembedded = _execute(build_plan(**plan_kwargs, hnsw_index=None))
         vector_search = "exact (hnsw fallback)"
+    config = ranking_config or ranking.DEFAULT_CONFIG
+    if contextual_mode:
+        rows = contextual.rerank(
+            rows,
+            organisation_id=organisation_id,
+            place=place,
+            agent_id=agent_id,
+            base=base_predicate(organisation_id=organisation_id, place=place, agent_id=agent_id)
+            + time_predicate(occurred_after=occurred_after, occurred_before=occurred_before),
+            params=plan.params,
+            question=question,
+            query_vector=query_vector,
+            model=model,
+            limit=limit,
+            config=config,
+        )
     sql_ms = (time.perf_counter() - sql_started) * 1000
 
     if unembedded:
@@ -404,9 +457,9 @@ def recall(
         how = "by their words only" if "lexical" in lists else "not at all by meaning"
         notices.append(f"{shown} fact(s) here are not embedded yet and were searched {how}.")
 
-    ranking = {
+    ranking_report = {
         "requested": mode,
-        "used": "hybrid" if len(lists) == 2 else lists[0],
+        "used": "contextual" if contextual_mode else ("hybrid" if len(lists) == 2 else lists[0]),
         "lists": list(lists),
         "fusion": f"reciprocal rank, k={RRF_K}" if len(lists) == 2 else None,
         "embedding_model": model or None,
@@ -414,10 +467,13 @@ def recall(
         "pinned_first": True,
         "limit": limit,
     }
+    if contextual_mode:
+        ranking_report["fusion"] = contextual.describe(config)["fusion"]
+        ranking_report["contextual"] = contextual.describe(config)
     total_ms = (time.perf_counter() - started) * 1000
     return RecallResult(
         rows=rows,
-        ranking=ranking,
+        ranking=ranking_report,
         notice=" ".join(notices),
         timings={"embed_ms": embed_ms, "sql_ms": sql_ms, "recall_ms": total_ms},
     )

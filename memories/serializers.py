@@ -111,6 +111,10 @@ class RememberInputSerializer(_ProvenanceFields):
     )
     subject_type = serializers.ChoiceField(choices=SubjectType.choices, required=False)
     subject_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    occurred_at = serializers.DateTimeField(
+        required=False,
+        help_text="When what it says happened, if not now; recall filters by it and render dates by it.",
+    )
 
 
 class SupersedeInputSerializer(_ProvenanceFields):
@@ -140,6 +144,20 @@ class RecallInputSerializer(StrictSerializer):
         error_messages={"max_value": f"limit is at most {settings.MEMORY_RECALL_MAX_LIMIT}."},
     )
     mode = serializers.ChoiceField(choices=MODES, required=False, default="auto")
+    occurred_after = serializers.DateTimeField(
+        required=False, help_text="Only facts that happened at or after this time (when written, if not known)."
+    )
+    occurred_before = serializers.DateTimeField(
+        required=False, help_text="Only facts that happened before this time (when written, if not known)."
+    )
+
+    def validate(self, attrs):
+        after, before = attrs.get("occurred_after"), attrs.get("occurred_before")
+        if after is not None and before is not None and after >= before:
+            raise serializers.ValidationError(
+                {"occurred_before": ["occurred_before must be later than occurred_after."]}
+            )
+        return attrs
 
 
 class RenderInputSerializer(StrictSerializer):

@@ -199,6 +199,7 @@ def memory_remember_in_place(
     source_ref: str = "",
     source_label: str = "",
     run_id: str = "",
+    occurred_at: datetime | None = None,
     now: datetime | None = None,
 ) -> tuple[Memory, ScopeChoice]:
     """Remember one fact said in a place, in the narrowest scope the place allows.
@@ -277,6 +278,7 @@ def memory_remember_in_place(
         tier=tier,
         pinned=pinned,
         expires_at=expires_at,
+        occurred_at=occurred_at,
         now=now,
     )
     with transaction.atomic():

@@ -1,0 +1,232 @@
+"""`contextual` recall: the hybrid candidates, their neighbours in their place, re-ranked by `memories.ranking`.
+
+The hybrid statement (`recall.build_plan`, with every tenant, scope and
+liveness rule) finds the candidates. One more statement then reads, for those
+candidates and for the facts remembered just before and after each of them in
+the same place:
+
+- cosine similarity to the question (current model only), the lexemes of the
+  question each one holds, its length and its `ts_rank`;
+- how many facts recallable here hold each lexeme of the question, and how
+  many facts and how long they are on average, for BM25. Both counts stop at a
+  cap, so a very large tenant pays a bounded price; past the cap a word counts
+  as common, which is what BM25 would conclude anyway.
+
+Neighbours obey the same predicate as the candidates (tenant, scope, liveness,
+agent, time filters), and must share the candidate's place, bucket and agent and
+have been written within `NEIGHBOUR_GAP` of it: facts remembered together in one
+conversation, never a fact this caller could not recall directly.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from django.db import connection, transaction
+
+from memories import ranking
+from memories.scopes import Place, solo_person
+
+# Candidates taken from the hybrid lists before re-ranking: the measured gain
+# flattens past about 60 (docs/benchmarks.md, "Recall quality").
+CANDIDATES = 60
+NEIGHBOUR_GAP = timedelta(hours=1)
+TOTAL_CAP = 20_000
+DOCUMENT_FREQUENCY_CAP = 2_000
+
+_QUOTED = r"'''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''') || ''''"
+
+
+def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
+    """The statement reading candidates' and neighbours' features (parameters: ids, question, gap, window, caps)."""
+    from memories.recall import _TSQUERY, RESULT_COLUMNS, tenant_literal
+
+    tenant = tenant_literal(organisation_id)
+    same_place = (
+        "m.bucket = a.bucket AND m.scope = a.scope AND m.scope_ref = a.scope_ref"
+        " AND m.agent_id IS NOT DISTINCT FROM a.agent_id"
+    )
+
+    def side(direction: str) -> str:
+        before = direction == "before"
+        cmp, order = ("<", "DESC") if before else (">", "ASC")
+        bound = "m.created_at >= a.created_at - %(gap)s" if before else "m.created_at <= a.created_at + %(gap)s"
+        sign = "-" if before else ""
+        # The LIMIT sits below the row_number() so the index walk stops after `window` rows.
+        return (
+            f"SELECT a.id AS anchor, x.id, {sign}row_number() OVER (PARTITION BY a.id ORDER BY x.created_at {order},"
+            f" x.id {order}) AS step\n"
+            "  FROM anchor a CROSS JOIN LATERAL (\n"
+            f"    SELECT m.id, m.created_at FROM memories_memory m WHERE {base} AND {same_place} AND {bound}\n"
+            f"      AND (m.created_at, m.id) {cmp} (a.created_at, a.id)\n"
+            f"    ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s) x"
+        )
+
+    similarity = (
+        "CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
+        " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
+        if with_vector
+        else "NULL::float8"
+    )
+    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
+    return (
+        "WITH anchor AS MATERIALIZED (\n"
+        "  SELECT m.id, m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id FROM memories_memory m\n"
+        f"  WHERE m.organisation_id = {tenant} AND m.id = ANY(%(ids)s::uuid[])\n),\n"
+        f"nb AS MATERIALIZED (\n  {side('before')}\n  UNION ALL\n  {side('after')}\n),\n"
+        "pool AS (SELECT id FROM anchor UNION SELECT id FROM nb),\n"
+        "qlex AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %(question)s))),\n"
+        f"{_TSQUERY},\n"
+        "sample AS MATERIALIZED (\n"
+        f"  SELECT length(m.search_vector) AS length FROM memories_memory m WHERE {base} LIMIT %(total_cap)s\n),\n"
+        "stats AS (\n"
+        "  SELECT (SELECT count(*) FROM sample) AS total, (SELECT avg(length) FROM sample) AS average_length,\n"
+        "    (SELECT coalesce(jsonb_object_agg(q.lexeme, (\n"
+        f"       SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {base}\n"
+        f"         AND m.search_vector @@ to_tsquery('simple', {_QUOTED}) LIMIT %(df_cap)s) d)), '{{}}')\n"
+        "     FROM qlex q) AS document_frequency\n"
+        ")\n"
+        f"SELECT {columns}, {similarity} AS similarity, length(m.search_vector) AS length,\n"
+        "  ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
+        "  (SELECT coalesce(jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1)), '{}')\n"
+        "     FROM unnest(m.search_vector) u JOIN qlex ON qlex.lexeme = u.lexeme) AS counts,\n"
+        "  (SELECT coalesce(jsonb_agg(jsonb_build_array(nb.id, nb.step)), '[]') FROM nb WHERE nb.anchor = m.id)"
+        " AS neighbours,\n"
+        "  stats.total, stats.average_length, stats.document_frequency\n"
+        f"FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}, tsq, stats"
+    )
+
+
+def _as_json(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def _link_neighbours(candidates: dict[str, ranking.Candidate], links: dict[str, list[tuple[str, int]]]) -> None:
+    """Offsets between every two facts of one anchor's window, both ways, so a neighbour sees its anchor too."""
+    for anchor, steps in links.items():
+        window = [(anchor, 0), *steps]
+        for first, first_step in window:
+            for second, second_step in window:
+                if first != second and first in candidates:
+                    pair = (second, second_step - first_step)
+                    if pair not in candidates[first].neighbours:
+                        candidates[first].neighbours.append(pair)
+
+
+def rerank(
+    rows: list[dict],
+    *,
+    organisation_id,
+    place: Place,
+    agent_id,
+    base: str,
+    params: dict,
+    question: str,
+    query_vector: list[float] | None,
+    model: str,
+    limit: int,
+    config: ranking.RankingConfig = ranking.DEFAULT_CONFIG,
+) -> list[dict]:
+    """The hybrid statement's rows, re-ranked with their neighbours; pinned facts stay first."""
+    if not rows:
+        return rows
+    by_id = {str(row["id"]): row for row in rows}
+    sql = features_sql(
+        organisation_id=organisation_id,
+        base=base,
+        with_vector=query_vector is not None,
+    )
+    params = {
+        **params,
+        "ids": list(by_id),
+        "question": question,
+        "gap": NEIGHBOUR_GAP,
+        "window": config.context_window if config.context_weight else 0,
+        "total_cap": TOTAL_CAP,
+        "df_cap": DOCUMENT_FREQUENCY_CAP,
+        "channel": place.channel,
+        "person": solo_person(place) or "",
+    }
+    if query_vector is not None:
+        params["qvec"] = "[" + ",".join(f"{value:.7g}" for value in query_vector) + "]"
+        params["model"] = model
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        cursor.execute(sql, params)
+        names = [column.name for column in cursor.description]
+        fetched = [dict(zip(names, record, strict=True)) for record in cursor.fetchall()]
+    if not fetched:
+        return rows
+    stats = fetched[0]
+    candidates: dict[str, ranking.Candidate] = {}
+    links: dict[str, list[tuple[str, int]]] = {}
+    details: dict[str, dict] = {}
+    for row in fetched:
+        key = str(row["id"])
+        details[key] = row
+        candidates[key] = ranking.Candidate(
+            id=key,
+            body=row["body"],
+            when=row["occurred_at"] or row["created_at"],
+            similarity=row["similarity"],
+            lexeme_counts=_as_json(row["counts"]),
+            length=float(row["length"] or 0),
+            ts_rank=float(row["ts_rank"] or 0),
+        )
+        steps = [(str(other), int(step)) for other, step in _as_json(row["neighbours"])]
+        if steps:
+            links[key] = steps
+    _link_neighbours(candidates, links)
+    ordered = ranking.rank(
+        list(candidates.values()),
+        cues=ranking.analyse_question(question),
+        document_frequency={k: int(v) for k, v in _as_json(stats["document_frequency"]).items()},
+        total=int(stats["total"] or 0),
+        average_length=float(stats["average_length"] or 0),
+        config=config,
+    )
+    out = []
+    for candidate in ordered:
+        detail = details[candidate.id]
+        found = by_id.get(candidate.id, {})
+        row = {name: detail[name] for name in detail if name not in _FEATURE_COLUMNS}
+        row.update(
+            pin_rank=found.get("pin_rank"),
+            score=candidate.score,
+            semantic_rank=found.get("semantic_rank"),
+            lexical_rank=found.get("lexical_rank"),
+            recent_rank=found.get("recent_rank"),
+            distance=None if candidate.similarity is None else 1 - candidate.similarity,
+        )
+        out.append(row)
+    out.sort(key=lambda row: (row["pin_rank"] is None, row["pin_rank"] or 0))
+    return out[:limit]
+
+
+_FEATURE_COLUMNS = frozenset(
+    ("similarity", "length", "ts_rank", "counts", "neighbours", "total", "average_length", "document_frequency")
+)
+
+
+def describe(config: ranking.RankingConfig) -> dict:
+    """What `ranking` reports for a contextual recall."""
+    return {
+        "candidates": CANDIDATES,
+        "lexical": f"BM25 (k1={config.k1}, b={config.b})" if config.bm25 else "ts_rank",
+        "fusion": f"z-scores, lexical weight {config.lexical_weight}"
+        if config.zscore_fusion
+        else f"reciprocal rank, k={config.rrf_k}",
+        "context": f"neighbours within {config.context_window} in the same place, weight {config.context_weight}"
+        if config.context_weight
+        else None,
+        "cues": [
+            name
+            for name, weight in (
+                ("speaker", config.speaker_boost),
+                ("when", config.when_boost),
+                ("date", config.date_boost),
+            )
+            if weight
+        ],
+    }

@@ -1,0 +1,300 @@
+"""Contextual ranking: the rules that order recall's candidates in `contextual` mode.
+
+Pure functions over candidates the database has already found and scored
+(`memories.contextual` fetches them), so each rule can be tested alone and
+switched off alone when the benchmark measures what it adds:
+
+- **BM25** over the stored lexemes (stemmed, stop words dropped), with document
+  frequencies from the rows recallable here, instead of `ts_rank`, which has
+  no notion of how rare a word is;
+- **score fusion**: each list's scores as z-scores over the candidate pool,
+  summed with a weight, instead of reciprocal rank, which throws away how far
+  ahead the leader is;
+- **conversational context**: a fact is lifted by the best of its neighbours,
+  the facts remembered just before and after it in the same place, because an
+  answer ("Researching adoption agencies") often matches the question only
+  through the turn that prompted it;
+- **speaker**: when the question names someone who speaks in a candidate
+  (a leading `Name:` label, as chat transcripts are remembered), that person's
+  lines are preferred;
+- **time**: a question asking *when* prefers facts that state a time; a question
+  naming a date or a month prefers facts that happened in it or shortly after.
+
+Nothing here knows any data set: names come from the candidates' own labels,
+and the time words are ordinary English.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_MONTH = "|".join(MONTHS) + "|" + "|".join(name[:3] for name in MONTHS) + r"|sept"
+
+# A fact that says when something happened: a relative day or period, a weekday,
+# a month, a year, or a span ("three weeks").
+_TIME_WORDS = re.compile(
+    r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately"
+    r"|(?:last|next|this|past|coming)\s+(?:\w+\s+)?(?:week|weekend|month|year|night|summer|winter|spring|fall|autumn|"
+    + "|".join(WEEKDAYS)
+    + r")"
+    + "|"
+    + "|".join(WEEKDAYS + MONTHS)
+    + r"|(?:19|20)\d\d|weeks?|months?|years?|days?)\b",
+    re.IGNORECASE,
+)
+# A question asking for a time rather than a thing.
+_ASKS_WHEN = re.compile(
+    r"^\s*when\b|\bwhat\s+(?:year|month|day|date|time)\b|\bhow\s+long\s+ago\b|\bsince\s+when\b",
+    re.IGNORECASE,
+)
+_ISO_DATE = re.compile(r"\b((?:19|20)\d\d)-(\d{2})-(\d{2})\b")
+_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?,?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
+# "Name: text", the way a transcript line is remembered; a label is a short run of capitalised words.
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]*(?:\s+[A-Z][\w'.-]*){0,2})\s*:\s")
+
+
+@dataclass(frozen=True)
+class RankingConfig:
+    """The weights of contextual ranking; each rule is off at zero (or `False`)."""
+
+    bm25: bool = True  # BM25 over lexemes; False scores the lexical side by ts_rank
+    k1: float = 1.2
+    b: float = 0.75
+    zscore_fusion: bool = True  # False fuses the two lists by reciprocal rank
+    rrf_k: int = 60
+    lexical_weight: float = 0.7
+    context_weight: float = 0.7
+    context_window: int = 2
+    context_decay: float = 0.8
+    speaker_boost: float = 0.6
+    when_boost: float = 0.6
+    date_boost: float = 1.0
+    # Facts are said after they happen ("last week I ..."), so a named period
+    # reaches this far past its end.
+    date_reach: timedelta = timedelta(days=14)
+
+    def without(self, rule: str) -> RankingConfig:
+        """This configuration with one rule switched off (for ablations)."""
+        off = {
+            "bm25": {"bm25": False},
+            "zscore_fusion": {"zscore_fusion": False},
+            "context": {"context_weight": 0.0},
+            "speaker": {"speaker_boost": 0.0},
+            "when": {"when_boost": 0.0},
+            "date": {"date_boost": 0.0},
+        }
+        if rule not in off:
+            raise ValueError(f"unknown rule {rule!r}; one of {', '.join(off)}")
+        return replace(self, **off[rule])
+
+
+RULES = ("bm25", "zscore_fusion", "context", "speaker", "when", "date")
+DEFAULT_CONFIG = RankingConfig()
+
+
+@dataclass(frozen=True)
+class QuestionCues:
+    """What a question says about the answer it wants, besides its words."""
+
+    asks_when: bool = False
+    period: tuple[datetime, datetime] | None = None  # [start, end) of a date or month it names
+    words: frozenset[str] = frozenset()  # capitalised words, to match speaker labels against
+
+
+def _month_number(name: str) -> int:
+    key = name.lower().rstrip(".")[:3]
+    return next(index for index, month in enumerate(MONTHS, start=1) if month.startswith(key))
+
+
+def _day_period(year: int, month: int, day: int) -> tuple[datetime, datetime] | None:
+    try:
+        start = datetime(year, month, day, tzinfo=UTC)
+    except ValueError:
+        return None
+    return start, start + timedelta(days=1)
+
+
+def _month_period(year: int, month: int) -> tuple[datetime, datetime]:
+    start = datetime(year, month, 1, tzinfo=UTC)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=UTC)
+    return start, end
+
+
+def named_period(text: str) -> tuple[datetime, datetime] | None:
+    """The first calendar day or month a text names ("on 8 May, 2023", "in May 2023", "2023-05-08")."""
+    if match := _ISO_DATE.search(text):
+        return _day_period(int(match[1]), int(match[2]), int(match[3]))
+    if match := _DAY_MONTH_YEAR.search(text):
+        return _day_period(int(match[3]), _month_number(match[2]), int(match[1]))
+    if match := _MONTH_DAY_YEAR.search(text):
+        return _day_period(int(match[3]), _month_number(match[1]), int(match[2]))
+    if match := _MONTH_YEAR.search(text):
+        return _month_period(int(match[2]), _month_number(match[1]))
+    return None
+
+
+def analyse_question(question: str) -> QuestionCues:
+    return QuestionCues(
+        asks_when=bool(_ASKS_WHEN.search(question)),
+        period=named_period(question),
+        words=frozenset(re.findall(r"\b[A-Z][\w-]*", question)),
+    )
+
+
+def states_a_time(body: str) -> bool:
+    """Whether a fact says when something happened (relative or absolute)."""
+    return bool(_TIME_WORDS.search(body))
+
+
+def speaker_of(body: str) -> str | None:
+    """The label of a transcript line (`"Mona: see you at ten"` → `"Mona"`), if it has one."""
+    match = _SPEAKER.match(body)
+    return match[1] if match else None
+
+
+def bm25_scores(
+    docs: Sequence[dict[str, int]],
+    lengths: Sequence[float],
+    *,
+    document_frequency: dict[str, int],
+    total: int,
+    average_length: float,
+    k1: float = 1.2,
+    b: float = 0.75,
+) -> list[float]:
+    """Okapi BM25 of each document (its query-lexeme counts and its length) for the query's lexemes."""
+    idf = {lexeme: math.log(1 + (total - df + 0.5) / (df + 0.5)) for lexeme, df in document_frequency.items() if df > 0}
+    average_length = average_length or 1.0
+    scores = []
+    for counts, length in zip(docs, lengths, strict=True):
+        norm = k1 * (1 - b + b * length / average_length)
+        scores.append(
+            sum(idf[lexeme] * tf * (k1 + 1) / (tf + norm) for lexeme, tf in counts.items() if lexeme in idf and tf > 0)
+        )
+    return scores
+
+
+def zscores(values: Sequence[float | None]) -> list[float]:
+    """Standard scores over the values present; a missing value scores as the lowest present one."""
+    present = [value for value in values if value is not None]
+    if not present:
+        return [0.0] * len(values)
+    mean = sum(present) / len(present)
+    spread = math.sqrt(sum((value - mean) ** 2 for value in present) / len(present)) or 1.0
+    floor = min(present)
+    return [((floor if value is None else value) - mean) / spread for value in values]
+
+
+def reciprocal_ranks(values: Sequence[float | None], k: int) -> list[float]:
+    """1 / (k + rank) by descending value; a missing or zero value contributes nothing."""
+    order = sorted((index for index, value in enumerate(values) if value), key=lambda index: -values[index])
+    out = [0.0] * len(values)
+    for rank, index in enumerate(order, start=1):
+        out[index] = 1.0 / (k + rank)
+    return out
+
+
+@dataclass
+class Candidate:
+    """One row the database found: its scores, when it happened, and its neighbours in its place."""
+
+    id: str
+    body: str
+    when: datetime
+    similarity: float | None = None  # cosine similarity to the question; None when not embedded
+    lexeme_counts: dict[str, int] = field(default_factory=dict)
+    length: float = 0.0
+    ts_rank: float = 0.0
+    neighbours: list[tuple[str, int]] = field(default_factory=list)  # (id, offset): -1 the fact before, +1 after
+    score: float = 0.0
+    parts: dict = field(default_factory=dict)
+
+
+def rank(
+    candidates: list[Candidate],
+    *,
+    cues: QuestionCues,
+    document_frequency: dict[str, int],
+    total: int,
+    average_length: float,
+    config: RankingConfig = DEFAULT_CONFIG,
+) -> list[Candidate]:
+    """Score every candidate (setting `score` and `parts`) and return them best first."""
+    if not candidates:
+        return []
+    if config.bm25:
+        lexical: list[float | None] = bm25_scores(
+            [c.lexeme_counts for c in candidates],
+            [c.length for c in candidates],
+            document_frequency=document_frequency,
+            total=total,
+            average_length=average_length,
+            k1=config.k1,
+            b=config.b,
+        )
+    else:
+        lexical = [c.ts_rank for c in candidates]
+    semantic = [c.similarity for c in candidates]
+    if config.zscore_fusion:
+        fused = [
+            config.lexical_weight * lex + sem for lex, sem in zip(zscores(lexical), zscores(semantic), strict=True)
+        ]
+    else:
+        fused = [
+            lex + sem
+            for lex, sem in zip(
+                reciprocal_ranks(lexical, config.rrf_k), reciprocal_ranks(semantic, config.rrf_k), strict=True
+            )
+        ]
+    own = {c.id: value for c, value in zip(candidates, fused, strict=True)}
+    floor = min(fused)
+
+    label = None
+    if config.speaker_boost:
+        labels = {speaker_of(c.body) for c in candidates} - {None}
+        named = labels & cues.words
+        # Only one person named: with two ("what do A and B both like") neither is preferred.
+        label = next(iter(named)) if len(named) == 1 else None
+
+    period = cues.period
+    for candidate, value in zip(candidates, fused, strict=True):
+        parts = {"fused": value}
+        if config.context_weight:
+            # A farther neighbour lends less: its lead over the pool's floor shrinks by `context_decay` a step.
+            near = [
+                floor + config.context_decay ** (abs(offset) - 1) * (own[nid] - floor)
+                for nid, offset in candidate.neighbours
+                if abs(offset) <= config.context_window and nid in own
+            ]
+            context = max(near) if near else floor
+            parts["context"] = config.context_weight * context
+        if label is not None and speaker_of(candidate.body) == label:
+            parts["speaker"] = config.speaker_boost
+        if config.when_boost and cues.asks_when and states_a_time(candidate.body):
+            parts["when"] = config.when_boost
+        if config.date_boost and period is not None and period[0] <= candidate.when < period[1] + config.date_reach:
+            parts["date"] = config.date_boost
+        candidate.parts = parts
+        candidate.score = sum(parts.values())
+    return sorted(candidates, key=lambda c: -c.score)

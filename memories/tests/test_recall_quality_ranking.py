@@ -1,0 +1,195 @@
+"""memories.ranking: each rule of contextual ranking, alone, on hand-made candidates."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memories import ranking
+from memories.ranking import Candidate, RankingConfig
+
+DAY = datetime(2026, 3, 10, 12, tzinfo=UTC)
+
+
+def candidate(key: str, body: str, *, similarity=0.2, counts=None, when=DAY, neighbours=()) -> Candidate:
+    return Candidate(
+        id=key,
+        body=body,
+        when=when,
+        similarity=similarity,
+        lexeme_counts=dict(counts or {}),
+        length=float(len(body.split())),
+        neighbours=list(neighbours),
+    )
+
+
+def background(n: int = 20) -> list[Candidate]:
+    """Unrelated facts, so the pool's scores have the spread a real candidate pool has."""
+    return [candidate(f"bg{i}", f"Unrelated fact {i}", similarity=0.05 + 0.01 * i) for i in range(n)]
+
+
+def ranked_ids(candidates, question="", config=ranking.DEFAULT_CONFIG, df=None, total=100) -> list[str]:
+    ordered = ranking.rank(
+        candidates + background(),
+        cues=ranking.analyse_question(question),
+        document_frequency=df or {},
+        total=total,
+        average_length=8.0,
+        config=config,
+    )
+    return [c.id for c in ordered if not c.id.startswith("bg")]
+
+
+def test_bm25_prefers_the_rare_word_over_the_common_one():
+    docs = [{"adopt": 1}, {"caroline": 1}]
+    scores = ranking.bm25_scores(
+        docs, [8, 8], document_frequency={"adopt": 2, "caroline": 60}, total=100, average_length=8.0
+    )
+    assert scores[0] > scores[1] > 0
+
+
+def test_bm25_saturates_repeats_and_penalises_long_facts():
+    frequency = {"tea": 5}
+    repeated, once = ranking.bm25_scores(
+        [{"tea": 10}, {"tea": 1}], [8, 8], document_frequency=frequency, total=100, average_length=8.0
+    )
+    assert repeated < 10 * once
+    short, long = ranking.bm25_scores(
+        [{"tea": 1}, {"tea": 1}], [4, 40], document_frequency=frequency, total=100, average_length=8.0
+    )
+    assert short > long
+
+
+def test_bm25_ignores_words_no_fact_here_holds():
+    assert ranking.bm25_scores([{"ghost": 3}], [5], document_frequency={"ghost": 0}, total=10, average_length=5) == [
+        0.0
+    ]
+
+
+def test_zscores_put_a_missing_value_at_the_floor():
+    scores = ranking.zscores([1.0, 3.0, None])
+    assert scores[0] == scores[2] < scores[1]
+    assert ranking.zscores([None, None]) == [0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("question", "start", "end"),
+    [
+        (
+            "What did she paint on October 13, 2023?",
+            datetime(2023, 10, 13, tzinfo=UTC),
+            datetime(2023, 10, 14, tzinfo=UTC),
+        ),
+        ("What happened on 1 February, 2023?", datetime(2023, 2, 1, tzinfo=UTC), datetime(2023, 2, 2, tzinfo=UTC)),
+        ("Who came in December 2023?", datetime(2023, 12, 1, tzinfo=UTC), datetime(2024, 1, 1, tzinfo=UTC)),
+        ("Any news from Sept 2024?", datetime(2024, 9, 1, tzinfo=UTC), datetime(2024, 10, 1, tzinfo=UTC)),
+        ("What shipped on 2025-06-30?", datetime(2025, 6, 30, tzinfo=UTC), datetime(2025, 7, 1, tzinfo=UTC)),
+    ],
+)
+def test_a_named_day_or_month_becomes_a_period(question, start, end):
+    assert ranking.named_period(question) == (start, end)
+
+
+def test_no_period_without_a_calendar_date():
+    assert ranking.named_period("What did she paint last May?") is None
+    assert ranking.named_period("What happened on February 30, 2023?") is None
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("When did Mona move to Leeds?", True),
+        ("In what year did the office open?", True),
+        ("How long ago was the launch?", True),
+        ("What does Mona drink?", False),
+        ("Whenever possible, what does Mona prefer?", False),
+    ],
+)
+def test_a_question_asking_for_a_time_is_recognised(question, asks):
+    assert ranking.analyse_question(question).asks_when is asks
+
+
+def test_facts_that_state_a_time_are_recognised():
+    assert ranking.states_a_time("Mona: I moved here last week")
+    assert ranking.states_a_time("We met in March")
+    assert ranking.states_a_time("It took three years")
+    assert not ranking.states_a_time("Mona: I love the sea")
+
+
+def test_a_speaker_label_is_read_from_a_transcript_line():
+    assert ranking.speaker_of("Mona: see you at ten") == "Mona"
+    assert ranking.speaker_of("Mona Lisa: hello") == "Mona Lisa"
+    assert ranking.speaker_of("The deadline: Friday") is None
+    assert ranking.speaker_of("no label here") is None
+
+
+def test_a_fact_is_lifted_by_the_neighbour_that_matches_the_question():
+    prompt = candidate("prompt", "Max: what have you been researching?", similarity=0.8, neighbours=[("answer", 1)])
+    answer = candidate("answer", "Mona: adoption agencies, mostly", similarity=0.3, neighbours=[("prompt", -1)])
+    other = candidate("other", "Mona: the weather is lovely", similarity=0.45)
+    question = "What did Mona research?"
+    assert ranked_ids([prompt, answer, other], question).index("answer") < ranked_ids(
+        [prompt, answer, other], question
+    ).index("other")
+    assert ranked_ids([prompt, answer, other], question, RankingConfig().without("context")).index("answer") == 2
+
+
+def test_a_neighbour_beyond_the_window_does_not_count():
+    prompt = candidate("prompt", "Max: what have you been researching?", similarity=0.8, neighbours=[("far", 3)])
+    far = candidate("far", "Mona: adoption agencies", similarity=0.3, neighbours=[("prompt", -3)])
+    other = candidate("other", "Mona: the weather is lovely", similarity=0.45)
+    assert ranked_ids([prompt, far, other]) == ["prompt", "other", "far"]
+
+
+def test_the_speaker_named_in_the_question_is_preferred():
+    mona = candidate("mona", "Mona: I painted a lake", similarity=0.5)
+    max_ = candidate("max", "Max: I painted a lake", similarity=0.5)
+    assert ranked_ids([max_, mona], "What did Mona paint?") == ["mona", "max"]
+    assert ranked_ids([mona, max_], "What did Max paint?") == ["max", "mona"]
+
+
+def test_no_speaker_is_preferred_when_the_question_names_two():
+    mona = candidate("mona", "Mona: I painted a lake", similarity=0.5)
+    max_ = candidate("max", "Max: I painted a lake", similarity=0.5)
+    ordered = ranking.rank(
+        [max_, mona],
+        cues=ranking.analyse_question("What did Mona and Max both paint?"),
+        document_frequency={},
+        total=10,
+        average_length=5,
+    )
+    assert all("speaker" not in c.parts for c in ordered)
+
+
+def test_a_when_question_prefers_facts_that_state_a_time():
+    dated = candidate("dated", "Mona: I ran the race last Sunday", similarity=0.5)
+    undated = candidate("undated", "Mona: I ran the race for charity", similarity=0.55)
+    assert ranked_ids([undated, dated], "When did Mona run the race?") == ["dated", "undated"]
+    assert ranked_ids([undated, dated], "Why did Mona run the race?") == ["undated", "dated"]
+
+
+def test_a_named_month_prefers_facts_from_it_or_shortly_after():
+    june = candidate("june", "Mona: we went camping", similarity=0.5, when=datetime(2023, 6, 20, tzinfo=UTC))
+    early_july = candidate("july", "Mona: we went camping", similarity=0.5, when=datetime(2023, 7, 10, tzinfo=UTC))
+    march = candidate("march", "Mona: we went camping", similarity=0.6, when=datetime(2023, 3, 2, tzinfo=UTC))
+    order = ranked_ids([march, early_july, june], "Where did Mona go camping in June 2023?")
+    assert order[-1] == "march"
+    assert set(order[:2]) == {"june", "july"}
+
+
+def test_each_rule_can_be_switched_off_alone():
+    config = RankingConfig()
+    assert config.without("bm25").bm25 is False
+    assert config.without("context").context_weight == 0
+    assert config.without("date").date_boost == 0 and config.without("date").when_boost == config.when_boost
+    with pytest.raises(ValueError, match="unknown rule"):
+        config.without("magic")
+    assert set(ranking.RULES) == {"bm25", "zscore_fusion", "context", "speaker", "when", "date"}
+
+
+def test_reciprocal_rank_fusion_can_stand_in_for_zscores():
+    strong = candidate("strong", "Mona: tea", similarity=0.9)
+    weak = candidate("weak", "Mona: coffee", similarity=0.1)
+    config = RankingConfig(zscore_fusion=False, context_weight=0, speaker_boost=0)
+    assert ranked_ids([weak, strong], "tea?", config) == ["strong", "weak"]
