@@ -6,7 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.services import agent_create
-from memories.tests.turn_api.helpers import session_client
+from memories.tests.turn_api.helpers import EmbeddingsStandIn, session_client
 
 
 @pytest.fixture(autouse=True)
@@ -66,3 +66,19 @@ def general(member, second_member):
 @pytest.fixture
 def private_team(member, second_member):
     return {"channel": "G-team", "kind": "private", "people": [member.username, second_member.username]}
+
+
+@pytest.fixture(scope="session")
+def embeddings_stand_in():
+    server = EmbeddingsStandIn()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def stub_embedder(settings, embeddings_stand_in):
+    """Recall embeds questions through the `openai` embedder, answered by the loopback stand-in."""
+    settings.EMBEDDER = "openai"
+    settings.EMBEDDER_OPENAI_BASE_URL = embeddings_stand_in.url
+    settings.EMBEDDER_OPENAI_MODEL = "stand-in"
+    return "stand-in"

@@ -21,3 +21,50 @@ def recall(client, place, question="", **extra):
 
 def render(client, place, turn_id, **extra):
     return client.post("/api/v1/render", {"place": place, "turn_id": turn_id, **extra}, format="json")
+
+
+def stub_vector(text: str, dimensions: int = 384) -> list[float]:
+    """A deterministic unit vector for a text: what the loopback embeddings stand-in answers."""
+    import hashlib
+
+    import numpy as np
+
+    seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+    vector = np.random.default_rng(seed).standard_normal(dimensions)
+    return (vector / np.linalg.norm(vector)).tolist()
+
+
+class EmbeddingsStandIn:
+    """An OpenAI-compatible /v1/embeddings server on loopback: the outside service, stood in for over real HTTP."""
+
+    def __init__(self):
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - the http.server spelling
+                length = int(self.headers.get("Content-Length", 0))
+                payload = json.loads(self.rfile.read(length))
+                data = [
+                    {"object": "embedding", "index": index, "embedding": stub_vector(text)}
+                    for index, text in enumerate(payload["input"])
+                ]
+                body = json.dumps({"object": "list", "data": data, "model": payload["model"]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
