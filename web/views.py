@@ -54,7 +54,6 @@ class Account:
 
     user: User
     organisation: Organisation
-    role: str
     viewer: scopes.Viewer
 
 
@@ -63,7 +62,7 @@ def _account(request: HttpRequest) -> Account:
     if membership is None:
         raise PermissionDenied("This account belongs to no organisation.")
     viewer = viewer_for(user=request.user, organisation=membership.organisation, role=membership.role)
-    return Account(user=request.user, organisation=membership.organisation, role=membership.role, viewer=viewer)
+    return Account(user=request.user, organisation=membership.organisation, viewer=viewer)
 
 
 def _visible(account: Account):
@@ -182,12 +181,13 @@ def memory_correct(request: HttpRequest, memory_id) -> HttpResponse:
         else:
             messages.success(request, "Corrected. The old version stays in the history.")
             return redirect("web:memory-detail", replacement.pk)
-    return render(
-        request,
-        "web/memory_correct.html",
-        {"section": "memories", "memory": memory, "form": form},
-        status=400 if request.method == "POST" else 200,
-    )
+    return _form_page(request, "web/memory_correct.html", memory=memory, form=form)
+
+
+def _form_page(request: HttpRequest, template: str, *, memory: Memory, form) -> HttpResponse:
+    """A form about one memory; shown again after a POST only because its input was refused, hence 400."""
+    context = {"section": "memories", "memory": memory, "form": form}
+    return render(request, template, context, status=400 if request.method == "POST" else 200)
 
 
 def _errors_onto(form, error: ValidationError, *, default_field: str) -> None:
@@ -236,12 +236,7 @@ def memory_forget(request: HttpRequest, memory_id) -> HttpResponse:
             _errors_onto(form, error, default_field="reason")
         else:
             return redirect("web:memory-receipt", memory.pk)
-    return render(
-        request,
-        "web/memory_forget.html",
-        {"section": "memories", "memory": memory, "form": form},
-        status=400 if request.method == "POST" else 200,
-    )
+    return _form_page(request, "web/memory_forget.html", memory=memory, form=form)
 
 
 @login_required

@@ -10,15 +10,10 @@ from django.conf import settings
 from django.urls import reverse
 
 from web.provenance import safe_source_url
-from web.tests.factories import SCRIPT_BODY, person_fact, seed_memories
+from web.tests.factories import SCRIPT_BODY, person_fact
 
 TEMPLATES = Path(settings.BASE_DIR) / "templates"
 ESCAPED = "&lt;script&gt;window.__pwned = 1&lt;/script&gt;"
-
-
-@pytest.fixture
-def seeded(org, member, second_member, agent):
-    return seed_memories(organisation=org, person=member, other=second_member, agent=agent)
 
 
 def test_markup_in_a_body_is_escaped_on_every_page_that_shows_it(client, owner, seeded):

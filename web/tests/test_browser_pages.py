@@ -11,16 +11,11 @@ from playwright.sync_api import Page, expect
 
 from memories.models import Memory
 from memories.services import memory_redact
-from web.tests.factories import SCRIPT_BODY, seed_memories
+from web.tests.factories import SCRIPT_BODY
 
 pytestmark = pytest.mark.browser
 
-PASSWORDS = {"mona": "pw-mona-123", "max": "pw-max-123", "olive": "pw-olive-123"}
-
-
-@pytest.fixture
-def seeded(org, member, second_member, owner, agent):
-    return seed_memories(organisation=org, person=member, other=second_member, agent=agent)
+PASSWORDS = {"mona": "pw-mona-123", "max": "pw-max-123"}
 
 
 def log_in(page: Page, username: str) -> None:

@@ -2,16 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
 from django.urls import reverse
 
 from memories.models import Memory
-from web.tests.factories import seed_memories
-
-
-@pytest.fixture
-def seeded(org, member, second_member, agent):
-    return seed_memories(organisation=org, person=member, other=second_member, agent=agent)
 
 
 def test_a_member_may_not_change_a_workspace_fact(client, member, seeded):

@@ -7,12 +7,6 @@ from django.test import Client
 from django.urls import reverse
 
 from memories.models import Memory
-from web.tests.factories import seed_memories
-
-
-@pytest.fixture
-def seeded(org, member, second_member, agent):
-    return seed_memories(organisation=org, person=member, other=second_member, agent=agent)
 
 
 def test_every_form_is_refused_without_its_csrf_token(member, seeded):

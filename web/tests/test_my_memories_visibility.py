@@ -2,15 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
 from django.urls import reverse
-
-from web.tests.factories import seed_memories
-
-
-@pytest.fixture
-def seeded(org, member, second_member, agent):
-    return seed_memories(organisation=org, person=member, other=second_member, agent=agent)
 
 
 def bodies_listed(client) -> str:

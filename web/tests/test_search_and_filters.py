@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pytest
 from django.test import override_settings
 from django.urls import reverse
 from django.utils import timezone
@@ -12,12 +11,7 @@ from django.utils import timezone
 from memories import embedding
 from memories.models import Memory, Tier
 from memories.services import memory_set_pinned
-from web.tests.factories import person_fact, seed_memories
-
-
-@pytest.fixture
-def seeded(org, member, second_member, agent):
-    return seed_memories(organisation=org, person=member, other=second_member, agent=agent)
+from web.tests.factories import person_fact
 
 
 def listed(client, **params) -> list[Memory]:
