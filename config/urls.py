@@ -6,11 +6,13 @@ from admissions import urls as admissions_urls
 from config.api_docs import ApiDocsView
 from config.health import healthz
 from memories import urls as memories_urls
+from threads import urls as threads_urls
 
 # Each app adds its API routes to `api_v1` through its own urls module.
 api_v1 = []
 api_v1 += admissions_urls.urlpatterns
 api_v1 += memories_urls.urlpatterns
+api_v1 += threads_urls.urlpatterns
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

@@ -223,6 +223,7 @@ CONSOLIDATION_SWEEP_SECONDS = env_int("ARCHIVIST_CONSOLIDATION_SWEEP_SECONDS", 6
 # same scope and subject (measured with all-MiniLM-L6-v2: bench/dedupe_threshold.py).
 DEDUPE_COSINE_THRESHOLD = env_float("ARCHIVIST_DEDUPE_COSINE_THRESHOLD", 0.9)
 THREAD_EVENT_MAX_CHARS = env_int("ARCHIVIST_THREAD_EVENT_MAX_CHARS", 8_000, minimum=100)
+INSTALLED_APPS += ["threads"]
 
 # --- The agent-turn API: recall, render, the schema and its docs -----------------
 # The Swagger UI is served from this app's static files, so /api/docs/ works offline.

@@ -1,0 +1,22 @@
+"""Signals memories sends so that apps built on it can act on the same change, in the same
+transaction, without memories importing them."""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+# Sent by a subject erasure after it has erased the subject's rows, inside its transaction.
+# Keyword arguments: organisation, subject_type, subject_id, memory_ids (the rows erased,
+# as strings), reason, actor, agent, now. Each receiver returns a dict of counts.
+subject_erased = Signal()
+
+
+def erase_derived(**kwargs) -> dict[str, int]:
+    """Send `subject_erased` and add up the counts the receivers report (e.g. events, derived memories)."""
+    from memories.models import Memory
+
+    totals: dict[str, int] = {}
+    for _receiver, counts in subject_erased.send(sender=Memory, **kwargs):
+        for name, count in (counts or {}).items():
+            totals[name] = totals.get(name, 0) + count
+    return totals

@@ -1,0 +1,240 @@
+"""Thread ingest: `POST /api/v1/threads/{thread_id}/events`, and the thread's consolidation state.
+
+Agents post what happened in a thread; consolidation turns it into learned
+memories in the background, so the call never waits for it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+
+from memories.api import ERROR_EXAMPLE, PLACE_EXAMPLE, TurnApi
+from memories.serializers import PlaceSerializer, StrictSerializer
+from threads.models import THREAD_ID_PATTERN, Learning, Thread, ThreadEvent
+from threads.services import thread_events_ingest
+
+MAX_EVENTS_PER_CALL = 100
+_THREAD_ID = re.compile(THREAD_ID_PATTERN)
+
+
+class EventInputSerializer(StrictSerializer):
+    id = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Your id for the event; resent ids are skipped.",
+    )
+    role = serializers.ChoiceField(
+        choices=ThreadEvent.Role.choices,
+        error_messages={"invalid_choice": "{input!r} is not a role; use user, assistant, system or tool."},
+    )
+    author = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="", help_text="Who wrote it: a username for people."
+    )
+    text = serializers.CharField(
+        max_length=settings.THREAD_EVENT_MAX_CHARS,
+        trim_whitespace=False,
+        error_messages={
+            "max_length": f"An event's text is at most {settings.THREAD_EVENT_MAX_CHARS} characters.",
+            "blank": "An event needs text; it is empty.",
+        },
+    )
+    time = serializers.DateTimeField(help_text="When it happened (ISO 8601).")
+    place = PlaceSerializer()
+
+
+class IngestInputSerializer(StrictSerializer):
+    events = serializers.ListField(
+        child=EventInputSerializer(),
+        min_length=1,
+        max_length=MAX_EVENTS_PER_CALL,
+        error_messages={
+            "min_length": "Send at least one event.",
+            "max_length": f"At most {MAX_EVENTS_PER_CALL} events per call; send the rest in another.",
+        },
+    )
+
+
+class IngestedEventSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    sequence = serializers.IntegerField(allow_null=True)
+    duplicate = serializers.BooleanField()
+
+
+class IngestOutputSerializer(serializers.Serializer):
+    thread = serializers.CharField()
+    accepted = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    events = IngestedEventSerializer(many=True)
+    consolidated_through = serializers.IntegerField()
+    last_sequence = serializers.IntegerField()
+
+
+class LearnedOutputSerializer(serializers.Serializer):
+    memory = serializers.UUIDField()
+    key = serializers.CharField()
+    sources = serializers.ListField(child=serializers.IntegerField(), help_text="Sequences of the events.")
+
+
+class ThreadOutputSerializer(serializers.Serializer):
+    thread = serializers.CharField()
+    last_sequence = serializers.IntegerField()
+    consolidated_through = serializers.IntegerField()
+    consolidated_at = serializers.DateTimeField(allow_null=True)
+    consolidation_error = serializers.CharField()
+    learned = LearnedOutputSerializer(many=True)
+
+
+INGEST_EXAMPLE = {
+    "events": [
+        {
+            "id": "msg-1001",
+            "role": "user",
+            "author": "mona",
+            "text": "Call me Mo, and my timezone is CET.",
+            "time": "2026-11-30T09:00:00Z",
+            "place": PLACE_EXAMPLE,
+        },
+        {
+            "id": "msg-1002",
+            "role": "assistant",
+            "author": "helper",
+            "text": "Noted, Mo.",
+            "time": "2026-11-30T09:00:02Z",
+            "place": PLACE_EXAMPLE,
+        },
+    ]
+}
+
+
+class _ThreadApi(TurnApi):
+    def agent_principal(self):
+        principal = self.principal()
+        if principal.agent is None:
+            raise exceptions.PermissionDenied("Thread events are posted by agents, with their Bearer token.")
+        return principal
+
+    @staticmethod
+    def checked_thread_id(thread_id: str) -> str:
+        if not _THREAD_ID.match(thread_id):
+            raise exceptions.ValidationError(
+                {
+                    "thread_id": [
+                        "A thread id is 1 to 200 letters, digits and . _ : @ -, starting with a letter or digit."
+                    ]
+                }
+            )
+        return thread_id
+
+    def thread_or_404(self, thread_id: str) -> Thread:
+        thread = Thread.objects.filter(organisation=self.principal().organisation, external_id=thread_id).first()
+        if thread is None:
+            raise exceptions.NotFound("No thread with this id.")
+        return thread
+
+
+class ThreadEventsApi(_ThreadApi):
+    @extend_schema(
+        summary="Ingest thread events; learned memories follow in the background",
+        request=IngestInputSerializer,
+        responses={
+            201: IngestOutputSerializer,
+            200: OpenApiResponse(IngestOutputSerializer, description="Every event was already stored."),
+            400: OpenApiResponse(description="A field is wrong; it is named, and nothing is stored."),
+            403: OpenApiResponse(description="Only agents post thread events."),
+        },
+        examples=[
+            OpenApiExample("Two events of a DM", value=INGEST_EXAMPLE, request_only=True),
+            OpenApiExample(
+                "Stored",
+                value={
+                    "thread": "T-42",
+                    "accepted": 2,
+                    "duplicates": 0,
+                    "events": [
+                        {"id": "msg-1001", "sequence": 1, "duplicate": False},
+                        {"id": "msg-1002", "sequence": 2, "duplicate": False},
+                    ],
+                    "consolidated_through": 0,
+                    "last_sequence": 2,
+                },
+                response_only=True,
+                status_codes=["201"],
+            ),
+            OpenApiExample("Refused", value=ERROR_EXAMPLE, response_only=True, status_codes=["400"]),
+        ],
+    )
+    def post(self, request, thread_id: str):
+        principal = self.agent_principal()
+        thread_id = self.checked_thread_id(thread_id)
+        data = self.validated(IngestInputSerializer)
+        thread, outcome = thread_events_ingest(
+            organisation=principal.organisation, agent=principal.agent, thread_id=thread_id, events=data["events"]
+        )
+        accepted = sum(not event.duplicate for event in outcome)
+        body = {
+            "thread": thread.external_id,
+            "accepted": accepted,
+            "duplicates": len(outcome) - accepted,
+            "events": [
+                {"id": event.external_id, "sequence": event.sequence or None, "duplicate": event.duplicate}
+                for event in outcome
+            ],
+            "consolidated_through": thread.consolidated_through,
+            "last_sequence": thread.last_sequence,
+        }
+        return Response(body, status=status.HTTP_201_CREATED if accepted else status.HTTP_200_OK)
+
+
+class ThreadDetailApi(_ThreadApi):
+    @extend_schema(
+        summary="A thread's consolidation state and the memories learned from it",
+        responses={200: ThreadOutputSerializer, 404: OpenApiResponse(description="No thread with this id.")},
+        examples=[
+            OpenApiExample(
+                "Consolidated",
+                value={
+                    "thread": "T-42",
+                    "last_sequence": 2,
+                    "consolidated_through": 2,
+                    "consolidated_at": "2026-11-30T09:00:03Z",
+                    "consolidation_error": "",
+                    "learned": [
+                        {"memory": "5f0c8a52-1e8e-4a7a-9f3c-3a1f1b0f9d21", "key": "called", "sources": [1]},
+                    ],
+                },
+                response_only=True,
+            )
+        ],
+    )
+    def get(self, request, thread_id: str):
+        principal = self.agent_principal()
+        thread = self.thread_or_404(self.checked_thread_id(thread_id))
+        learnings = (
+            Learning.objects.filter(organisation=principal.organisation, thread=thread, memory__agent=principal.agent)
+            .prefetch_related("events")
+            .order_by("created_at", "id")
+        )
+        return Response(
+            {
+                "thread": thread.external_id,
+                "last_sequence": thread.last_sequence,
+                "consolidated_through": thread.consolidated_through,
+                "consolidated_at": thread.consolidated_at,
+                "consolidation_error": thread.consolidation_error,
+                "learned": [
+                    {
+                        "memory": learning.memory_id,
+                        "key": learning.key,
+                        "sources": sorted(event.sequence for event in learning.events.all()),
+                    }
+                    for learning in learnings
+                ],
+            }
+        )

@@ -1,0 +1,107 @@
+"""The extractor interface: thread events in, candidate memories out.
+
+An extractor only proposes. Consolidation (threads.services) decides where a
+candidate is kept (the scope rules), whether it repeats or contradicts a live
+memory, and writes it with its sources. Two extractors exist, chosen by
+`ARCHIVIST_EXTRACTOR`: `rules` (threads.rules, the default) and `llm`
+(threads.llm).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from django.conf import settings
+
+ABOUT_AUTHOR = "author"
+ABOUT_WORKSPACE = "workspace"
+CANDIDATE_MAX_CHARS = 500
+
+
+@dataclass(frozen=True)
+class EventView:
+    """What an extractor may read of one event."""
+
+    sequence: int
+    role: str
+    author: str  # the label the caller gave, e.g. a username
+    author_id: str | None  # the account id, when the author is an account holder of the organisation
+    text: str
+    occurred_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A memory an extractor proposes.
+
+    `about` is `author` (a fact about the person who said it, `author_id`) or
+    `workspace` (a fact about no one). `key` names what the fact is about, so a
+    later fact with the same key can replace it: `called`, `my:timezone`,
+    `prefers:tea`. `family` is the part before the colon; a `correction`
+    ("actually, …") replaces the newest fact of its family. `negated` marks a
+    retraction ("not X anymore"), which replaces the fact it denies.
+    """
+
+    body: str
+    about: str
+    key: str
+    sequences: tuple[int, ...]
+    author_id: str | None = None
+    negated: bool = False
+    correction: bool = False
+    retracts: str = ""  # for a negation: the text of what is no longer true, to find the fact it denies
+    tier: str = "log"
+    exclusive: bool = False  # one live fact per key and subject (a name, "my timezone"): a new value replaces the old
+
+    @property
+    def family(self) -> str:
+        return self.key.split(":", 1)[0]
+
+
+class Extractor(Protocol):
+    name: str
+
+    def extract(self, events: Sequence[EventView], *, context: Sequence[EventView] = ()) -> list[Candidate]:
+        """Candidates from `events`; `context` holds earlier events, already consolidated, for reference only."""
+
+
+_SPACES = re.compile(r"\s+")
+_TRAILING = re.compile(r"[\s.!;,:]+$")
+
+
+def normalise(text: str) -> str:
+    """The comparison form of a memory: lower case, single spaces, no trailing punctuation.
+
+    `normalised_body_sql` computes the same in PostgreSQL.
+    """
+    text = _SPACES.sub(" ", (text or "").replace("’", "'").lower()).strip()
+    return _TRAILING.sub("", text)
+
+
+def normalised_body_sql(column: str = "memories_memory.body") -> str:
+    """`normalise` in PostgreSQL, over `column`."""
+    quote = "''''"  # a single quote, as an SQL literal
+    return (
+        f"regexp_replace(btrim(regexp_replace(lower(replace({column}, '’', {quote})), '\\s+', ' ', 'g')),"
+        " '[\\s.!;,:]+$', '')"
+    )
+
+
+def get_extractor(name: str | None = None) -> Extractor:
+    name = name or settings.CONSOLIDATION_EXTRACTOR
+    if name == "llm":
+        from threads.llm import LLMExtractor
+
+        return LLMExtractor(
+            base_url=settings.EXTRACTOR_LLM_BASE_URL,
+            model=settings.EXTRACTOR_LLM_MODEL,
+            key=settings.EXTRACTOR_LLM_KEY,
+            timeout=settings.EXTRACTOR_LLM_TIMEOUT_SECONDS,
+        )
+    from threads.rules import RulesExtractor
+
+    return RulesExtractor()

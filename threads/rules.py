@@ -1,0 +1,425 @@
+"""The `rules` extractor: deterministic, for explicit statements a person makes about
+themselves or asks to be kept.
+
+It recognises, in what people (role `user`) write:
+- "remember that …", "note that …", "keep in mind …", "don't forget …";
+- "call me …" (and "don't call me …");
+- "my X is Y" (and "my X is not Y anymore", "my X is no longer Y");
+- "I prefer …", "I'd rather …" (and "I no longer prefer …");
+- "from now on …";
+- retractions: "I'm not X anymore", "I no longer X", "I don't X anymore";
+- corrections: "actually, …", "no, …", "now …", "…, actually" make the
+  statement replace the newest fact of the same kind.
+
+Precision comes before recall: a sentence is left alone when it is a question,
+a hypothetical ("if …", "suppose …", "imagine …", "maybe …"), reported or
+quoted speech ("she said …", anything in quotation marks or a block quote),
+or otherwise unclear. A missed fact can be said again; a wrong one is
+read back to the model as true.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+from threads.extraction import ABOUT_AUTHOR, ABOUT_WORKSPACE, CANDIDATE_MAX_CHARS, Candidate, EventView, normalise
+
+# Quoted spans, code and block quotes: someone else's words, or not a statement at all.
+_QUOTED = re.compile(
+    r"\"[^\"\n]*\"|“[^”\n]*”|«[^»\n]*»|„[^“”\n]*[“”]|‘[^’\n]*’|(?<!\w)'[^'\n]+'(?!\w)|```.*?```|`[^`\n]*`",
+    re.DOTALL,
+)
+_QUOTE_MARK = "⟦quoted⟧"
+_BLOCK_QUOTE = re.compile(r"^\s*>.*$", re.MULTILINE)
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+|;\s+")
+# Titles and abbreviations whose full stop does not end a sentence.
+_ABBREVIATIONS = re.compile(r"\b(Dr|Mr|Mrs|Ms|Mx|Prof|St|Jr|Sr|vs|etc|e\.g|i\.e)\.", re.IGNORECASE)
+_HELD_STOP = "∯"
+
+_CONTRACTIONS = [
+    (r"\bI'm\b", "I am"),
+    (r"\bI'd\b", "I would"),
+    (r"\bI've\b", "I have"),
+    (r"\bI'll\b", "I will"),
+    (r"\bdon't\b", "do not"),
+    (r"\bdoesn't\b", "does not"),
+    (r"\bdidn't\b", "did not"),
+    (r"\bisn't\b", "is not"),
+    (r"\baren't\b", "are not"),
+    (r"\bwasn't\b", "was not"),
+    (r"\bcan't\b", "cannot"),
+    (r"\bwon't\b", "will not"),
+    (r"\bwouldn't\b", "would not"),
+    (r"\byou're\b", "you are"),
+]
+
+_QUESTION_WORDS = {
+    "what", "who", "whom", "whose", "where", "when", "why", "how", "which",
+    "do", "does", "did", "can", "could", "would", "should", "will", "shall",
+    "is", "are", "am", "was", "were", "have", "has", "had", "may", "might",
+}  # fmt: skip
+_HYPOTHETICAL = re.compile(
+    r"\b(if|unless|suppose|supposing|imagine|imagining|hypothetically|hypothetical|pretend|pretending|"
+    r"assuming|assume|let's say|let us say|what if|wish|were to|maybe|perhaps|probably|might|in case|"
+    r"in a world where|would be|could be|wonder)\b",
+    re.IGNORECASE,
+)
+_REPORTED = re.compile(
+    r"\b(said|says|say|told|tells|tell|asked|asks|wrote|writes|claims|claimed|mentioned|mentions|thinks|"
+    r"thought|believes|believed|according to|joked|replied|heard|quoted|quoting)\b",
+    re.IGNORECASE,
+)
+_LEAD = re.compile(
+    r"^(actually|correction|sorry|wait|no(?!\s+longer\b)|oops|i mean|rather|update|scratch that|now|these days|"
+    r"ok|okay|oh|well|so|also|and|btw|by the way|fyi|hey|hi|hello|just|anyway|one more thing)\b[\s,:;!.-]*",
+    re.IGNORECASE,
+)
+_CORRECTING_LEADS = {"actually", "correction", "sorry", "no", "i mean", "rather", "update", "scratch that", "now"}
+_CORRECTING_TAIL = re.compile(r",?\s+(actually|instead|now)$", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\bI\b|\b(?i:me|my|mine|myself)\b")
+_SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
+
+_REMEMBER = re.compile(
+    r"^(?:please\s+)?(?:remember|note|keep in mind|do not forget|never forget|make a note|take note)"
+    r"(?:\s+that\b|\s*:|,)?\s*(?P<x>.+)$",
+    re.IGNORECASE,
+)
+_CALL_ME = re.compile(
+    r"^(?i:(?:(?:please|you can|you may|just|you should)\s+)*(?P<neg>do not\s+|never\s+|stop\s+)?"
+    r"(?:call|calling)\s+me\s+)(?P<name>[A-Z][\w.'-]*(?:\s+[A-Z][\w.'-]*){0,2})(?P<rest>.*)$"
+)
+_CALL_ME_REST = re.compile(
+    r"^(?:\s*[,(–—-].*|\s+(?:instead|from now on|please|going forward|rather than|not|thanks|thank you)\b.*|)$",
+    re.IGNORECASE,
+)
+_NOT_NAMES = {
+    "back", "later", "tomorrow", "tonight", "today", "soon", "sometime", "anytime", "whenever", "maybe",
+    "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "asap", "if", "when",
+    "crazy", "old", "please", "ok", "okay", "now", "again",
+}  # fmt: skip
+_MY_X_IS_Y = re.compile(
+    r"^my\s+(?P<x>[a-z][a-z'-]*(?:\s+[a-z][a-z'-]*){0,3}?)\s+(?P<verb>is|are)\s+"
+    r"(?P<neg>not\s+|no longer\s+)?(?P<y>.+?)(?P<anymore>\s+(?:anymore|any more|these days))?$",
+    re.IGNORECASE,
+)
+# "my point is …", "my question is …": ways of talking, not facts about the speaker.
+_NOT_ATTRIBUTES = {
+    "point", "question", "guess", "concern", "problem", "issue", "worry", "understanding", "hope", "idea",
+    "thought", "thoughts", "suggestion", "answer", "bad", "pleasure", "turn", "fault", "mistake", "apologies",
+    "impression", "feeling", "sense", "day", "week", "morning", "afternoon", "evening", "reply", "response",
+    "request", "message", "take", "opinion", "view", "advice", "recommendation", "intention", "plan",
+}  # fmt: skip
+_CLAUSE_STARTS = re.compile(r"^(that|to|because|so|like|going|being|too|very|really|kind of|sort of)\b", re.IGNORECASE)
+_PREFER = re.compile(
+    r"^I\s+(?:(?:really|much|strongly|generally|usually|always|still|also|definitely|now)\s+)*"
+    r"(?P<neg>do not\s+(?:really\s+)?|no longer\s+)?(?P<verb>prefer|would prefer|would rather)\s+"
+    r"(?P<y>.+?)(?P<anymore>\s+(?:anymore|any more|these days))?$",
+)
+_FROM_NOW_ON = re.compile(r"^(?:(?P<pre>.+?),?\s+)?from now on\b[,:]?\s*(?P<x>.*)$", re.IGNORECASE)
+_I_AM_NOT = re.compile(
+    r"^I\s+am\s+(?:(?P<nolonger>no longer)|not)\s+(?P<y>.+?)(?P<anymore>\s+(?:anymore|any more))?$",
+)
+_I_DO_NOT = re.compile(
+    r"^I\s+(?:(?P<nolonger>no longer)|do not)\s+(?P<v>[a-z]+)\s+(?P<rest>.+?)(?P<anymore>\s+(?:anymore|any more))?$",
+)
+_NOT_ANYMORE = re.compile(r"^not\s+(?P<y>.+?)\s+(?:anymore|any more)$", re.IGNORECASE)
+
+_MODALS = {"can", "cannot", "could", "will", "would", "shall", "should", "must", "might", "may", "was", "did", "had"}
+_IRREGULAR = {"am": "is", "are": "is", "be": "is", "have": "has", "do": "does", "go": "goes"}
+_ADVERBS = {"really", "also", "usually", "always", "never", "often", "still", "now", "generally", "only", "just"}
+_MAX_WORDS = 15
+
+
+def verb_third_person(verb: str) -> str:
+    """`prefer` → `prefers`, `watch` → `watches`, `study` → `studies`; modals and past forms unchanged."""
+    lower = verb.lower()
+    if lower in _IRREGULAR:
+        return _IRREGULAR[lower]
+    if lower in _MODALS or lower.endswith("ed") or not lower.isalpha():
+        return verb
+    if lower.endswith(("s", "sh", "ch", "x", "z", "o")):
+        return verb + "es"
+    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
+        return verb[:-1] + "ies"
+    return verb + "s"
+
+
+def third_person(clause: str, name: str) -> str:
+    """A first-person clause about `name`, told in the third person; "you" becomes the agent."""
+    words = clause.split()
+    out: list[str] = []
+    conjugate_next = False
+    for word in words:
+        bare = word.rstrip(",.;:!")
+        tail = word[len(bare) :]
+        lower = bare.lower()
+        if bare == "I":
+            out.append(name + tail)
+            conjugate_next = True
+            continue
+        if conjugate_next and lower in _ADVERBS:
+            out.append(word)
+            continue
+        if conjugate_next:
+            out.append(verb_third_person(bare) + tail)
+            conjugate_next = False
+            continue
+        replacement = {
+            "my": f"{name}'s",
+            "mine": f"{name}'s",
+            "me": name,
+            "myself": name,
+            "you": "the agent",
+            "yourself": "the agent",
+            "your": "the agent's",
+            "yours": "the agent's",
+        }.get(lower)
+        out.append((replacement or bare) + tail)
+    return " ".join(out)
+
+
+def _capitalise(text: str) -> str:
+    return text[:1].upper() + text[1:] if text else text
+
+
+def _clean_value(value: str) -> str:
+    return value.strip().rstrip(".!,;:").strip()
+
+
+def _expand(text: str) -> str:
+    text = text.replace("’", "'")
+    for pattern, replacement in _CONTRACTIONS:
+        text = re.sub(pattern, replacement, text, flags=re.IGNORECASE if not pattern.startswith(r"\bI") else 0)
+    return text
+
+
+def sentences(text: str) -> Iterator[str]:
+    """Sentences of a message, with quoted spans marked so that they can be left alone."""
+    text = _BLOCK_QUOTE.sub(" ", text)
+    text = _QUOTED.sub(_QUOTE_MARK, text)
+    text = _ABBREVIATIONS.sub(lambda match: match.group(1) + _HELD_STOP, text)
+    for sentence in _SENTENCES.split(text):
+        sentence = sentence.strip().replace(_HELD_STOP, ".")
+        if sentence:
+            yield sentence
+
+
+def _strip_leads(sentence: str) -> tuple[str, bool]:
+    correction = False
+    while True:
+        match = _LEAD.match(sentence)
+        if not match or match.end() == 0:
+            break
+        if match.group(1).lower() in _CORRECTING_LEADS:
+            correction = True
+        sentence = sentence[match.end() :]
+    tail = _CORRECTING_TAIL.search(sentence)
+    if tail:
+        correction = True
+        sentence = sentence[: tail.start()]
+    return sentence.strip().rstrip(".!").strip(), correction
+
+
+def _too_long(value: str) -> bool:
+    return len(value.split()) > _MAX_WORDS
+
+
+class RulesExtractor:
+    """Explicit statements in what people write, as candidates; see the module docstring."""
+
+    name = "rules"
+
+    def extract(self, events: Sequence[EventView], *, context: Sequence[EventView] = ()) -> list[Candidate]:
+        found: list[Candidate] = []
+        for event in events:
+            if event.role != "user":
+                continue  # only people's own words: never the agent's, a tool's or the system's
+            for sentence in sentences(event.text):
+                candidate = self.from_sentence(sentence, event)
+                if candidate is not None:
+                    found.append(candidate)
+        return found
+
+    def from_sentence(self, sentence: str, event: EventView) -> Candidate | None:
+        if _QUOTE_MARK in sentence or "?" in sentence:
+            return None
+        text, correction = _strip_leads(_expand(sentence))
+        if not text:
+            return None
+        first = text.split()[0].lower().strip(",")
+        negative_imperative = re.match(r"^(do not|never|stop)\b", text, re.IGNORECASE)
+        if first in _QUESTION_WORDS and not negative_imperative:
+            return None
+        if _HYPOTHETICAL.search(text) or _REPORTED.search(text):
+            return None
+        remembered = _REMEMBER.match(text)
+        if remembered:
+            return self._remembered(_clean_value(remembered.group("x")), event, correction)
+        return self._statement(text, event, correction)
+
+    def _statement(self, text: str, event: EventView, correction: bool) -> Candidate | None:
+        """A statement about the speaker in one of the known shapes, or None."""
+        name = event.author
+        if not event.author_id or not name:
+            return None  # a fact about a person needs an account to belong to
+        base = {"about": ABOUT_AUTHOR, "author_id": event.author_id, "sequences": (event.sequence,)}
+
+        call = _CALL_ME.match(text)
+        if call and call.group("name").split()[0].lower() not in _NOT_NAMES and _CALL_ME_REST.match(call.group("rest")):
+            called = call.group("name")
+            if call.group("neg"):
+                return Candidate(
+                    body=f"{name} does not want to be called {called}",
+                    key="called",
+                    negated=True,
+                    retracts=called,
+                    tier="profile",
+                    **base,
+                )
+            return Candidate(
+                body=f"{name} wants to be called {called}",
+                key="called",
+                exclusive=True,
+                correction=correction,
+                tier="profile",
+                **base,
+            )
+
+        mine = _MY_X_IS_Y.match(text)
+        if mine:
+            attribute = mine.group("x").lower()
+            value = _clean_value(mine.group("y"))
+            if (
+                attribute.split()[-1] in _NOT_ATTRIBUTES
+                or _CLAUSE_STARTS.match(value)
+                or _too_long(value)
+                or not value
+                or _FIRST_PERSON.search(value)
+            ):
+                return None
+            verb = mine.group("verb").lower()
+            value = third_person(value, name)
+            if mine.group("neg"):
+                return Candidate(
+                    body=f"{name}'s {attribute} {verb} no longer {value}",
+                    key=f"my:{normalise(attribute)}",
+                    negated=True,
+                    retracts=value,
+                    tier="profile",
+                    **base,
+                )
+            return Candidate(
+                body=f"{name}'s {attribute} {verb} {value}",
+                key=f"my:{normalise(attribute)}",
+                exclusive=True,
+                correction=correction,
+                tier="profile",
+                **base,
+            )
+
+        prefer = _PREFER.match(text)
+        if prefer:
+            value = _clean_value(prefer.group("y"))
+            if not value or _too_long(value):
+                return None
+            value = third_person(value, name)
+            rather = prefer.group("verb").endswith("rather")
+            key = f"prefers:{normalise(value)[:100]}"
+            if prefer.group("neg"):
+                if prefer.group("neg").startswith("no longer") or prefer.group("anymore"):
+                    body = f"{name} no longer {'would rather' if rather else 'prefers'} {value}"
+                else:
+                    body = f"{name} does not {'want' if rather else 'prefer'} {value}"
+                return Candidate(body=body, key=key, negated=True, retracts=value, tier="profile", **base)
+            body = f"{name} would rather {value}" if rather else f"{name} prefers {value}"
+            return Candidate(body=body, key=key, correction=correction, tier="profile", **base)
+
+        later = _FROM_NOW_ON.match(text)
+        if later:
+            clause = _clean_value(later.group("x") or later.group("pre") or "")
+            if not clause or _too_long(clause):
+                return None
+            if not clause.startswith("I ") and clause[1:2].islower():
+                clause = clause[0].lower() + clause[1:]
+            inner = (
+                self._statement(clause, event, True) if _FIRST_PERSON.search(clause) or _CALL_ME.match(clause) else None
+            )
+            if inner is not None:
+                return inner
+            body = f"From now on, {third_person(clause, name)} (asked by {name})"
+            return Candidate(body=body, key=f"from-now-on:{normalise(clause)[:100]}", tier="profile", **base)
+
+        not_any = _I_AM_NOT.match(text)
+        if not_any and (not_any.group("nolonger") or not_any.group("anymore")):
+            value = _clean_value(not_any.group("y"))
+            if not value or _too_long(value):
+                return None
+            value = third_person(value, name)
+            return Candidate(
+                body=f"{name} is no longer {value}",
+                key=f"is:{normalise(value)}",
+                negated=True,
+                retracts=f"is {value}",
+                **base,
+            )
+
+        no_more = _I_DO_NOT.match(text)
+        if no_more and (no_more.group("nolonger") or no_more.group("anymore")):
+            verb = no_more.group("v")
+            rest = _clean_value(no_more.group("rest"))
+            if verb in ("prefer", "would") or not rest or _too_long(rest):
+                return None
+            done = f"{verb_third_person(verb)} {third_person(rest, name)}"
+            return Candidate(
+                body=f"{name} no longer {done}",
+                key=f"does:{normalise(verb + ' ' + rest)}",
+                negated=True,
+                retracts=done,
+                **base,
+            )
+
+        fragment = _NOT_ANYMORE.match(text)
+        if fragment:
+            value = _clean_value(fragment.group("y"))
+            if not value or _too_long(value) or _SECOND_PERSON.search(value):
+                return None
+            return Candidate(
+                body=f"{name} is no longer {value}",
+                key=f"is:{normalise(value)}",
+                negated=True,
+                retracts=f"is {value}",
+                **base,
+            )
+        return None
+
+    def _remembered(self, clause: str, event: EventView, correction: bool) -> Candidate | None:
+        """What follows "remember that": a known shape, a fact about the speaker, or a workspace fact."""
+        if not clause or len(clause.split()) < 2 or clause.lower().startswith("to "):
+            return None  # "remember to …" is a task, not a fact
+        if len(clause) > CANDIDATE_MAX_CHARS:
+            return None
+        shaped = self._statement(clause, event, correction)
+        if shaped is not None:
+            return shaped
+        if _FIRST_PERSON.search(clause):
+            if not event.author_id or not event.author:
+                return None
+            body = third_person(clause, event.author)
+            return Candidate(
+                body=body,
+                about=ABOUT_AUTHOR,
+                author_id=event.author_id,
+                key=f"note:{normalise(body)[:150]}",
+                sequences=(event.sequence,),
+                correction=correction,
+            )
+        if _SECOND_PERSON.search(clause):
+            return None  # "remember that you …": about the agent, and ambiguous
+        return Candidate(
+            body=_capitalise(clause),
+            about=ABOUT_WORKSPACE,
+            key=f"note:{normalise(clause)[:150]}",
+            sequences=(event.sequence,),
+            correction=correction,
+        )

@@ -1,0 +1,36 @@
+"""Reads for threads: what is behind its watermark, and what erasure left without a source."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+from django.db.models import F, QuerySet
+from django.utils import timezone
+
+from accounts.models import Organisation
+from memories.models import Bucket, Memory
+from threads.models import Thread
+
+
+def threads_behind(*, now: datetime | None = None, grace: timedelta = timedelta(seconds=30)) -> QuerySet[Thread]:
+    """Threads with events past their watermark that the write path's own task has had time to take."""
+    now = now or timezone.now()
+    return Thread.objects.filter(consolidated_through__lt=F("last_sequence"), updated_at__lte=now - grace).order_by(
+        "updated_at"
+    )
+
+
+def learned_memories_orphaned_by(*, organisation: Organisation, event_ids: Iterable[int]) -> QuerySet[Memory]:
+    """Learned memories, not yet erased, that were taught by any of these events and by no event
+    that still has its words: erasing the events leaves them with no source, so they go too."""
+    return (
+        Memory.objects.filter(
+            organisation=organisation,
+            bucket=Bucket.LEARNED,
+            redacted_at__isnull=True,
+            learning__sources__event_id__in=list(event_ids),
+        )
+        .exclude(learning__sources__event__erased_at__isnull=True)
+        .distinct()
+    )

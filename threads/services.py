@@ -1,0 +1,496 @@
+"""Writes for threads: ingesting events, consolidating them into learned memories, and
+erasure reaching the events and the memories derived from an erased subject.
+
+Consolidation is idempotent per thread: each run takes the events past the
+thread's watermark, and writes its memories and the new watermark in one
+transaction, under the thread's row lock. A run that finds the watermark moved
+since it read the events (another run got there first) writes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+from pgvector.django import CosineDistance
+
+from accounts.models import Agent, Membership, Organisation, User
+from memories.embedding import EmbeddingError, get_embedder
+from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
+from memories.scopes import WORKSPACE, Place, scope_for
+from memories.services import memory_redact, memory_supersede
+from memories.turn_services import LimitReached, ResolvedPlace, channel_upsert, memory_remember_in_place, place_resolve
+from threads.extraction import (
+    ABOUT_AUTHOR,
+    Candidate,
+    EventView,
+    Extractor,
+    get_extractor,
+    normalise,
+    normalised_body_sql,
+)
+from threads.models import Learning, LearningSource, Thread, ThreadEvent
+from threads.selectors import learned_memories_orphaned_by
+
+logger = logging.getLogger(__name__)
+
+MAX_EVENTS_PER_BATCH = 200
+CONTEXT_EVENTS = 10
+SOURCE_REF_MAX = 200
+
+
+# --- Ingest ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IngestedEvent:
+    sequence: int
+    external_id: str
+    duplicate: bool
+
+
+def enqueue_consolidation(thread_id: int) -> None:
+    """Ask a worker to consolidate the thread, after commit. A broker that is down loses
+    nothing: the events are stored and the beat sweep finds threads behind their watermark."""
+
+    def send() -> None:
+        try:
+            from threads.tasks import consolidate_thread
+
+            consolidate_thread.apply_async(args=[thread_id], queue="consolidate", retry=False)
+        except Exception as error:  # noqa: BLE001 - any broker failure degrades to the sweep
+            logger.warning("could not enqueue consolidation of thread %s (%s); the sweep will", thread_id, error)
+
+    transaction.on_commit(send)
+
+
+def _check_text(text: str, index: int) -> None:
+    name = f"events.{index}.text"
+    if not isinstance(text, str) or not text.strip():
+        raise ValidationError({name: ["An event needs text; it is empty or only whitespace."]})
+    if len(text) > settings.THREAD_EVENT_MAX_CHARS:
+        raise ValidationError(
+            {name: [f"The text is {len(text)} characters; the limit is {settings.THREAD_EVENT_MAX_CHARS}."]}
+        )
+    if CONTROL_CHARS.search(text):
+        raise ValidationError({name: ["The text contains control characters; only newline and tab are allowed."]})
+
+
+def _resolve_places(*, organisation: Organisation, events: Sequence[dict]) -> list[ResolvedPlace]:
+    resolved: dict[tuple, ResolvedPlace] = {}
+    out = []
+    for index, event in enumerate(events):
+        place = event["place"]
+        key = (place["channel"], place["kind"], tuple(place.get("people") or ()))
+        if key not in resolved:
+            try:
+                resolved[key] = place_resolve(
+                    organisation=organisation, channel=key[0], kind=key[1], people=list(key[2])
+                )
+            except ValidationError as error:
+                raise ValidationError(
+                    {f"events.{index}.{name}": messages for name, messages in error.message_dict.items()}
+                ) from None
+        out.append(resolved[key])
+    return out
+
+
+def thread_events_ingest(
+    *, organisation: Organisation, agent: Agent, thread_id: str, events: Sequence[dict]
+) -> tuple[Thread, list[IngestedEvent]]:
+    """Store events of a thread in order, skip ones already stored (same event id), and queue consolidation.
+
+    Each event is `{id?, role, author, text, time, place: {channel, kind, people}}`;
+    `people` and `author` are usernames. An author who is not an account holder
+    of the organisation is kept as a label; nothing personal is learned about them.
+    """
+    for index, event in enumerate(events):
+        _check_text(event["text"], index)
+    places = _resolve_places(organisation=organisation, events=events)
+    names = {event.get("author") or "" for event in events} - {""}
+    accounts = dict(
+        Membership.objects.filter(organisation=organisation, user__username__in=names).values_list(
+            "user__username", "user_id"
+        )
+    )
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                thread, _ = Thread.objects.get_or_create(organisation=organisation, external_id=thread_id)
+        except IntegrityError:
+            thread = Thread.objects.get(organisation=organisation, external_id=thread_id)
+        # Two ingests into one thread at once would hand out the same sequence numbers.
+        thread = Thread.objects.select_for_update().get(pk=thread.pk)
+        given = [event.get("id") or "" for event in events]
+        stored = set(
+            ThreadEvent.objects.filter(
+                organisation=organisation, thread=thread, external_id__in=[i for i in given if i]
+            ).values_list("external_id", flat=True)
+        )
+        sequence = thread.last_sequence
+        rows, outcome, seen = [], [], set()
+        for event, resolved, external_id in zip(events, places, given, strict=True):
+            if external_id and (external_id in stored or external_id in seen):
+                outcome.append(IngestedEvent(sequence=0, external_id=external_id, duplicate=True))
+                continue
+            seen.add(external_id)
+            sequence += 1
+            author = (event.get("author") or "").strip()
+            rows.append(
+                ThreadEvent(
+                    organisation=organisation,
+                    thread=thread,
+                    sequence=sequence,
+                    external_id=external_id,
+                    role=event["role"],
+                    author=author,
+                    author_user_id=accounts.get(author),
+                    agent=agent,
+                    text=event["text"],
+                    occurred_at=event["time"],
+                    place_channel=resolved.place.channel,
+                    place_kind=resolved.place.kind,
+                    place_people=list(resolved.place.people),
+                )
+            )
+            outcome.append(IngestedEvent(sequence=sequence, external_id=external_id, duplicate=False))
+        if rows:
+            ThreadEvent.objects.bulk_create(rows)
+            thread.last_sequence = sequence
+            thread.save(update_fields=["last_sequence", "updated_at"])
+            for resolved in {id(r): r for r in places}.values():
+                channel_upsert(organisation=organisation, place=resolved.place)
+            enqueue_consolidation(thread.pk)
+    return thread, outcome
+
+
+# --- Consolidation -----------------------------------------------------------------
+
+
+@dataclass
+class ConsolidationResult:
+    events: int = 0
+    written: list[str] = field(default_factory=list)
+    superseded: list[tuple[str, str]] = field(default_factory=list)
+    duplicates: int = 0
+    skipped: int = 0
+    watermark: int = 0
+
+
+def _view(event: ThreadEvent) -> EventView:
+    return EventView(
+        sequence=event.sequence,
+        role=event.role,
+        author=event.author,
+        author_id=str(event.author_user_id) if event.author_user_id else None,
+        text=event.text,
+        occurred_at=event.occurred_at,
+    )
+
+
+def _source_ref(thread: Thread, sequences: Sequence[int]) -> str:
+    ref = f"thread:{thread.pk}#" + ",".join(str(s) for s in sequences)
+    if len(ref) > SOURCE_REF_MAX:
+        ref = f"thread:{thread.pk}#{sequences[0]}-{sequences[-1]}"
+    return ref
+
+
+def _embed(bodies: list[str]) -> list[list[float] | None]:
+    """Candidate vectors for the cosine check; without an embedder (or when it fails) only text decides."""
+    embedder = get_embedder()
+    if not bodies or not embedder.available:
+        return [None] * len(bodies)
+    try:
+        return list(embedder.embed(bodies))
+    except EmbeddingError as error:
+        logger.warning("consolidation could not embed candidates (%s); duplicates are judged on text alone", error)
+        return [None] * len(bodies)
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True))  # both are unit vectors
+
+
+class _Consolidator:
+    """Applies one batch's candidates inside the consolidation transaction."""
+
+    def __init__(self, *, thread: Thread, events: dict[int, ThreadEvent], extractor: str, now: datetime):
+        self.thread = thread
+        self.events = events
+        self.extractor = extractor
+        self.now = now
+        self.model = get_embedder().name
+        self.threshold = settings.DEDUPE_COSINE_THRESHOLD
+        self.fresh: list[tuple[tuple, list[float]]] = []  # vectors of rows written in this batch
+        self.result = ConsolidationResult()
+
+    def place_of(self, event: ThreadEvent) -> ResolvedPlace:
+        people = tuple(str(person) for person in event.place_people)
+        names = dict(User.objects.filter(pk__in=people).values_list("pk", "username"))
+        return ResolvedPlace(
+            place=Place(channel=event.place_channel, kind=event.place_kind, people=people),
+            usernames={str(pk): name for pk, name in names.items()},
+        )
+
+    def apply(self, candidate: Candidate, vector: list[float] | None) -> None:
+        sources = [self.events[s] for s in candidate.sequences]
+        last = sources[-1]
+        if last.agent_id is None:
+            self.result.skipped += 1  # learned memories are held by the agent that took part
+            return
+        resolved = self.place_of(last)
+        if candidate.about == ABOUT_AUTHOR:
+            subject = (SubjectType.USER, candidate.author_id)
+            wanted = None
+        else:
+            subject = (SubjectType.WORKSPACE, "")
+            wanted = WORKSPACE
+        choice = scope_for(resolved.place, wanted)
+        audience = Memory.objects.filter(
+            organisation_id=self.thread.organisation_id,
+            scope=choice.scope,
+            scope_ref=choice.ref,
+            subject_type=subject[0],
+            subject_id=subject[1],
+            redacted_at__isnull=True,
+            superseded_by__isnull=True,
+        ).exclude(bucket=Bucket.SYSTEM)
+        audience = audience.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=self.now))
+        target = self.replaced_by(candidate, audience)
+        if target is not None and normalise(target.body) == normalise(candidate.body):
+            self.result.duplicates += 1
+            return
+        if target is None and self.repeats(candidate, vector, audience, (choice.scope, choice.ref, *subject)):
+            self.result.duplicates += 1
+            return
+        ref = _source_ref(self.thread, candidate.sequences)
+        label = f"thread {self.thread.external_id}"[:200]
+        try:
+            with transaction.atomic():
+                if target is not None:
+                    memory = memory_supersede(
+                        memory=target,
+                        body=candidate.body,
+                        agent=last.agent,
+                        overrides={
+                            "source_kind": SourceKind.THREAD_EVENT,
+                            "source_ref": ref,
+                            "source_label": label,
+                            "tier": candidate.tier,
+                            "occurred_at": last.occurred_at,
+                        },
+                        now=self.now,
+                    )
+                    self.result.superseded.append((str(target.pk), str(memory.pk)))
+                else:
+                    memory, _ = memory_remember_in_place(
+                        organisation=self.thread.organisation,
+                        resolved=resolved,
+                        body=candidate.body,
+                        agent=last.agent,
+                        scope=wanted,
+                        subject_type=subject[0],
+                        subject_id=subject[1],
+                        tier=candidate.tier,
+                        source_kind=SourceKind.THREAD_EVENT,
+                        source_ref=ref,
+                        source_label=label,
+                        now=self.now,
+                    )
+                    self.result.written.append(str(memory.pk))
+                learning = Learning.objects.create(
+                    organisation_id=self.thread.organisation_id,
+                    memory=memory,
+                    thread=self.thread,
+                    key=candidate.key[:200],
+                    extractor=self.extractor,
+                )
+                LearningSource.objects.bulk_create(
+                    [
+                        LearningSource(organisation_id=self.thread.organisation_id, learning=learning, event=event)
+                        for event in sources
+                    ]
+                )
+        except (ValidationError, LimitReached) as error:
+            # One candidate the rules refuse (a body too long, the agent at its limit) must not
+            # hold back the rest of the thread; it is logged and left out.
+            logger.warning("thread %s: candidate %r not kept: %s", self.thread.pk, candidate.body[:80], error)
+            self.result.skipped += 1
+            return
+        if vector is not None:
+            self.fresh.append(((choice.scope, choice.ref, *subject), vector))
+
+    def replaced_by(self, candidate: Candidate, audience) -> Memory | None:
+        """The live learned memory this candidate contradicts (same key, or the family it corrects), if any."""
+        learned = audience.filter(bucket=Bucket.LEARNED, learning__isnull=False).order_by("-created_at")
+        if candidate.negated:
+            by_key = learned.filter(learning__key=candidate.key).first()
+            if by_key is not None or not candidate.retracts:
+                return by_key
+            needle = normalise(candidate.retracts)
+            return (
+                learned.annotate(normalised=RawSQL(normalised_body_sql(), ()))
+                .filter(normalised__contains=needle)
+                .first()
+            )
+        if candidate.exclusive:
+            return learned.filter(learning__key=candidate.key).first()
+        if candidate.correction:
+            family = candidate.family
+            return learned.filter(Q(learning__key=family) | Q(learning__key__startswith=f"{family}:")).first()
+        return None
+
+    def repeats(self, candidate: Candidate, vector, audience, where: tuple) -> bool:
+        """Whether a live memory for the same audience and subject already says this."""
+        said = audience.annotate(normalised=RawSQL(normalised_body_sql(), ()))
+        if said.filter(normalised=normalise(candidate.body)).exists():
+            return True
+        if vector is None:
+            return False
+        if any(key == where and _cosine(vector, other) >= self.threshold for key, other in self.fresh):
+            return True
+        nearest = (
+            audience.filter(embedding__isnull=False, embedding_model=self.model)
+            .annotate(distance=CosineDistance("embedding", vector))
+            .order_by("distance")
+            .values_list("distance", flat=True)
+            .first()
+        )
+        return nearest is not None and 1 - nearest >= self.threshold
+
+
+def thread_consolidate(
+    *, thread_id: int, extractor: Extractor | None = None, now: datetime | None = None
+) -> ConsolidationResult:
+    """Turn the events past the thread's watermark into learned memories, batch by batch."""
+    extractor = extractor or get_extractor()
+    total = ConsolidationResult()
+    while True:
+        thread = Thread.objects.select_related("organisation").get(pk=thread_id)
+        watermark = thread.consolidated_through
+        total.watermark = watermark
+        if watermark >= thread.last_sequence:
+            return total
+        batch = list(
+            ThreadEvent.objects.filter(organisation_id=thread.organisation_id, thread=thread, sequence__gt=watermark)
+            .select_related("agent")
+            .order_by("sequence")[:MAX_EVENTS_PER_BATCH]
+        )
+        context = list(
+            ThreadEvent.objects.filter(
+                organisation_id=thread.organisation_id,
+                thread=thread,
+                sequence__lte=watermark,
+                erased_at__isnull=True,
+            ).order_by("-sequence")[:CONTEXT_EVENTS]
+        )[::-1]
+        live = [event for event in batch if event.erased_at is None]
+        # The extractor (perhaps a remote model) runs outside the transaction; the
+        # watermark check below makes a slow or doubled run harmless.
+        candidates = extractor.extract([_view(e) for e in live], context=[_view(e) for e in context])
+        vectors = _embed([candidate.body for candidate in candidates])
+        batch_time = now or timezone.now()
+        with transaction.atomic():
+            locked = Thread.objects.select_for_update().select_related("organisation").get(pk=thread_id)
+            if locked.consolidated_through != watermark:
+                continue  # another run consolidated these events first
+            work = _Consolidator(
+                thread=locked, events={e.sequence: e for e in batch}, extractor=extractor.name, now=batch_time
+            )
+            for candidate, vector in zip(candidates, vectors, strict=True):
+                work.apply(candidate, vector)
+            locked.consolidated_through = batch[-1].sequence
+            locked.consolidated_at = batch_time
+            locked.consolidation_error = ""
+            locked.save(update_fields=["consolidated_through", "consolidated_at", "consolidation_error", "updated_at"])
+        total.events += len(batch)
+        total.written += work.result.written
+        total.superseded += work.result.superseded
+        total.duplicates += work.result.duplicates
+        total.skipped += work.result.skipped
+        total.watermark = locked.consolidated_through
+        logger.info(
+            "thread %s consolidated through %d: %d written, %d superseded, %d duplicates",
+            thread_id,
+            locked.consolidated_through,
+            len(work.result.written),
+            len(work.result.superseded),
+            work.result.duplicates,
+        )
+
+
+def thread_record_failure(*, thread_id: int, error: str) -> None:
+    Thread.objects.filter(pk=thread_id).update(consolidation_error=error[:2000], updated_at=timezone.now())
+
+
+# --- Erasure -------------------------------------------------------------------------
+
+
+def thread_subject_erase(
+    *,
+    organisation: Organisation,
+    subject_type: str,
+    subject_id: str,
+    memory_ids: Sequence[str],
+    reason: str,
+    actor: User | None = None,
+    agent: Agent | None = None,
+    now: datetime | None = None,
+) -> dict[str, int]:
+    """Erasure reaching what was derived from a subject: thread events, then learned memories.
+
+    The events whose words go (the row stays, with a receipt):
+    - every event a user subject wrote;
+    - every event of a DM with that user alone (their person scope: the agent's replies echo them);
+    - every event that taught one of the memories this erasure removed (`memory_ids`).
+    Then every learned memory left with no source that still has its words is erased too.
+    """
+    now = now or timezone.now()
+    reason = (reason or "").strip() or f"subject erasure for {subject_type} {subject_id}"
+    with transaction.atomic():
+        reached = Q(
+            pk__in=LearningSource.objects.filter(
+                organisation=organisation, learning__memory_id__in=list(memory_ids)
+            ).values("event_id")
+        )
+        if subject_type == SubjectType.USER and subject_id:
+            reached |= Q(author_user_id=subject_id) | Q(place_kind="dm", place_people=[str(subject_id)])
+        events = ThreadEvent.objects.select_for_update().filter(organisation=organisation, erased_at__isnull=True)
+        event_ids = list(events.filter(reached).values_list("pk", flat=True))
+        erased_events = ThreadEvent.objects.filter(organisation=organisation, pk__in=event_ids).update(
+            text="", erased_at=now, erasure_reason=reason[:500]
+        )
+        derived = 0
+        for memory in learned_memories_orphaned_by(organisation=organisation, event_ids=event_ids):
+            memory_redact(
+                memory=memory,
+                reason=f"learned only from erased thread events ({reason})"[:500],
+                actor=actor,
+                agent=agent,
+                action=MemoryAudit.Action.REDACT,
+                now=now,
+            )
+            derived += 1
+    return {"thread_events_erased": erased_events, "derived_memories_erased": derived}
+
+
+def on_subject_erased(sender, **kwargs) -> dict[str, int]:
+    """Receiver of memories.signals.subject_erased."""
+    return thread_subject_erase(
+        organisation=kwargs["organisation"],
+        subject_type=kwargs["subject_type"],
+        subject_id=kwargs["subject_id"],
+        memory_ids=kwargs.get("memory_ids") or [],
+        reason=kwargs.get("reason") or "",
+        actor=kwargs.get("actor"),
+        agent=kwargs.get("agent"),
+        now=kwargs.get("now"),
+    )

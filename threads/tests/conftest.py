@@ -1,0 +1,75 @@
+"""Helpers for thread tests: ingesting events as an agent would, and consolidating them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from threads.services import thread_events_ingest
+
+START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def post_events(org, agent):
+    """post_events(thread_id, [(author, text), ...], place=...) stores user events through the service."""
+    counter = {"n": 0}
+
+    def post(thread_id: str, lines, *, place: dict, role: str = "user", organisation=None, by=None):
+        events = []
+        for line in lines:
+            author, text = line[0], line[1]
+            counter["n"] += 1
+            events.append(
+                {
+                    "id": f"evt-{counter['n']}",
+                    "role": line[2] if len(line) > 2 else role,
+                    "author": author,
+                    "text": text,
+                    "time": START + timedelta(minutes=counter["n"]),
+                    "place": place,
+                }
+            )
+        thread, _ = thread_events_ingest(
+            organisation=organisation or org, agent=by or agent, thread_id=thread_id, events=events
+        )
+        return thread
+
+    return post
+
+
+@pytest.fixture
+def dm_with(member):
+    return {"channel": "D-mona", "kind": "dm", "people": [member.username]}
+
+
+@pytest.fixture
+def private_channel(member, second_member):
+    return {"channel": "C-private", "kind": "private", "people": [member.username, second_member.username]}
+
+
+@pytest.fixture
+def public_channel(member):
+    return {"channel": "C-general", "kind": "public", "people": [member.username]}
+
+
+@pytest.fixture
+def agent_api(agent_with_token):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_with_token[1]}")
+    return client
+
+
+@pytest.fixture
+def outsider_agent_api(other_org):
+    from rest_framework.test import APIClient
+
+    from accounts.services import agent_create
+
+    _, raw = agent_create(organisation=other_org, name="globex-helper")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
