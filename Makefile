@@ -48,3 +48,8 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) var/test
+
+.PHONY: quality
+## Recall quality on the LoCoMo dev conversations through the real stack, against BM25, cosine and RRF.
+quality: $(STAMP)
+	HF_HUB_OFFLINE=1 $(PY) bench/quality.py $(QUALITY_ARGS)
