@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 from admissions import urls as admissions_urls
 from config.api_docs import ApiDocsView
 from config.health import healthz
+from config.schema import BearerTokenScheme, MemberSessionScheme
 from memories import urls as memories_urls
 from threads import urls as threads_urls
 
@@ -23,3 +24,6 @@ urlpatterns = [
 ]
 # The account holders' pages: /accounts/ (log in, log out, password) and /me/.
 urlpatterns += [path("", include("web.urls"))]
+
+# Imported for their side effect: drf-spectacular registers extensions on import.
+OPENAPI_AUTH_SCHEMES = (BearerTokenScheme, MemberSessionScheme)
