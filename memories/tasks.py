@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import random
+from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
@@ -66,8 +67,6 @@ def embed_memories(self, ids: list[str]) -> dict:
 @shared_task(**RELIABLE)
 def sweep_embeddings(grace_seconds: int | None = None) -> int:
     """Queue every live row whose vector is missing or of an old model (the beat sweep)."""
-    from datetime import timedelta
-
     grace = settings.EMBEDDING_SWEEP_GRACE_SECONDS if grace_seconds is None else grace_seconds
     pending = vectors.memories_needing_embedding(now=timezone.now(), grace=timedelta(seconds=grace))
     ids = [str(memory_id) for memory_id in pending.values_list("pk", flat=True)[: settings.EMBEDDING_SWEEP_LIMIT]]

@@ -59,8 +59,8 @@ def needs_embedding(model: str) -> Q:
     return Q(redacted_at__isnull=True) & ~Q(body="") & (Q(embedding__isnull=True) | ~Q(embedding_model=model))
 
 
-def live() -> Q:
-    now = timezone.now()
+def live(now: datetime | None = None) -> Q:
+    now = now or timezone.now()
     return (
         Q(redacted_at__isnull=True)
         & Q(superseded_by__isnull=True)
@@ -79,7 +79,7 @@ def memories_needing_embedding(*, now: datetime | None = None, grace: timedelta 
     model = get_embedder().name
     retry_after = now - timedelta(hours=settings.EMBEDDING_FAILED_RETRY_HOURS)
     return (
-        Memory.objects.filter(live(), needs_embedding(model), created_at__lte=now - grace)
+        Memory.objects.filter(live(now), needs_embedding(model), created_at__lte=now - grace)
         .filter(Q(embedding_attempts__lt=settings.EMBEDDING_MAX_ATTEMPTS) | Q(updated_at__lte=retry_after))
         .order_by("created_at")
     )

@@ -1,11 +1,12 @@
-"""Fault test: Redis is stopped while 200 memories are remembered. Every write succeeds at
-once; after Redis returns, the beat sweep embeds them all."""
+"""Fault test: Redis is stopped while 200 memories are remembered through the API. Every call
+answers 201 at once; after Redis returns, the beat sweep embeds them all."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+from rest_framework.test import APIClient
 
 from memories.embedding import get_embedder
 from memories.models import Memory
@@ -25,18 +26,26 @@ def _wait_for(condition, timeout: float, what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def test_writes_succeed_while_redis_is_down_and_the_sweep_embeds_them_after(make_memory, tmp_path):
+def test_writes_succeed_while_redis_is_down_and_the_sweep_embeds_them_after(agent_with_token, member, tmp_path):
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_with_token[1]}")
+    place = {"channel": "D-mona", "kind": "dm", "people": [member.username]}
     redis_server = processes.StoppableRedis(tmp_path / "redis")
     redis_server.start()
     with processes.broker_at(redis_server.url):
         redis_server.stop()
         started = time.monotonic()
-        for i in range(ROWS):
-            make_memory(body=f"Written while the broker was down, number {i}")
+        statuses = [
+            api.post(
+                "/api/v1/memories", {"body": f"Fact {i} said while Redis was down", "place": place}, format="json"
+            ).status_code
+            for i in range(ROWS)
+        ]
         elapsed = time.monotonic() - started
+        assert statuses == [201] * ROWS
         assert Memory.objects.count() == ROWS
         assert not Memory.objects.filter(embedding__isnull=False).exists()
-        print(f"{ROWS} writes with the broker down took {elapsed:.1f}s")
+        print(f"{ROWS} remembers with the broker down took {elapsed:.1f}s")
 
         redis_server.start()
         env = {
@@ -53,3 +62,4 @@ def test_writes_succeed_while_redis_is_down_and_the_sweep_embeds_them_after(make
             worker.stop()
             redis_server.stop()
     assert Memory.objects.filter(embedding_model=get_embedder().name).count() == ROWS
+    assert "memories.tasks.sweep_embeddings" in beat.log()
