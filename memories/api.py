@@ -304,7 +304,8 @@ class MemoryListApi(TurnApi, GenericAPIView):
             )
         else:
             memory, extra = write()
-        memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
+        if replayed:
+            memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
         headers = {"Idempotent-Replayed": "true"} if replayed else {}
         return Response(
             memory_output(memory, timezone.now(), scope_reason=extra.get("scope_reason", "")),

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 
 from memories import contextual, embedding, ranking
@@ -328,11 +328,21 @@ def build_plan(
 
 
 def run_plan(plan: RecallPlan, cursor) -> tuple[list[dict], int | None, int | None]:
-    """Execute a plan on a cursor; returns (rows, rows the vector list held, unembedded rows here)."""
+    """Execute a plan on a cursor; returns (rows, rows the vector list held, unembedded rows here).
+
+    The settings go in the same simple-protocol query as the statement (a
+    client-side binding cursor, as Django's is): one round trip, and `SET LOCAL`
+    holds for exactly this statement's implicit transaction when there is no
+    explicit one. Parallel workers cost more than they save on a 2-core host
+    and a bounded scan; the HNSW scan yields at most `ef_search` rows, so the
+    candidate LIMIT must not exceed it.
+    """
+    settings_sql = "SET LOCAL max_parallel_workers_per_gather = 0; "
     if plan.hnsw_index:
-        # The HNSW scan yields at most ef_search rows; the candidate LIMIT must not exceed it.
-        cursor.execute("SET LOCAL hnsw.ef_search = %s", [int(plan.params["ef"])])
-    cursor.execute(plan.sql, plan.params)
+        settings_sql += f"SET LOCAL hnsw.ef_search = {int(plan.params['ef'])}; "
+    cursor.execute(settings_sql + plan.sql, plan.params)
+    while cursor.description is None and cursor.nextset():
+        pass
     names = [column.name for column in cursor.description]
     records = [dict(zip(names, record, strict=True)) for record in cursor.fetchall()]
     vec_n = records[0]["vec_n"] if records else None
@@ -345,9 +355,7 @@ def run_plan(plan: RecallPlan, cursor) -> tuple[list[dict], int | None, int | No
 
 
 def _execute(plan: RecallPlan) -> tuple[list[dict], int | None, int | None]:
-    with transaction.atomic(), connection.cursor() as cursor:
-        # Parallel workers cost more than they save on a 2-core host and a bounded scan.
-        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+    with connection.cursor() as cursor:
         return run_plan(plan, cursor)
 
 

