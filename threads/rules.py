@@ -77,6 +77,7 @@ _LEAD = re.compile(
 )
 _CORRECTING_LEADS = {"actually", "correction", "sorry", "no", "i mean", "rather", "update", "scratch that", "now"}
 _CORRECTING_TAIL = re.compile(r",?\s+(actually|instead|now)$", re.IGNORECASE)
+_FILLER_TAIL = re.compile(r",?\s+(by the way|btw|fyi|thanks|thank you|please|ok|okay|haha|lol)$", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\bI\b|\b(?i:me|my|mine|myself)\b")
 _SECOND_PERSON = re.compile(r"\b(you|your|yours|yourself)\b", re.IGNORECASE)
 
@@ -214,10 +215,17 @@ def _strip_leads(sentence: str) -> tuple[str, bool]:
         if match.group(1).lower() in _CORRECTING_LEADS:
             correction = True
         sentence = sentence[match.end() :]
-    tail = _CORRECTING_TAIL.search(sentence)
-    if tail:
-        correction = True
-        sentence = sentence[: tail.start()]
+    sentence = sentence.strip().rstrip(".!").strip()
+    while True:
+        filler = _FILLER_TAIL.search(sentence)
+        tail = _CORRECTING_TAIL.search(sentence)
+        if filler:
+            sentence = sentence[: filler.start()]
+        elif tail:
+            correction = True
+            sentence = sentence[: tail.start()]
+        else:
+            break
     return sentence.strip().rstrip(".!").strip(), correction
 
 

@@ -36,6 +36,7 @@ from threads.extraction import (
     get_extractor,
     normalise,
     normalised_body_sql,
+    value_signature,
 )
 from threads.models import Learning, LearningSource, Thread, ThreadEvent
 from threads.selectors import learned_memories_orphaned_by
@@ -44,6 +45,7 @@ logger = logging.getLogger(__name__)
 
 MAX_EVENTS_PER_BATCH = 200
 CONTEXT_EVENTS = 10
+NEAREST_TO_CHECK = 5
 SOURCE_REF_MAX = 200
 
 
@@ -229,7 +231,7 @@ class _Consolidator:
         self.now = now
         self.model = get_embedder().name
         self.threshold = settings.DEDUPE_COSINE_THRESHOLD
-        self.fresh: list[tuple[tuple, list[float]]] = []  # vectors of rows written in this batch
+        self.fresh: list[tuple[tuple, list[float], str]] = []  # rows written in this batch, not yet embedded
         self.result = ConsolidationResult()
 
     def place_of(self, event: ThreadEvent) -> ResolvedPlace:
@@ -326,7 +328,7 @@ class _Consolidator:
             self.result.skipped += 1
             return
         if vector is not None:
-            self.fresh.append(((choice.scope, choice.ref, *subject), vector))
+            self.fresh.append(((choice.scope, choice.ref, *subject), vector, candidate.body))
 
     def replaced_by(self, candidate: Candidate, audience) -> Memory | None:
         """The live learned memory this candidate contradicts (same key, or the family it corrects), if any."""
@@ -355,16 +357,22 @@ class _Consolidator:
             return True
         if vector is None:
             return False
-        if any(key == where and _cosine(vector, other) >= self.threshold for key, other in self.fresh):
+        # Cosine alone cannot tell "after 10am" from "before 10am": a repeat must also agree
+        # on numbers, names and contrast words (bench/dedupe_threshold.py measured both).
+        signature = value_signature(candidate.body)
+        if any(
+            key == where and _cosine(vector, other) >= self.threshold and value_signature(body) == signature
+            for key, other, body in self.fresh
+        ):
             return True
         nearest = (
             audience.filter(embedding__isnull=False, embedding_model=self.model)
             .annotate(distance=CosineDistance("embedding", vector))
+            .filter(distance__lte=1 - self.threshold)
             .order_by("distance")
-            .values_list("distance", flat=True)
-            .first()
+            .values_list("body", flat=True)[:NEAREST_TO_CHECK]
         )
-        return nearest is not None and 1 - nearest >= self.threshold
+        return any(value_signature(body) == signature for body in nearest)
 
 
 def thread_consolidate(

@@ -219,9 +219,10 @@ EXTRACTOR_LLM_MODEL = env_str("ARCHIVIST_EXTRACTOR_MODEL", "gpt-4o-mini")
 EXTRACTOR_LLM_KEY = env_str("ARCHIVIST_EXTRACTOR_KEY", "")
 EXTRACTOR_LLM_TIMEOUT_SECONDS = env_float("ARCHIVIST_EXTRACTOR_TIMEOUT_SECONDS", 30.0)
 CONSOLIDATION_SWEEP_SECONDS = env_int("ARCHIVIST_CONSOLIDATION_SWEEP_SECONDS", 60, minimum=1)
-# Cosine similarity above which a learned candidate repeats a live memory of the
-# same scope and subject (measured with all-MiniLM-L6-v2: bench/dedupe_threshold.py).
-DEDUPE_COSINE_THRESHOLD = env_float("ARCHIVIST_DEDUPE_COSINE_THRESHOLD", 0.9)
+# Cosine similarity above which a learned candidate repeats a live memory of the same
+# scope and subject, when their numbers, names and contrast words also agree (measured
+# with all-MiniLM-L6-v2 by bench/dedupe_threshold.py: distinct facts up to 0.889, repeats from 0.931).
+DEDUPE_COSINE_THRESHOLD = env_float("ARCHIVIST_DEDUPE_COSINE_THRESHOLD", 0.91)
 THREAD_EVENT_MAX_CHARS = env_int("ARCHIVIST_THREAD_EVENT_MAX_CHARS", 8_000, minimum=100)
 INSTALLED_APPS += ["threads"]
 

@@ -217,3 +217,26 @@ def test_extractors_see_the_author_as_an_account_only_when_they_are_one(post_eve
     thread = post_events("T-1", [("mona", "hi"), ("stranger", "hello")], place=dm_with)
     thread_consolidate(thread_id=thread.pk, extractor=Spy())
     assert [(e.author, e.author_id) for e in seen] == [("mona", str(member.pk)), ("stranger", None)]
+
+
+def test_a_near_identical_sentence_with_another_value_is_not_a_repeat(post_events, dm_with):
+    # all-MiniLM-L6-v2 scores these two 0.99; the numbers-names-contrasts check keeps both.
+    thread = post_events("T-1", [("mona", "Remember that the team meets after 10am")], place=dm_with)
+    thread_consolidate(thread_id=thread.pk)
+    memory_embed(ids=[str(m.pk) for m in live_learned()])
+    post_events(
+        "T-1",
+        [("mona", "Remember that the team meets before 10am"), ("mona", "Remember that the team meets after 11am")],
+        place=dm_with,
+    )
+    assert len(thread_consolidate(thread_id=thread.pk).written) == 2
+
+
+def test_value_signatures_hold_numbers_names_and_contrasts():
+    from threads.extraction import value_signature
+
+    assert value_signature("The team meets after 10 am") == value_signature("the team meets after 10am")
+    assert value_signature("The team meets after 10am") != value_signature("The team meets before 10am")
+    assert value_signature("Priya Shah is mona's manager") == value_signature("mona's manager is Priya Shah")
+    assert value_signature("The VPN needs a token") == value_signature("A token is needed for the VPN")
+    assert value_signature("mona is vegetarian") != value_signature("mona is no longer vegetarian")
