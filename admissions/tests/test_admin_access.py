@@ -26,7 +26,7 @@ def test_a_stewards_admin_index_shows_admissions_and_nothing_else(steward_client
 
 @pytest.mark.parametrize("persona", ["owner", "member"])
 @pytest.mark.parametrize("url", [*SCREENS, "/admin/"])
-def test_owners_and_members_are_sent_to_the_login(client, request, persona, url):
+def test_owners_and_members_are_sent_to_the_login(db, client, request, persona, url):
     client.force_login(request.getfixturevalue(persona))
     response = client.get(url)
     assert response.status_code == 302 and "/admin/login/" in response["Location"]

@@ -103,7 +103,7 @@ def test_a_missing_field_is_named(agent_client):
     assert response.status_code == 400 and "as_of" in response.json()["fields"]
 
 
-def test_an_anonymous_caller_is_refused():
+def test_an_anonymous_caller_is_refused(db):
     assert APIClient().post(URL, VALID, format="json").status_code in (401, 403)
 
 

@@ -11,13 +11,10 @@ from playwright.sync_api import Page, expect
 from admissions.models import AdmissionRecord, Stance
 from memories.models import Memory
 
-# The browser harness lives with the web pages' tests; its fixtures are shared here.
-from web.tests.conftest import chromium, gunicorn_server, page  # noqa: F401
-
 pytestmark = pytest.mark.browser
 
 
-def log_in_to_admin(page: Page, username: str, password: str) -> None:  # noqa: F811
+def log_in_to_admin(page: Page, username: str, password: str) -> None:
     page.goto("/admin/login/?next=/admin/")
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(password)
@@ -25,7 +22,7 @@ def log_in_to_admin(page: Page, username: str, password: str) -> None:  # noqa: 
     expect(page).to_have_url(re.compile(r"/admin/$"))
 
 
-def test_a_steward_admits_a_claim_and_promotes_it_to_a_stance(page: Page, make_claim, steward):  # noqa: F811
+def test_a_steward_admits_a_claim_and_promotes_it_to_a_stance(page: Page, make_claim, steward):
     make_claim(body="Already decided elsewhere", as_of=date(2026, 1, 1))
     claim = make_claim(
         body="The Bank of England base rate is 4.75%",
