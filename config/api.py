@@ -11,17 +11,21 @@ from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from django.utils import timezone
-from rest_framework import exceptions, status, views
+from rest_framework import exceptions, status
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication, get_authorization_header
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
+from tenancy.context import tenant_activate, token_lookup_activate
+from tenancy.sql import STEWARD
 
 # Names a request body may never use: the tenant and the owner come from the principal.
 PRINCIPAL_FIELDS = ("organisation", "organisation_id", "org", "owner", "owner_id", "user_id")
+DATABASE_RETRY_AFTER_SECONDS = 5
 
 
 @dataclass(frozen=True)
@@ -84,14 +88,15 @@ class BearerTokenAuthentication(BaseAuthentication):
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("The token is not valid text.") from None
         now = timezone.now()
+        token_hash = hash_token(raw)
+        # Row-level security shows this transaction the one token with this hash, nothing else.
+        token_lookup_activate(token_hash=token_hash)
         token = (
-            AgentToken.objects.usable(now)
-            .select_related("agent", "organisation")
-            .filter(token_hash=hash_token(raw))
-            .first()
+            AgentToken.objects.usable(now).select_related("agent", "organisation").filter(token_hash=token_hash).first()
         )
         if token is None:
             raise exceptions.AuthenticationFailed("The token is unknown, revoked or expired.")
+        tenant_activate(organisation_id=token.organisation_id)
         # Recording last use at most once a minute keeps a hot token from writing on every call.
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
             AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
@@ -113,6 +118,10 @@ class MemberSessionAuthentication(SessionAuthentication):
         membership = user.membership()
         if membership is None:
             raise exceptions.PermissionDenied("This account belongs to no organisation.")
+        tenant_activate(
+            organisation_id=membership.organisation_id,
+            cross_tenant=STEWARD if membership.role == Membership.Role.STEWARD else "",
+        )
         request.principal = Principal(organisation=membership.organisation, user=user, role=membership.role)
         return result
 
@@ -202,7 +211,19 @@ def exception_handler(exc, context):
         exc = exceptions.NotFound("Not found.")
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
-    # Looked up at call time: DRF imports this module while rest_framework.views is loading.
+    elif isinstance(exc, (OperationalError, InterfaceError)):
+        # The database went away mid-request (a restart, a failover): nothing was
+        # committed, so the caller may retry; the request's transaction rolls back.
+        return error_response(
+            "unavailable",
+            "The database is unavailable; nothing was written. Try again shortly.",
+            http_status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
+        )
+    # Imported here: DRF imports this module (its authentication classes) while
+    # rest_framework.views is still loading, so a top-level import would be circular.
+    from rest_framework import views
+
     response = views.exception_handler(exc, context)
     if response is None:
         return None

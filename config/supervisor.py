@@ -85,7 +85,10 @@ def _spawn(env: dict[str, str], folder: Path, host: str, port: str) -> dict[str,
             str(folder / "celerybeat-schedule"),
         ],
     }
-    return {name: subprocess.Popen(command, cwd=ROOT, env=env) for name, command in commands.items()}
+    # Requests run as archivist_app, under row-level security (tenancy/); the
+    # worker and beat keep the owner, for cross-tenant maintenance (docs/SECURITY.md).
+    envs = {"web": {**env, "ARCHIVIST_DB_ROLE": env.get("ARCHIVIST_WEB_DB_ROLE", "archivist_app")}}
+    return {name: subprocess.Popen(command, cwd=ROOT, env=envs.get(name, env)) for name, command in commands.items()}
 
 
 def _stop(children: dict[str, subprocess.Popen]) -> None:

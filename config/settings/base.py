@@ -36,6 +36,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # One transaction per request with the tenant set inside it (tenancy/middleware.py).
+    "tenancy.middleware.TenantTransactionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.middleware.ContentSecurityPolicyMiddleware",
@@ -270,3 +272,11 @@ MEMORY_VECTOR_EF_SEARCH = env_int("ARCHIVIST_VECTOR_EF_SEARCH", 200, minimum=10)
 MEMORY_API_RATE = env_str("ARCHIVIST_TOKEN_RATE", "1200/min")
 # Memory for building one tenant's HNSW index; a graph that fits builds many times faster.
 MEMORY_VECTOR_BUILD_MEMORY_MB = env_int("ARCHIVIST_VECTOR_BUILD_MEMORY_MB", 256, minimum=16)
+
+# --- Tenant isolation in the database (tenancy/) ---------------------------------
+# Row-level security under the query predicate. ARCHIVIST_DB_ROLE names the role
+# a process's connections SET ROLE to: the run command gives the web server
+# archivist_app (no table owned, no BYPASSRLS); empty keeps the login role, as
+# migrations and the workers' cross-tenant maintenance need (docs/SECURITY.md).
+INSTALLED_APPS += ["tenancy"]
+DATABASE_ROLE = env_choice("ARCHIVIST_DB_ROLE", "", ("", "archivist_app", "archivist_maintenance"))

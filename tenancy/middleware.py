@@ -1,0 +1,92 @@
+"""One transaction per request, with the tenant set inside it.
+
+Why a middleware rather than ATOMIC_REQUESTS: the tenant of a signed-in
+person must be set before the view runs, and Django's per-view transaction
+opens after every middleware has run. So this middleware opens the
+transaction itself, right after AuthenticationMiddleware:
+
+- a signed-in person's organisation (from their membership) is set here;
+- an agent's is set by `config.api.BearerTokenAuthentication`, inside this
+  same transaction, once its token is known;
+- any answer of 400 or above rolls the transaction back, so a refused or
+  failed request leaves nothing half-written;
+- a database that cannot be reached answers 503 with the one error shape.
+
+Requests that should not touch the database in a transaction (the health
+check, which reports the database's state itself) pass straight through.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import InterfaceError, OperationalError, transaction
+from django.http import HttpRequest, JsonResponse
+from django.urls import reverse
+
+from accounts.models import Membership
+from tenancy.context import tenant_activate
+from tenancy.sql import OPERATOR, STEWARD
+
+logger = logging.getLogger(__name__)
+
+UNAVAILABLE_RETRY_AFTER_SECONDS = 5
+PASS_THROUGH_PATHS = ("/healthz",)
+
+
+def unavailable_response() -> JsonResponse:
+    response = JsonResponse(
+        {
+            "error": "unavailable",
+            "detail": "The database is unavailable; nothing was written. Try again shortly.",
+            "fields": {},
+        },
+        status=503,
+    )
+    response["Retry-After"] = str(UNAVAILABLE_RETRY_AFTER_SECONDS)
+    return response
+
+
+def session_scope(request: HttpRequest) -> tuple[str, str]:
+    """(organisation id, cross-tenant exception) for a signed-in person, or ("", "")."""
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated or not user.is_active:
+        return "", ""
+    organisation_id, role = Membership.objects.filter(user_id=user.pk).values_list(
+        "organisation_id", "role"
+    ).first() or (
+        "",
+        "",
+    )
+    cross_tenant = STEWARD if role == Membership.Role.STEWARD else ""
+    # The operators' console: superusers see every organisation, in the admin only.
+    if user.is_superuser and user.is_staff and request.path.startswith(reverse("admin:index")):
+        cross_tenant = OPERATOR
+    return str(organisation_id or ""), cross_tenant
+
+
+class TenantTransactionMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        if request.path in PASS_THROUGH_PATHS:
+            return self.get_response(request)
+        try:
+            with transaction.atomic():
+                organisation_id, cross_tenant = session_scope(request)
+                tenant_activate(organisation_id=organisation_id, cross_tenant=cross_tenant)
+                response = self.get_response(request)
+                if response.status_code >= 400:
+                    transaction.set_rollback(True)
+        except (OperationalError, InterfaceError) as error:
+            logger.warning("database unavailable for %s %s: %s", request.method, request.path, error)
+            return unavailable_response()
+        return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception):
+        """A page (not the API, whose handler does this) that lost the database mid-request."""
+        if isinstance(exception, (OperationalError, InterfaceError)):
+            logger.warning("database lost during %s %s: %s", request.method, request.path, exception)
+            return unavailable_response()
+        return None
