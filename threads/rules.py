@@ -72,7 +72,7 @@ _REPORTED = re.compile(
 )
 _LEAD = re.compile(
     r"^(actually|correction|sorry|wait|no(?!\s+longer\b)|oops|i mean|rather|update|scratch that|now|these days|"
-    r"ok|okay|oh|well|so|also|and|btw|by the way|fyi|hey|hi|hello|just|anyway|one more thing)\b[\s,:;!.-]*",
+    r"ok|okay|oh|well|so|also|and|but|btw|by the way|fyi|hey|hi|hello|just|anyway|one more thing)\b[\s,:;!.-]*",
     re.IGNORECASE,
 )
 _CORRECTING_LEADS = {"actually", "correction", "sorry", "no", "i mean", "rather", "update", "scratch that", "now"}
@@ -125,6 +125,17 @@ _I_DO_NOT = re.compile(
     r"^I\s+(?:(?P<nolonger>no longer)|do not)\s+(?P<v>[a-z]+)\s+(?P<rest>.+?)(?P<anymore>\s+(?:anymore|any more))?$",
 )
 _NOT_ANYMORE = re.compile(r"^not\s+(?P<y>.+?)\s+(?:anymore|any more)$", re.IGNORECASE)
+
+_VOCATIVE = re.compile(r"^[A-Z][\w'-]*,")
+_EXHORTATIONS = {
+    "just", "always", "never", "keep", "stay", "be", "do", "try", "take", "go", "believe", "trust", "stop",
+    "enjoy", "focus", "hang", "follow", "let", "don't",
+}  # fmt: skip
+# A value ends where a new clause about something else begins: "Aragorn, he grows so much".
+_CLAUSE_BREAK = re.compile(
+    r",\s+(?=(?:he|she|it|they|i|we|you|it's|that's|this|which|who|but|so|and it)\b)", re.IGNORECASE
+)
+_ACTIVITY_SLOTS = re.compile(r"\b(hobby|hobbies|job|passion|favou?rite|role|sport|pastime)$")
 
 _MODALS = {"can", "cannot", "could", "will", "would", "shall", "should", "must", "might", "may", "was", "did", "had"}
 _IRREGULAR = {"am": "is", "are": "is", "be": "is", "have": "has", "do": "does", "go": "goes"}
@@ -297,7 +308,10 @@ class RulesExtractor:
         mine = _MY_X_IS_Y.match(text)
         if mine:
             attribute = mine.group("x").lower()
-            value = _clean_value(mine.group("y"))
+            value = _clean_value(_CLAUSE_BREAK.split(mine.group("y"))[0])
+            first_value_word = value.split()[0].lower() if value else ""
+            if first_value_word.endswith("ing") and not _ACTIVITY_SLOTS.search(attribute):
+                return None  # "my hard work is paying off": how things are going, not an attribute
             if (
                 attribute.split()[-1] in _NOT_ATTRIBUTES
                 or _CLAUSE_STARTS.match(value)
@@ -350,11 +364,10 @@ class RulesExtractor:
                 return None
             if not clause.startswith("I ") and clause[1:2].islower():
                 clause = clause[0].lower() + clause[1:]
-            inner = (
-                self._statement(clause, event, True) if _FIRST_PERSON.search(clause) or _CALL_ME.match(clause) else None
-            )
-            if inner is not None:
-                return inner
+            if _FIRST_PERSON.search(clause) or _CALL_ME.match(clause):
+                # "from now on, call me Mo" has a shape; "I'll start writing things down from
+                # now on" is the speaker's own plan, not something to keep about them.
+                return self._statement(clause, event, True)
             body = f"From now on, {third_person(clause, name)} (asked by {name})"
             return Candidate(body=body, key=f"from-now-on:{normalise(clause)[:100]}", tier="profile", **base)
 
@@ -407,9 +420,13 @@ class RulesExtractor:
             return None  # "remember to …" is a task, not a fact
         if len(clause) > CANDIDATE_MAX_CHARS:
             return None
+        if _VOCATIVE.match(clause) or clause.split()[0].lower() in _EXHORTATIONS:
+            return None  # "remember, just do it!", "remember Jon, …": encouragement, not a fact
         shaped = self._statement(clause, event, correction)
         if shaped is not None:
             return shaped
+        if _SECOND_PERSON.search(clause):
+            return None  # "remember, I'm always here for you": said to someone, ambiguous
         if _FIRST_PERSON.search(clause):
             if not event.author_id or not event.author:
                 return None
@@ -422,8 +439,6 @@ class RulesExtractor:
                 sequences=(event.sequence,),
                 correction=correction,
             )
-        if _SECOND_PERSON.search(clause):
-            return None  # "remember that you …": about the agent, and ambiguous
         return Candidate(
             body=_capitalise(clause),
             about=ABOUT_WORKSPACE,

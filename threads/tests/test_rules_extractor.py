@@ -36,6 +36,8 @@ def only(text: str, **kwargs):
         ("I prefer tea to coffee", "mona prefers tea to coffee", "prefers:tea to coffee"),
         ("I'd prefer short answers, please", "mona prefers short answers", None),
         ("My timezone is CET, by the way", "mona's timezone is CET", "my:timezone"),
+        ("My favourite band is Low, they are so calm", "mona's favourite band is Low", "my:favourite band"),
+        ("My hobby is hiking in the hills", "mona's hobby is hiking in the hills", "my:hobby"),
         ("I'd rather get a summary than the full log", "mona would rather get a summary than the full log", None),
         ("I really prefer meetings after 10am!", "mona prefers meetings after 10am", None),
         ("Remember that I'm allergic to peanuts", "mona is allergic to peanuts", None),
@@ -108,6 +110,13 @@ def test_a_fact_about_the_speaker_is_about_them_and_a_workspace_fact_about_no_on
         "Call me at 5",
         "Remember to buy milk",
         "Note to self",
+        # Encouragement and plans, not facts
+        "Remember, just do it!",
+        "Remember Sam, keep going",
+        "And remember, I'm always here for you.",
+        "My hard work is paying off",
+        "My project is going well, thanks",
+        "But I'll also start a journal from now on.",
         # Not the speaker's words
         "I prefer tea",  # role assistant, below
     ],
