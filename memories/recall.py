@@ -24,6 +24,8 @@ Ranking (`mode`):
   the same place, re-ranked by BM25 and cosine z-scores, conversational
   context, the speaker and the time a question asks about
   (`memories.contextual`, `memories.ranking`, docs/recall.md).
+- `reranked`: contextual, then its best candidates ordered by an HTTP
+  reranker when one is configured (`memories.reranker`); contextual otherwise.
 - `auto`: hybrid when there is a question and an embedder, lexical when there is
   only a question, recent otherwise.
 
@@ -46,12 +48,12 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from memories import contextual, embedding, ranking
+from memories import contextual, embedding, ranking, reranker
 from memories.models import TenantVectorIndex
 from memories.scopes import Place, solo_person
 from memories.turn_sql import LIVE_PREDICATE
 
-MODES = ("auto", "hybrid", "semantic", "lexical", "recent", "contextual")
+MODES = ("auto", "hybrid", "semantic", "lexical", "recent", "contextual", "reranked")
 RRF_K = 60
 # Rows each ranked list contributes before fusion: enough that a fact ranked
 # modestly by both lists can still win, few enough to keep the sort small.
@@ -386,7 +388,7 @@ def recall(
     notices: list[str] = []
     embed_ms = 0.0
 
-    wants_vector = mode in ("auto", "hybrid", "semantic", "contextual") and bool(question)
+    wants_vector = mode in ("auto", "hybrid", "semantic", "contextual", "reranked") and bool(question)
     query_vector = None
     model = ""
     if wants_vector:
@@ -415,7 +417,11 @@ def recall(
     else:
         lists = ("semantic", "lexical")
 
-    contextual_mode = mode == "contextual" and bool(question)
+    contextual_mode = mode in ("contextual", "reranked") and bool(question)
+    rerank_mode = mode == "reranked" and bool(question)
+    if rerank_mode and not reranker.configured():
+        notices.append("No reranker is configured (ARCHIVIST_RERANKER_URL), so contextual ranking was used.")
+        rerank_mode = False
     organisation_id = organisation.pk if hasattr(organisation, "pk") else organisation
     agent_id = getattr(agent, "pk", agent)
     hnsw = tenant_hnsw_index(organisation_id) if "semantic" in lists else None
@@ -455,10 +461,18 @@ def recall(
             question=question,
             query_vector=query_vector,
             model=model,
-            limit=limit,
+            limit=max(limit, settings.RERANKER_CANDIDATES) if rerank_mode else limit,
             config=config,
         )
     sql_ms = (time.perf_counter() - sql_started) * 1000
+    rerank_ms = 0.0
+    if rerank_mode:
+        rerank_started = time.perf_counter()
+        rows, gave_way = reranker.rerank_rows(rows, question=question, limit=limit)
+        rerank_ms = (time.perf_counter() - rerank_started) * 1000
+        if gave_way:
+            notices.append(gave_way)
+            rerank_mode = False
 
     if unembedded:
         shown = f"{unembedded}+" if unembedded >= UNEMBEDDED_COUNT_CAP else str(unembedded)
@@ -467,7 +481,11 @@ def recall(
 
     ranking_report = {
         "requested": mode,
-        "used": "contextual" if contextual_mode else ("hybrid" if len(lists) == 2 else lists[0]),
+        "used": "reranked"
+        if rerank_mode
+        else "contextual"
+        if contextual_mode
+        else ("hybrid" if len(lists) == 2 else lists[0]),
         "lists": list(lists),
         "fusion": f"reciprocal rank, k={RRF_K}" if len(lists) == 2 else None,
         "embedding_model": model or None,
@@ -478,12 +496,14 @@ def recall(
     if contextual_mode:
         ranking_report["fusion"] = contextual.describe(config)["fusion"]
         ranking_report["contextual"] = contextual.describe(config)
+    if rerank_mode:
+        ranking_report["reranker"] = {"style": settings.RERANKER_STYLE, "candidates": settings.RERANKER_CANDIDATES}
     total_ms = (time.perf_counter() - started) * 1000
     return RecallResult(
         rows=rows,
         ranking=ranking_report,
         notice=" ".join(notices),
-        timings={"embed_ms": embed_ms, "sql_ms": sql_ms, "recall_ms": total_ms},
+        timings={"embed_ms": embed_ms, "sql_ms": sql_ms, "rerank_ms": rerank_ms, "recall_ms": total_ms},
     )
 
 

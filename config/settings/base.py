@@ -273,6 +273,16 @@ MEMORY_API_RATE = env_str("ARCHIVIST_TOKEN_RATE", "1200/min")
 # Memory for building one tenant's HNSW index; a graph that fits builds many times faster.
 MEMORY_VECTOR_BUILD_MEMORY_MB = env_int("ARCHIVIST_VECTOR_BUILD_MEMORY_MB", 256, minimum=16)
 
+# --- Recall quality: the optional reranker of `mode: reranked` (memories/reranker.py) ---
+# Off without a URL. `tei` speaks text-embeddings-inference's /rerank, `cohere` Cohere's.
+RERANKER_URL = env_str("ARCHIVIST_RERANKER_URL", "")
+RERANKER_STYLE = env_choice("ARCHIVIST_RERANKER_STYLE", "tei", ("tei", "cohere"))
+RERANKER_MODEL = env_str("ARCHIVIST_RERANKER_MODEL", "")
+RERANKER_KEY = env_str("ARCHIVIST_RERANKER_KEY", "")
+RERANKER_TIMEOUT_SECONDS = env_float("ARCHIVIST_RERANKER_TIMEOUT_SECONDS", 2.0)
+# Contextual recall's best candidates the reranker orders (the rest keep their order).
+RERANKER_CANDIDATES = env_int("ARCHIVIST_RERANKER_CANDIDATES", 30, minimum=1)
+
 # --- Tenant isolation in the database (tenancy/) ---------------------------------
 # Row-level security under the query predicate. ARCHIVIST_DB_ROLE names the role
 # a process's connections SET ROLE to: the run command gives the web server
