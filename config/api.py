@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import InterfaceError, OperationalError
 from django.http import Http404
 from django.utils import timezone
 from rest_framework import exceptions, status
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication, get_authorization_header
+from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 
@@ -171,6 +174,16 @@ _CODES = {
 }
 
 
+class SafeJSONParser(JSONParser):
+    """JSON too deep for the parser is malformed input (400), not a server error (RecursionError)."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON nested too deeply.") from None
+
+
 class Conflict(exceptions.APIException):
     status_code = status.HTTP_409_CONFLICT
     default_detail = "The request conflicts with the current state."
@@ -211,6 +224,13 @@ def exception_handler(exc, context):
         exc = exceptions.NotFound("Not found.")
     elif isinstance(exc, DjangoPermissionDenied):
         exc = exceptions.PermissionDenied()
+    elif isinstance(exc, RequestDataTooBig):
+        # Django refuses the body before reading it (DATA_UPLOAD_MAX_MEMORY_SIZE).
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        message = f"The request body is larger than {limit} bytes, the most this API reads; nothing was read."
+        return error_response(
+            "too_large", message, {"Content-Length": [message]}, http_status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+        )
     elif isinstance(exc, (OperationalError, InterfaceError)):
         # The database went away mid-request (a restart, a failover): nothing was
         # committed, so the caller may retry; the request's transaction rolls back.
@@ -236,7 +256,13 @@ def exception_handler(exc, context):
         if len(fields) == 1 and first:
             detail = f"{next(iter(fields))}: {first[0]}"
     else:
-        fields = {}
         detail = str(exc.detail) if hasattr(exc, "detail") else str(exc)
+        # Whatever refused the body or its type names what it refused.
+        if isinstance(exc, exceptions.ParseError):
+            fields = {"json": [f"Malformed JSON: {detail}"]}
+        elif isinstance(exc, exceptions.UnsupportedMediaType):
+            fields = {"Content-Type": [f"Send application/json; {detail}".rstrip(".") + "."]}
+        else:
+            fields = {}
     response.data = {"error": code, "detail": detail, "fields": fields}
     return response

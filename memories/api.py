@@ -114,6 +114,7 @@ class TurnApi(APIView):
         return principal_of(self.request)
 
     def validated(self, serializer_class, data=None):
+        # An empty body parses to {}; a body of JSON null, false or 0 is not an object and is refused.
         serializer = serializer_class(data=self.request.data if data is None else data)
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
@@ -386,7 +387,7 @@ class MemoryDetailApi(TurnApi):
         ],
     )
     def delete(self, request, memory_id):
-        data = self.validated(s.ForgetInputSerializer, data=request.data or {})
+        data = self.validated(s.ForgetInputSerializer)
         viewer = self.viewer(self.resolve_place(data.get("place")))
         memory = self.memory_or_404(memory_id, viewer)
         if memory.redacted_at is None:
@@ -433,7 +434,7 @@ class _PinApi(TurnApi):
     pinned = True
 
     def post(self, request, memory_id):
-        data = self.validated(s.PlaceOnlyInputSerializer, data=request.data or {})
+        data = self.validated(s.PlaceOnlyInputSerializer)
         viewer = self.viewer(self.resolve_place(data.get("place")))
         memory = self.memory_or_404(memory_id, viewer)
         self.changeable_or_403(memory, viewer)
@@ -893,7 +894,7 @@ class SubjectEraseApi(_SubjectApi):
     )
     def post(self, request, subject_type, subject_id):
         principal = self.principal()
-        data = self.validated(s.SubjectEraseInputSerializer, data=request.data or {})
+        data = self.validated(s.SubjectEraseInputSerializer)
         subject_type, subject_id = self.subject(subject_type, subject_id)
         result = subject_erase(
             organisation=principal.organisation,

@@ -397,6 +397,9 @@ def evidence_problems(refs) -> list[str]:
             problems.append(f"Item {index} has kind {item['kind']!r}; known kinds are {', '.join(EVIDENCE_KINDS)}.")
         elif not isinstance(item["ref"], str) or not item["ref"].strip() or len(item["ref"]) > 500:
             problems.append(f"Item {index} needs a non-empty ref of at most 500 characters.")
+        elif CONTROL_CHARS.search(item["ref"]):
+            # NUL cannot be stored in jsonb at all; the others would break a rendered line.
+            problems.append(f"Item {index}'s ref contains NUL or control characters.")
     return problems
 
 

@@ -19,7 +19,8 @@ Two steps, kept apart so a replay needs only the record:
 
 A body can never close the fence, start a heading or start a line of the
 block: it is folded onto its own line (line breaks become a visible mark) and
-`&`, `<` and `>` are written as entities.
+`&`, `<` and `>` are written as entities; markdown images and links lose the
+adjacency that makes them markdown.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from memories.scopes import CHANNEL, PERSON, SCOPE_ORDER, WORKSPACE
 
 # Bump when `compose` or `fact_line` would lay out the same record differently;
 # a record made by another version says so on replay instead of pretending.
-RENDER_VERSION = 1
+RENDER_VERSION = 2  # 2: markdown images and links made inert
 
 PROFILE = "profile"
 RECENT = "recent"
@@ -138,8 +139,11 @@ def fold(text: str) -> str:
 
 
 def escape(text: str) -> str:
-    """Entities for the three characters that could open or close markup such as the fence."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Entities for the three characters that could open or close markup such as the fence,
+    and markdown an interface could act on, made inert: an image fetches its URL unasked
+    (a known way to leak a conversation) and a link offers one. `! [` and `] (` stay text."""
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return text.replace("![", "! [").replace("](", "] (")
 
 
 def clamp(text: str, limit: int) -> str:
