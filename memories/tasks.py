@@ -10,6 +10,7 @@ from datetime import timedelta
 
 from celery import shared_task
 from django.conf import settings
+from django.db.models.functions import Length
 from django.utils import timezone
 
 from memories import maintenance, vectors
@@ -69,7 +70,7 @@ def sweep_embeddings(grace_seconds: int | None = None) -> int:
     """Queue every live row whose vector is missing or of an old model (the beat sweep)."""
     grace = settings.EMBEDDING_SWEEP_GRACE_SECONDS if grace_seconds is None else grace_seconds
     pending = vectors.memories_needing_embedding(now=timezone.now(), grace=timedelta(seconds=grace))
-    ids = [str(memory_id) for memory_id in pending.values_list("pk", flat=True)[: settings.EMBEDDING_SWEEP_LIMIT]]
+    ids = vectors.by_length(pending.values_list("pk", Length("body"))[: settings.EMBEDDING_SWEEP_LIMIT])
     size = settings.EMBEDDING_BATCH_SIZE
     for start in range(0, len(ids), size):
         embed_memories.apply_async(args=[ids[start : start + size]], queue="embed")

@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import F, Q, QuerySet
+from django.db.models.functions import Length
 from django.utils import timezone
 
 from memories.embedding import Embedder, EmbeddingError, get_embedder
@@ -34,6 +35,7 @@ WORKER_LABEL = "worker:embed"
 # embedded in full batches; their own tasks then find them done.
 COALESCE_WINDOW = timedelta(minutes=10)
 ERROR_MAX_CHARS = 1_000
+REEMBED_WINDOW_BATCHES = 16
 
 
 @dataclass
@@ -166,7 +168,8 @@ def _claim(*, ids: list[str], model: str, room: int, coalesce: bool) -> tuple[li
                 )
                 .exclude(pk__in=[row.id for row in claimed])
                 .only("id", "body", "organisation_id", "embedding_attempts")
-                .order_by("-created_at")[: room - len(claimed)]
+                # Shortest first: the batch is padded to its longest text.
+                .order_by(Length("body"), "-created_at")[: room - len(claimed)]
             )
             claimed.extend(extra)
             if len(claimed) >= room:
@@ -256,6 +259,12 @@ def ids_to_retry(failed: Iterable[str]) -> list[str]:
     ]
 
 
+def by_length(pairs: Iterable[tuple[object, int]]) -> list[str]:
+    """Ids ordered by the length of their text. The model pads every text of a batch to the
+    longest one, so batches of similar lengths waste less work than batches in id order."""
+    return [str(memory_id) for memory_id, _ in sorted(pairs, key=lambda pair: (pair[1], str(pair[0])))]
+
+
 def memories_reembed(
     *, batch_size: int | None = None, progress: Callable[[int, int, EmbedOutcome], None] | None = None
 ) -> EmbedOutcome:
@@ -270,17 +279,20 @@ def memories_reembed(
     done = 0
     after = None
     # Keyset pagination by id: rows done drop out of `pending`, failed ones do not,
-    # so paging by position would skip or repeat rows.
+    # so paging by position would skip or repeat rows. Each window of ids is then
+    # embedded shortest first.
     while True:
         page = pending.order_by("pk")
         if after is not None:
             page = page.filter(pk__gt=after)
-        ids = [str(memory_id) for memory_id in page.values_list("pk", flat=True)[:size]]
-        if not ids:
+        window = list(page.values_list("pk", Length("body"))[: size * REEMBED_WINDOW_BATCHES])
+        if not window:
             break
-        after = ids[-1]
-        outcome.merge(memory_embed_batch(ids=ids, coalesce=False))
-        done += len(ids)
-        if progress:
-            progress(done, total, outcome)
+        after = window[-1][0]
+        ids = by_length(window)
+        for start in range(0, len(ids), size):
+            outcome.merge(memory_embed_batch(ids=ids[start : start + size], coalesce=False))
+            done += len(ids[start : start + size])
+            if progress:
+                progress(done, total, outcome)
     return outcome
