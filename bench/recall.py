@@ -149,7 +149,9 @@ def locomo_texts() -> tuple[list[str], list[str]]:
         talk = conversation["conversation"]
         for key, value in talk.items():
             if key.startswith("session_") and isinstance(value, list):
-                turns.extend(f"{turn['speaker']}: {turn['text']}" for turn in value if turn.get("text"))
+                turns.extend(
+                    " ".join(f"{turn['speaker']}: {turn['text']}".split())[:2000] for turn in value if turn.get("text")
+                )
         questions.extend(item["question"] for item in conversation["qa"] if item.get("category") in (1, 2, 3, 4))
     return turns, questions
 
@@ -554,7 +556,7 @@ def run(args, data_dir: Path) -> None:
     hnsw_by_org = dict(TenantVectorIndex.objects.filter(state="ready").values_list("organisation_id", "index_name"))
     hnsw = {rank: hnsw_by_org[org_id] for rank, org_id in enumerate(org_ids) if org_id in hnsw_by_org}
     large = sorted(hnsw)
-    small = [rank for rank in range(args.orgs) if sizes[rank] < max(10, args.n // 100) and rank not in hnsw]
+    small = [rank for rank in range(args.orgs) if sizes[rank] < 1000 and rank not in hnsw]
     medium = [rank for rank in range(args.orgs) if rank not in hnsw and rank not in small]
 
     rng = random.Random(args.seed)

@@ -527,22 +527,25 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
         }
         for scope in caps
     }
+    # One bounded, newest-first read per scope and section (served by the
+    # recent and pinned partial indexes), instead of ranking every row of a
+    # large tenant; pinned facts are read whatever their age.
+    parts = [f"(SELECT m.id FROM memories_memory m WHERE {base} AND m.pinned ORDER BY m.created_at DESC LIMIT 500)"]
+    for scope, sections in fetch.items():
+        for section, count in sections.items():
+            tier = "m.tier = 'profile'" if section == "profile" else "m.tier <> 'profile'"
+            parts.append(
+                f"(SELECT m.id FROM memories_memory m WHERE {base} AND m.scope = '{scope}' AND {tier}"
+                f" ORDER BY m.created_at DESC LIMIT {int(count)})"
+            )
     columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
-    limits = " OR ".join(
-        f"(s.scope = '{scope}' AND s.section = '{section}' AND s.rn <= {int(count)})"
-        for scope, sections in fetch.items()
-        for section, count in sections.items()
-    )
     sql = (
-        "SELECT s.* FROM (\n"
-        f"  SELECT {columns}, CASE WHEN m.tier = 'profile' THEN 'profile' ELSE 'recent' END AS section,\n"
-        "    row_number() OVER (PARTITION BY m.scope, m.tier = 'profile'\n"
-        "                       ORDER BY m.pinned DESC, m.created_at DESC, m.id) AS rn,\n"
-        "    count(*) OVER (PARTITION BY m.scope) AS scope_total\n"
-        f"  FROM memories_memory m WHERE {base}\n"
-        f") s WHERE {limits}\n"
-        "ORDER BY s.scope, s.section, s.rn"
+        "WITH picked AS (\n  " + "\n  UNION\n  ".join(parts) + "\n)\n"
+        f"SELECT {columns} FROM picked p JOIN memories_memory m ON m.id = p.id"
+        f" AND m.organisation_id = {tenant_literal(organisation_id)}\n"
+        "ORDER BY m.pinned DESC, m.created_at DESC, m.id"
     )
+    totals_sql = f"SELECT m.scope, count(*) FROM memories_memory m WHERE {base} GROUP BY m.scope"
     params = {
         "now": now,
         "channel": place.channel,
@@ -553,9 +556,6 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
         cursor.execute(sql, params)
         names = [column.name for column in cursor.description]
         rows = [dict(zip(names, record, strict=True)) for record in cursor.fetchall()]
-    totals: dict[str, int] = {}
-    for row in rows:
-        totals[row["scope"]] = row.pop("scope_total")
-        row.pop("rn")
-        row.pop("section")
+        cursor.execute(totals_sql, params)
+        totals = dict(cursor.fetchall())
     return rows, totals

@@ -90,3 +90,11 @@ DROP_INJECTION_LINE_IMMUTABLE_TRIGGER = """
 DROP TRIGGER IF EXISTS memories_injection_line_immutable ON memories_injectionline;
 DROP FUNCTION IF EXISTS memories_guard_injection_line();
 """
+
+# Pinned facts come first in every recall and render: found from this small
+# index instead of filtering every live row of a large tenant for `pinned`.
+PINNED_INDEX = f"""
+CREATE INDEX IF NOT EXISTS memories_recall_pinned_idx ON memories_memory (organisation_id, created_at DESC)
+  WHERE pinned AND {LIVE_PREDICATE};
+"""
+DROP_PINNED_INDEX = "DROP INDEX IF EXISTS memories_recall_pinned_idx;"
