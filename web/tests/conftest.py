@@ -1,12 +1,10 @@
 """Fixtures for the pages' tests. The browser fixtures live in web.tests.browser, a plugin for the
-whole suite; they are named here too, for test modules that import them from this module."""
+whole suite: importing them here would register a second, conftest-level copy of the session-scoped
+browser, and a second Playwright cannot start while the first is running."""
 
 import pytest
 
-from web.tests.browser import chromium, gunicorn_server, page
 from web.tests.factories import Seeded, seed_memories
-
-__all__ = ["chromium", "gunicorn_server", "page"]
 
 
 @pytest.fixture
