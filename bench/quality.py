@@ -35,6 +35,7 @@ import contextlib
 import hashlib
 import io
 import json
+import logging
 import math
 import os
 import re
@@ -62,6 +63,12 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 DOCS = ROOT / "docs" / "benchmarks.md"
 MARKER = "<!-- recall-quality:{key}:{end} -->"
 RRF_K = 60
+# Latency on a shared two-core machine is noisy: besides the single pass that
+# scores quality, every LATENCY_EVERY-th question is asked LATENCY_REPEATS more
+# times and its fastest answer kept ("best of 3"), which is what the code costs
+# when it gets the CPU.
+LATENCY_EVERY = 5
+LATENCY_REPEATS = 3
 
 
 def arguments() -> argparse.Namespace:
@@ -150,10 +157,16 @@ def free_port() -> int:
 
 
 def reset(data_dir: Path) -> None:
-    from config import embedded
+    """Stop whatever a previous run left in the folder, then empty it.
 
+    Nothing from `config` is imported here: that loads the settings, which
+    would start PostgreSQL in the folder about to be deleted.
+    """
     if (data_dir / "pg" / "postmaster.pid").exists():
-        embedded.stop_postgres(data_dir / "pg")
+        from pgserver._commands import pg_ctl
+
+        with contextlib.suppress(subprocess.CalledProcessError):
+            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir / "pg", user="pgserver" if os.geteuid() == 0 else None)
     for pidfile in data_dir.glob("redis/**/redis.pid"):
         with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
             os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
@@ -204,10 +217,8 @@ def stop_stack(process: subprocess.Popen) -> None:
             process.wait()
 
 
-def setup_django(data_dir: Path) -> None:
-    os.environ["ARCHIVIST_DATA_DIR"] = str(data_dir)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.dev"
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+def setup_django() -> None:
+    """Django in this process, on the bench's database (main() has pointed the environment at it)."""
     import django
 
     django.setup()
@@ -282,6 +293,7 @@ class Score:
     counts: dict = field(default_factory=lambda: collections.defaultdict(lambda: np.zeros(4)))
     latency: list = field(default_factory=list)
     server: list = field(default_factory=list)
+    best: list = field(default_factory=list)
 
     def add(self, question: Question, found: list[str]) -> None:
         evidence = set(question.evidence)
@@ -386,26 +398,32 @@ def baselines(conversations: list[Conversation]) -> dict[str, Score]:
     return out
 
 
+def api_recall(session: requests.Session, base: str, mode: str, question: Question) -> tuple[float, requests.Response]:
+    started = time.perf_counter()
+    response = session.post(
+        f"{base}/api/v1/recall",
+        json={"question": question.text, "place": PLACE, "limit": 10, "mode": mode},
+        timeout=60,
+    )
+    if response.status_code != 200:
+        raise SystemExit(f"recall answered {response.status_code}: {response.text[:300]}")
+    return (time.perf_counter() - started) * 1000, response
+
+
 def ask_api(conversations: list[Conversation], base: str, mode: str) -> Score:
     score = Score()
     for conv in conversations:
         session = requests.Session()
         session.headers["Authorization"] = f"Bearer {conv.token}"
         for question in conv.questions:
-            started = time.perf_counter()
-            response = session.post(
-                f"{base}/api/v1/recall",
-                json={"question": question.text, "place": PLACE, "limit": 10, "mode": mode},
-                timeout=60,
-            )
-            elapsed = (time.perf_counter() - started) * 1000
-            if response.status_code != 200:
-                raise SystemExit(f"recall answered {response.status_code}: {response.text[:300]}")
+            elapsed, response = api_recall(session, base, mode, question)
             score.latency.append(elapsed)
             timing = re.search(r"recall;dur=([\d.]+)", response.headers.get("Server-Timing", ""))
             if timing:
                 score.server.append(float(timing[1]))
             score.add(question, [row["source"]["ref"] for row in response.json()["results"]])
+        for question in conv.questions[::LATENCY_EVERY]:
+            score.best.append(min(api_recall(session, base, mode, question)[0] for _ in range(LATENCY_REPEATS)))
     return score
 
 
@@ -421,6 +439,12 @@ def warm_up(conversations: list[Conversation], base: str, modes: list[str]) -> N
                 headers=headers,
                 timeout=120,
             )
+
+
+def timed(function, **kwargs):
+    started = time.perf_counter()
+    result = function(**kwargs)
+    return (time.perf_counter() - started) * 1000, result
 
 
 def ablations(conversations: list[Conversation]) -> list[tuple[str, Score]]:
@@ -447,19 +471,13 @@ def ablations(conversations: list[Conversation]) -> list[tuple[str, Score]]:
         score = Score()
         for conv in conversations:
             organisation, agent = tenants[conv.sample_id]
+            call = dict(organisation=organisation, place=place, limit=10, mode=mode, agent=agent, ranking_config=config)
             for question in conv.questions:
-                started = time.perf_counter()
-                result = recall(
-                    organisation=organisation,
-                    place=place,
-                    question=question.text,
-                    limit=10,
-                    mode=mode,
-                    agent=agent,
-                    ranking_config=config,
-                )
-                score.latency.append((time.perf_counter() - started) * 1000)
+                elapsed, result = timed(recall, question=question.text, **call)
+                score.latency.append(elapsed)
                 score.add(question, [row["source_ref"] for row in result.rows])
+            for question in conv.questions[::LATENCY_EVERY]:
+                score.best.append(min(timed(recall, question=question.text, **call)[0] for _ in range(LATENCY_REPEATS)))
         say(f"ablation {label}: hit@5 {score.metric()[0]:.3f} hit@10 {score.metric()[1]:.3f}")
         out.append((label, score))
     return out
@@ -499,15 +517,22 @@ def report(
         "",
         "| recall | hit@5 | hit@10 | recall@10 | "
         + " | ".join(f"{name} h@5/h@10" for name in CATEGORIES.values())
-        + " | p50 ms | p95 ms |",
+        + " | p50 / p95 ms | best of 3: p50 / p95 ms |",
         "| --- | --- | --- | --- | " + " | ".join("---" for _ in CATEGORIES) + " | --- | --- |",
     ]
 
-    def row(name: str, score: Score, latency_note: str = "") -> str:
+    def latency(values: list[float], note: str = "") -> str:
+        if not values:
+            return "–"
+        return f"{ms(percentile(values, 0.5))} / {ms(percentile(values, 0.95))}{note}"
+
+    def row(name: str, score: Score, note: str = "") -> str:
         h5, h10, r10, _ = score.metric()
         cats = " | ".join(f"{fmt(score.metric(c)[0])}/{fmt(score.metric(c)[1])}" for c in CATEGORIES)
-        p50, p95 = ms(percentile(score.latency, 0.5)), ms(percentile(score.latency, 0.95))
-        return f"| {name} | {fmt(h5)} | {fmt(h10)} | {fmt(r10)} | {cats} | {p50}{latency_note} | {p95}{latency_note} |"
+        return (
+            f"| {name} | {fmt(h5)} | {fmt(h10)} | {fmt(r10)} | {cats} | {latency(score.latency, note)} | "
+            f"{latency(score.best, note)} |"
+        )
 
     for mode, score in api.items():
         lines.append(row(f"**Archivist API, mode `{mode}`**", score))
@@ -515,7 +540,9 @@ def report(
         lines.append(row(f"baseline: {name}", score, " ‡"))
     lines += [
         "",
-        "API latency is the whole HTTP call on loopback at concurrency 1 (question embedding included); "
+        "API latency is the whole HTTP call on loopback at concurrency 1 (question embedding included), over the "
+        f"single quality pass and, for every {LATENCY_EVERY}th question, the fastest of {LATENCY_REPEATS} more "
+        "calls (the machine's two cores are shared, so the single pass carries other processes' load); "
         + "; ".join(
             f"`{mode}` server share p50 {ms(percentile(score.server, 0.5))} ms,"
             f" p95 {ms(percentile(score.server, 0.95))} ms"
@@ -536,26 +563,27 @@ def report(
     if ablated:
         full = dict(ablated)["contextual, every rule"]
         f5, f10, fr10, _ = full.metric()
-        f50 = percentile(full.latency, 0.5)
+        f50 = percentile(full.best, 0.5)
         lines += [
             "",
             "Ablations (in process, same database and code path as the API, latency of `recall()` including the "
             "question's embedding): each rule switched off alone; *its gain* is what the full mode loses without it.",
             "",
-            "| configuration | hit@5 | hit@10 | recall@10 | its gain h@5 / h@10 | p50 ms | p95 ms | its p50 cost ms |",
+            "| configuration | hit@5 | hit@10 | recall@10 | its gain h@5 / h@10 | p50 / p95 ms | "
+            "best of 3: p50 / p95 ms | its best-of-3 p50 cost ms |",
             "| --- | --- | --- | --- | --- | --- | --- | --- |",
         ]
         for name, score in ablated:
             a5, a10, ar10, _ = score.metric()
-            p50 = percentile(score.latency, 0.5)
+            p50 = percentile(score.best, 0.5)
             if name.startswith("contextual without"):
                 gain = f"{f5 - a5:+.3f} / {f10 - a10:+.3f}"
                 cost = f"{f50 - p50:+.1f}"
             else:
                 gain = cost = ""
             lines.append(
-                f"| {name} | {fmt(a5)} | {fmt(a10)} | {fmt(ar10)} | {gain} | {ms(p50)} | "
-                f"{ms(percentile(score.latency, 0.95))} | {cost} |"
+                f"| {name} | {fmt(a5)} | {fmt(a10)} | {fmt(ar10)} | {gain} | {latency(score.latency)} | "
+                f"{latency(score.best)} | {cost} |"
             )
     return "\n".join(lines)
 
@@ -594,6 +622,13 @@ def main() -> None:
     conversations = load_conversations(args.data)
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     data_dir = args.data_dir.resolve()
+    # Before anything imports `config`, whose settings start or join the embedded
+    # PostgreSQL of ARCHIVIST_DATA_DIR: it must be the bench's, never ./var.
+    os.environ["ARCHIVIST_DATA_DIR"] = str(data_dir)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.dev"
+    os.environ.pop("DATABASE_URL", None)
+    os.environ.pop("REDIS_URL", None)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     marker = data_dir / "loaded.json"
     reuse = False
     if args.keep and marker.exists():
@@ -607,7 +642,7 @@ def main() -> None:
     stack = start_stack(data_dir, port)
     base = f"http://127.0.0.1:{port}"
     try:
-        setup_django(data_dir)
+        setup_django()
         refused: list[str] = []
         if reuse:
             saved = json.loads(marker.read_text())
@@ -657,6 +692,8 @@ def main() -> None:
 
         connections.close_all()
         stop_stack(stack)
+        # The run command stopped PostgreSQL; this process's handle would try again on exit and log it.
+        logging.getLogger("pgserver").setLevel(logging.CRITICAL)
     text = report(
         label=args.label or args.data.name,
         conversations=conversations,

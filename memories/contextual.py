@@ -224,7 +224,6 @@ def describe(config: ranking.RankingConfig) -> dict:
             name
             for name, weight in (
                 ("speaker", config.speaker_boost),
-                ("when", config.when_boost),
                 ("date", config.date_boost),
             )
             if weight

@@ -17,11 +17,11 @@ switched off alone when the benchmark measures what it adds:
 - **speaker**: when the question names someone who speaks in a candidate
   (a leading `Name:` label, as chat transcripts are remembered), that person's
   lines are preferred;
-- **time**: a question asking *when* prefers facts that state a time; a question
-  naming a date or a month prefers facts that happened in it or shortly after.
+- **time**: a question naming a date or a month prefers facts that happened in
+  it or shortly after.
 
 Nothing here knows any data set: names come from the candidates' own labels,
-and the time words are ordinary English.
+and dates are read as ordinary English calendar dates.
 """
 
 from __future__ import annotations
@@ -46,26 +46,8 @@ MONTHS = (
     "november",
     "december",
 )
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _MONTH = "|".join(MONTHS) + "|" + "|".join(name[:3] for name in MONTHS) + r"|sept"
 
-# A fact that says when something happened: a relative day or period, a weekday,
-# a month, a year, or a span ("three weeks").
-_TIME_WORDS = re.compile(
-    r"\b(?:yesterday|today|tonight|tomorrow|ago|recently|lately"
-    r"|(?:last|next|this|past|coming)\s+(?:\w+\s+)?(?:week|weekend|month|year|night|summer|winter|spring|fall|autumn|"
-    + "|".join(WEEKDAYS)
-    + r")"
-    + "|"
-    + "|".join(WEEKDAYS + MONTHS)
-    + r"|(?:19|20)\d\d|weeks?|months?|years?|days?)\b",
-    re.IGNORECASE,
-)
-# A question asking for a time rather than a thing.
-_ASKS_WHEN = re.compile(
-    r"^\s*when\b|\bwhat\s+(?:year|month|day|date|time)\b|\bhow\s+long\s+ago\b|\bsince\s+when\b",
-    re.IGNORECASE,
-)
 _ISO_DATE = re.compile(r"\b((?:19|20)\d\d)-(\d{2})-(\d{2})\b")
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+((?:19|20)\d\d)\b", re.IGNORECASE)
@@ -88,7 +70,6 @@ class RankingConfig:
     context_window: int = 2
     context_decay: float = 0.8
     speaker_boost: float = 0.6
-    when_boost: float = 0.6
     date_boost: float = 1.0
     # Facts are said after they happen ("last week I ..."), so a named period
     # reaches this far past its end.
@@ -101,7 +82,6 @@ class RankingConfig:
             "zscore_fusion": {"zscore_fusion": False},
             "context": {"context_weight": 0.0},
             "speaker": {"speaker_boost": 0.0},
-            "when": {"when_boost": 0.0},
             "date": {"date_boost": 0.0},
         }
         if rule not in off:
@@ -109,7 +89,7 @@ class RankingConfig:
         return replace(self, **off[rule])
 
 
-RULES = ("bm25", "zscore_fusion", "context", "speaker", "when", "date")
+RULES = ("bm25", "zscore_fusion", "context", "speaker", "date")
 DEFAULT_CONFIG = RankingConfig()
 
 
@@ -117,7 +97,6 @@ DEFAULT_CONFIG = RankingConfig()
 class QuestionCues:
     """What a question says about the answer it wants, besides its words."""
 
-    asks_when: bool = False
     period: tuple[datetime, datetime] | None = None  # [start, end) of a date or month it names
     words: frozenset[str] = frozenset()  # capitalised words, to match speaker labels against
 
@@ -156,15 +135,9 @@ def named_period(text: str) -> tuple[datetime, datetime] | None:
 
 def analyse_question(question: str) -> QuestionCues:
     return QuestionCues(
-        asks_when=bool(_ASKS_WHEN.search(question)),
         period=named_period(question),
         words=frozenset(re.findall(r"\b[A-Z][\w-]*", question)),
     )
-
-
-def states_a_time(body: str) -> bool:
-    """Whether a fact says when something happened (relative or absolute)."""
-    return bool(_TIME_WORDS.search(body))
 
 
 def speaker_of(body: str) -> str | None:
@@ -291,8 +264,6 @@ def rank(
             parts["context"] = config.context_weight * context
         if label is not None and speaker_of(candidate.body) == label:
             parts["speaker"] = config.speaker_boost
-        if config.when_boost and cues.asks_when and states_a_time(candidate.body):
-            parts["when"] = config.when_boost
         if config.date_boost and period is not None and period[0] <= candidate.when < period[1] + config.date_reach:
             parts["date"] = config.date_boost
         candidate.parts = parts
