@@ -305,6 +305,7 @@ class _Consolidator:
                         source_kind=SourceKind.THREAD_EVENT,
                         source_ref=ref,
                         source_label=label,
+                        occurred_at=last.occurred_at,
                         now=self.now,
                     )
                     self.result.written.append(str(memory.pk))

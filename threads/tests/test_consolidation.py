@@ -36,6 +36,7 @@ def test_learned_memories_carry_their_sources_author_model_and_the_learned_bucke
         # A DM with one person: the fact is that person's.
         assert (memory.scope, memory.scope_ref) == (Scope.PERSON, str(member.pk))
         assert [e.sequence for e in memory.learning.events.all()] == [2]
+        assert memory.occurred_at == memory.learning.events.get().occurred_at
 
 
 def test_the_scope_follows_the_place_by_the_scope_rules(post_events, private_channel, public_channel, member):
