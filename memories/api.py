@@ -164,6 +164,19 @@ class MemoryCursorPagination(CursorPagination):
     page_size_query_param = "page_size"
     max_page_size = 200
 
+    def get_page_size(self, request):
+        # DRF falls back to the default on a page_size that is not a number; it is refused instead.
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is not None and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+            raise exceptions.ValidationError(
+                {
+                    self.page_size_query_param: [
+                        f"page_size is a whole number from 1 (at most {self.max_page_size} are sent)."
+                    ]
+                }
+            )
+        return super().get_page_size(request)
+
 
 REMEMBER_EXAMPLE = {
     "body": "Prefers to be called Mo",
@@ -324,7 +337,14 @@ class MemoryDetailApi(TurnApi):
 
     @extend_schema(
         summary="Read a memory: provenance, supersede chain and injections",
-        responses={200: s.MemoryDetailOutputSerializer, 404: OpenApiResponse(description="No memory you can see.")},
+        responses={
+            200: s.MemoryDetailOutputSerializer,
+            404: OpenApiResponse(description="No memory you can see."),
+            410: OpenApiResponse(
+                s.MemoryDetailOutputSerializer,
+                description="Forgotten: the memory is gone and this is its receipt (who, when, why; no body).",
+            ),
+        },
         examples=[
             OpenApiExample(
                 "A memory",
@@ -362,7 +382,8 @@ class MemoryDetailApi(TurnApi):
             }
             for line in memory_injections(memory=memory)[:100]
         ]
-        return Response(data)
+        # A forgotten memory stays forgotten: 410 Gone, with the receipt in place of the memory.
+        return Response(data, status=status.HTTP_410_GONE if memory.redacted_at else status.HTTP_200_OK)
 
     @extend_schema(
         summary="Forget a memory (a recorded erasure)",

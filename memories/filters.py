@@ -2,13 +2,36 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import django_filters
 from django.contrib.postgres.search import SearchQuery
+from django.core.exceptions import ValidationError
 from django.db.models import Q
 from django.utils import timezone
+from django_filters.fields import IsoDateTimeField
 
 from memories.models import Author, Bucket, Memory, Scope, SubjectType, Tier
 
+
+class UtcIsoDateTimeField(IsoDateTimeField):
+    """ISO 8601 allows UTC offsets up to ±23:59 and PostgreSQL only ±15:59: compare in UTC instead."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        if value is None:
+            return None
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise ValidationError("This time is outside the range a timestamp can hold.") from None
+
+
+class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
+    field_class = UtcIsoDateTimeField
+
+
+BOOLEANS = ("true", "false", "1", "0")
 STATES = (("live", "live"), ("expired", "expired"), ("superseded", "superseded"), ("erased", "erased"))
 
 
@@ -20,16 +43,32 @@ class MemoryFilter(django_filters.FilterSet):
     author = django_filters.ChoiceFilter(choices=Author.choices)
     tier = django_filters.ChoiceFilter(choices=Tier.choices)
     pinned = django_filters.BooleanFilter()
-    created_after = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
-    created_before = django_filters.IsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
-    expires_after = django_filters.IsoDateTimeFilter(field_name="expires_at", lookup_expr="gte")
-    expires_before = django_filters.IsoDateTimeFilter(field_name="expires_at", lookup_expr="lt")
+    created_after = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="gte")
+    created_before = UtcIsoDateTimeFilter(field_name="created_at", lookup_expr="lt")
+    expires_after = UtcIsoDateTimeFilter(field_name="expires_at", lookup_expr="gte")
+    expires_before = UtcIsoDateTimeFilter(field_name="expires_at", lookup_expr="lt")
     state = django_filters.ChoiceFilter(choices=STATES, method="filter_state", help_text="Default: every state.")
     q = django_filters.CharFilter(method="filter_words", max_length=500, help_text="Lexical search over the body.")
 
     class Meta:
         model = Memory
         fields: list[str] = []
+
+    def is_valid(self) -> bool:
+        """An empty choice, time or flag, or an unreadable flag, is refused rather than read as "no filter"."""
+        valid = super().is_valid()
+        for name, declared in self.filters.items():
+            if name not in self.data or isinstance(declared, django_filters.CharFilter):
+                continue
+            value = self.data[name].strip()
+            if not value:
+                self.form.add_error(name, "Give a value, or leave the parameter out.")
+                valid = False
+            elif isinstance(declared, django_filters.BooleanFilter) and value.lower() not in BOOLEANS:
+                # Django reads anything else as "unknown", which would silently not filter.
+                self.form.add_error(name, "Use true or false.")
+                valid = False
+        return valid
 
     def filter_state(self, queryset, name, value):
         now = timezone.now()
