@@ -7,10 +7,11 @@ the same place:
 
 - cosine similarity to the question (current model only), the lexemes of the
   question each one holds, its length and its `ts_rank`;
-- how many facts recallable here hold each lexeme of the question, and how
-  many facts and how long they are on average, for BM25. Both counts stop at a
-  cap, so a very large tenant pays a bounded price; past the cap a word counts
-  as common, which is what BM25 would conclude anyway.
+- how many facts recallable here hold each lexeme of the question, how many
+  facts there are, and how long they are on average, for BM25. The counts stop
+  at a cap and the average comes from a sample, so a very large tenant pays a
+  bounded price; past the cap a word counts as common, which is what BM25
+  would conclude anyway.
 
 Neighbours obey the same predicate as the candidates (tenant, scope, liveness,
 agent, time filters), and must share the candidate's place, bucket and agent and
@@ -33,6 +34,8 @@ from memories.scopes import Place, solo_person
 CANDIDATES = 60
 NEIGHBOUR_GAP = timedelta(hours=1)
 TOTAL_CAP = 20_000
+# The average length BM25 normalises by, estimated from this many facts.
+LENGTH_SAMPLE = 1_000
 DOCUMENT_FREQUENCY_CAP = 2_000
 
 _QUOTED = r"'''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''') || ''''"
@@ -78,10 +81,11 @@ def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
         "pool AS (SELECT id FROM anchor UNION SELECT id FROM nb),\n"
         "qlex AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %(question)s))),\n"
         f"{_TSQUERY},\n"
-        "sample AS MATERIALIZED (\n"
-        f"  SELECT length(m.search_vector) AS length FROM memories_memory m WHERE {base} LIMIT %(total_cap)s\n),\n"
         "stats AS (\n"
-        "  SELECT (SELECT count(*) FROM sample) AS total, (SELECT avg(length) FROM sample) AS average_length,\n"
+        f"  SELECT (SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {base} LIMIT %(total_cap)s) t)"
+        " AS total,\n"
+        f"    (SELECT avg(length(s.search_vector)) FROM (SELECT m.search_vector FROM memories_memory m WHERE {base}"
+        " LIMIT %(length_sample)s) s) AS average_length,\n"
         "    (SELECT coalesce(jsonb_object_agg(q.lexeme, (\n"
         f"       SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {base}\n"
         f"         AND m.search_vector @@ to_tsquery('simple', {_QUOTED}) LIMIT %(df_cap)s) d)), '{{}}')\n"
@@ -144,6 +148,7 @@ def rerank(
         "gap": NEIGHBOUR_GAP,
         "window": config.context_window if config.context_weight else 0,
         "total_cap": TOTAL_CAP,
+        "length_sample": LENGTH_SAMPLE,
         "df_cap": DOCUMENT_FREQUENCY_CAP,
         "channel": place.channel,
         "person": solo_person(place) or "",
