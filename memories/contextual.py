@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from django.db import connection, transaction
+from django.db import connection
 
 from memories import ranking
 from memories.scopes import Place, solo_person
@@ -156,9 +156,11 @@ def rerank(
     if query_vector is not None:
         params["qvec"] = "[" + ",".join(f"{value:.7g}" for value in query_vector) + "]"
         params["model"] = model
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        cursor.execute(sql, params)
+    with connection.cursor() as cursor:
+        # One round trip, as `recall.run_plan` does: the setting rides in the same simple-protocol query.
+        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0; " + sql, params)
+        while cursor.description is None and cursor.nextset():
+            pass
         names = [column.name for column in cursor.description]
         fetched = [dict(zip(names, record, strict=True)) for record in cursor.fetchall()]
     if not fetched:
