@@ -677,7 +677,8 @@ def report(
     print()
     print(f"## Recall ({seeded['rows']:,} memories, {args.orgs:,} organisations)")
     print()
-    print(f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n {args.n}`")
+    threshold = f" --threshold {args.threshold}" if args.threshold else ""
+    print(f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n {args.n}{threshold}`")
     print()
     print(
         f"- Seeding: {seeded['rows']:,} rows by binary COPY in {seeded['copy_seconds']:.0f} s; tenant sizes "
