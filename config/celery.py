@@ -13,17 +13,23 @@ app = Celery("archivist")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.task_queues = (Queue("embed"), Queue("consolidate"), Queue("maintenance"))
 app.conf.task_default_queue = "maintenance"
-app.conf.beat_schedule = {}
 app.conf.task_routes = {
     "memories.tasks.embed_memories": {"queue": "embed"},
     "threads.tasks.*": {"queue": "consolidate"},
 }
 app.autodiscover_tasks()
-# The agent-turn API's maintenance (memories/index_tasks.py): large tenants'
-# vector indexes, built in the background, and old idempotency keys.
+# The agent-turn API's maintenance tasks live in memories/index_tasks.py.
 app.autodiscover_tasks(["memories"], related_name="index_tasks")
-app.conf.beat_schedule.update(
-    {
+
+
+# Beat's schedule. Intervals are settings, read once Celery has loaded its
+# configuration: touching app.conf or settings here, at import, would make every
+# `import config` load the settings (and start the embedded PostgreSQL) before
+# the run command has chosen its data folder.
+@app.on_after_configure.connect
+def add_beat_schedule(sender, **kwargs) -> None:
+    sender.conf.beat_schedule = {
+        # Large tenants' vector indexes, built in the background (memories/index_tasks.py).
         "vector-index-maintain": {
             "task": "memories.vector_index_maintain",
             "schedule": 600.0,
@@ -34,13 +40,6 @@ app.conf.beat_schedule.update(
             "schedule": 3600.0,
             "options": {"queue": "maintenance"},
         },
-    }
-)
-
-# The workers' own periodic jobs (memories/tasks.py, threads/tasks.py). Reading
-# the configuration above has loaded Django's settings, so intervals are settings.
-app.conf.beat_schedule.update(
-    {
         # Rows the write path could not enqueue (broker down), or of an old model.
         "embed-sweep": {
             "task": "memories.tasks.sweep_embeddings",
@@ -59,4 +58,3 @@ app.conf.beat_schedule.update(
             "options": {"queue": "consolidate"},
         },
     }
-)

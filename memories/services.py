@@ -127,7 +127,11 @@ def memory_remember(
     )
     if expires_at is not None and expires_at <= now:
         raise ValidationError({"expires_at": ["The expiry must be in the future."]})
-    memory.full_clean(exclude=["search_vector", "promoted", "embedding"])
+    # clean() explains every constraint by field and PostgreSQL enforces them,
+    # so Django's per-constraint and uniqueness queries would only add round trips.
+    memory.full_clean(
+        exclude=["search_vector", "promoted", "embedding"], validate_unique=False, validate_constraints=False
+    )
     with transaction.atomic():
         memory.save(force_insert=True)
         audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=written_by, agent=agent)
