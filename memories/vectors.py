@@ -206,6 +206,10 @@ def memory_embed_batch(*, ids: list[str], coalesce: bool = True, embedder: Embed
         return outcome
     model = embedder.name
     ids = [str(memory_id) for memory_id in ids]
+    # The common redelivery and coalescing case: every row is done already. One read, no lock.
+    if not Memory.objects.filter(needs_embedding(model), pk__in=ids).exists():
+        outcome.already_embedded = len(ids)
+        return outcome
     failed: dict[str, str] = {}
     claimed: list[Memory] = []
     try:
