@@ -1,0 +1,369 @@
+"""A Hypothesis state machine over three tenants and their people, through the real API.
+
+Rules: remember, recall, render, replay, supersede, forget, erase a person,
+and let time pass (so facts expire). A small model keeps what each tenant's
+agent wrote, where, and what became of it. After every step, every recall
+and render so far has:
+
+- returned only rows of the caller's organisation;
+- returned only rows recallable in that place (by the model's own reading of
+  the scope rules, not the product's);
+- returned no forgotten, erased, superseded or expired row, and no body of one;
+- kept every scope's count limits, character budgets and per-fact clamp;
+- replayed to the identical bytes, unless a fact has been erased since, in
+  which case the replay names it and no longer holds its words.
+
+Small render caps (set below) make the caps bind within a short run. Time is
+moved with time-machine, never slept.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from django.db import transaction
+from hypothesis import HealthCheck, Phase
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+from rest_framework.test import APIClient
+
+from accounts.models import Membership
+from accounts.services import agent_create, organisation_create, user_create
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+CAPS = {
+    # Short facts meet the count limits first, long ones the budgets: both bind within a run.
+    scope: {"profile_limit": 2, "recent_limit": 3, "profile_budget": 250, "recent_budget": 330, "fact_clamp": 90}
+    for scope in ("workspace", "channel", "person")
+}
+# What the runs exercised, so the test fails if they stop reaching what they claim to check.
+EXERCISED = {"capped renders": 0, "replays after an erasure": 0, "expired rows": 0}
+START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
+TENANTS = 3
+PEOPLE = 3
+
+
+@dataclass
+class Row:
+    id: str
+    org: int
+    scope: str
+    ref: str  # channel id or person id; "" for workspace
+    body: str
+    tier: str
+    expires_at: datetime
+    state: str = "live"  # live, superseded, forgotten
+
+    def recallable_in(self, place: dict, people_ids: dict[str, str]) -> bool:
+        if self.scope == "workspace":
+            return True
+        if self.scope == "channel":
+            return self.ref == place["channel"]
+        ids = {people_ids[name] for name in place["people"]}
+        return place["kind"] == "dm" and ids == {self.ref}
+
+
+@dataclass
+class Tenant:
+    index: int
+    organisation_id: str
+    agent: APIClient
+    owner: object
+    people: dict[str, str]  # username -> account id
+    places: list[dict] = field(default_factory=list)
+
+
+def build_tenants() -> list[Tenant]:
+    tenants = []
+    for index in range(TENANTS):
+        organisation = organisation_create(slug=f"t{index}")
+        owner = user_create(username=f"t{index}-owner", organisation=organisation, role=Membership.Role.OWNER)
+        people = {}
+        for number in range(PEOPLE):
+            user = user_create(username=f"t{index}-p{number}", organisation=organisation, role=Membership.Role.MEMBER)
+            people[user.username] = str(user.pk)
+        _, token = agent_create(organisation=organisation, name=f"t{index}-agent")
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+        names = sorted(people)
+        places = [{"channel": f"D-{index}-{name}", "kind": "dm", "people": [name]} for name in names]
+        places.append({"channel": f"G-{index}", "kind": "private", "people": names[:2]})
+        places.append({"channel": f"C-{index}", "kind": "public", "people": names[2:]})
+        tenants.append(Tenant(index, str(organisation.pk), client, owner, people, places))
+    return tenants
+
+
+def expected_scope(place: dict, wanted: str | None, people_ids: dict[str, str]) -> tuple[str, str]:
+    """The model's reading of the write rules: the narrowest scope the place allows."""
+    if wanted == "workspace" and place["kind"] == "public":
+        return "workspace", ""
+    if place["kind"] == "dm" and len(place["people"]) == 1:
+        return "person", people_ids[place["people"][0]]
+    return "channel", place["channel"]
+
+
+# What one remembered fact is made of: tenant, place, asks for workspace, tier, days kept, extra length.
+FACT = {
+    "tenant": st.integers(0, TENANTS - 1),
+    # Weighted towards one DM and the public channel, so places fill up enough for the caps to bind.
+    "place": st.sampled_from([0, 0, 1, 2, PEOPLE, PEOPLE + 1, PEOPLE + 1]),
+    "workspace": st.booleans(),
+    "tier": st.sampled_from(["profile", "profile", "log", "note"]),
+    "ttl": st.integers(1, 20),
+    "length": st.sampled_from([0, 0, 0, 10, 40, 120, 160]),  # mostly short, so the count limits bind too
+}
+
+
+class Turns(RuleBasedStateMachine):
+    tenants: list[Tenant] = []
+
+    def __init__(self):
+        super().__init__()
+        # Each run starts from the same tenants and leaves nothing behind.
+        self.atomic = transaction.atomic()
+        self.atomic.__enter__()
+        self.clock = time_machine.travel(START, tick=False)
+        self.traveller = self.clock.start()
+        self.now = START
+        self.rows: dict[str, Row] = {}
+        self.erased_bodies: set[str] = set()
+        self.renders: list[dict] = []
+        self.counter = itertools.count()
+
+    def teardown(self):
+        EXERCISED["expired rows"] += sum(1 for row in self.rows.values() if row.expires_at <= self.now)
+        self.clock.stop()
+        transaction.set_rollback(True)
+        self.atomic.__exit__(None, None, None)
+
+    # --- helpers -------------------------------------------------------------------
+
+    def allowed(self, tenant: Tenant, place: dict) -> set[str]:
+        return {
+            row.id
+            for row in self.rows.values()
+            if row.org == tenant.index
+            and row.state == "live"
+            and row.expires_at > self.now
+            and row.recallable_in(place, tenant.people)
+        }
+
+    def gone_bodies(self, tenant: Tenant, place: dict) -> set[str]:
+        """Bodies that must not reach this place: other tenants', gone ones, and ones not recallable here."""
+        allowed = self.allowed(tenant, place)
+        return {row.body for row in self.rows.values() if row.id not in allowed} | self.erased_bodies
+
+    def live_rows(self, tenant: int) -> list[Row]:
+        return [row for row in self.rows.values() if row.org == tenant and row.state == "live"]
+
+    # --- rules ---------------------------------------------------------------------
+
+    @initialize(facts=st.lists(st.tuples(*FACT.values()), min_size=12, max_size=24))
+    def some_facts_already(self, facts):
+        # Enough facts from the start that renders have several per scope and the caps bind.
+        for fact in facts:
+            self.remember(*fact)
+
+    @rule(**FACT)
+    def remember(self, tenant, place, workspace, tier, ttl, length):
+        t = self.tenants[tenant]
+        where = t.places[place]
+        marker = f"M{next(self.counter):04d}t{tenant}"
+        body = f"{marker} " + ("likes tea " * 20)[:length] if length else marker
+        wanted = "workspace" if workspace else None
+        payload = {"body": body.strip(), "place": where, "tier": tier, "ttl_days": ttl}
+        if wanted:
+            payload["scope"] = wanted
+        response = t.agent.post("/api/v1/memories", payload, format="json")
+        assert response.status_code == 201, response.content
+        data = response.json()
+        assert (data["scope"], data["scope_ref"]) == expected_scope(where, wanted, t.people)
+        self.rows[data["id"]] = Row(
+            data["id"], tenant, data["scope"], data["scope_ref"], body.strip(), tier, self.now + timedelta(days=ttl)
+        )
+
+    @rule(
+        tenant=st.integers(0, TENANTS - 1),
+        place=st.integers(0, PEOPLE + 1),
+        facts=st.lists(st.tuples(FACT["tier"], FACT["length"]), min_size=3, max_size=6),
+    )
+    def crowd_a_place_then_render(self, tenant, place, facts):
+        """Several facts at once in one place, so its render has more than the caps allow."""
+        for tier, length in facts:
+            self.remember(tenant, place, False, tier, 20, length)
+        self.render(tenant, place)
+
+    @rule(tenant=st.integers(0, TENANTS - 1), place=st.integers(0, PEOPLE + 1))
+    def recall(self, tenant, place):
+        t = self.tenants[tenant]
+        where = t.places[place]
+        response = t.agent.post("/api/v1/recall", {"place": where, "limit": 40}, format="json")
+        assert response.status_code == 200, response.content
+        returned = {row["id"] for row in response.json()["results"]}
+        allowed = self.allowed(t, where)
+        assert returned <= allowed, returned - allowed
+        # Recent mode, no question: everything recallable here, when it fits the limit.
+        if len(allowed) <= 40:
+            assert returned == allowed, allowed - returned
+        # Listing what it may see, the agent sees only its own organisation's rows.
+        listed = t.agent.get("/api/v1/memories", {"page_size": 200}).json()["results"]
+        assert {row["id"] for row in listed} <= {row.id for row in self.rows.values() if row.org == tenant}
+
+    @rule(tenant=st.integers(0, TENANTS - 1), place=st.integers(0, PEOPLE + 1))
+    def render(self, tenant, place):
+        t = self.tenants[tenant]
+        where = t.places[place]
+        turn_id = f"turn-{next(self.counter)}"
+        response = t.agent.post("/api/v1/render", {"place": where, "turn_id": turn_id}, format="json")
+        assert response.status_code == 200, response.content
+        data = response.json()
+        allowed = self.allowed(t, where)
+        ids = [fact["id"] for fact in data["facts"]]
+        assert set(ids) <= allowed, set(ids) - allowed
+        text = data["text"]
+        for body in self.gone_bodies(t, where):
+            assert body not in text, body
+        self.check_caps(data["facts"])
+        EXERCISED["capped renders"] += bool(data["omissions"])
+        if ids:
+            assert text.startswith("<memory>\n") and text.endswith("\n</memory>")
+        again = t.agent.post("/api/v1/render", {"place": where, "turn_id": turn_id}, format="json").json()
+        assert again["replayed"] and again["text"] == text
+        self.renders.append(
+            {"tenant": tenant, "turn_id": turn_id, "sha": data["sha256"], "ids": set(ids), "text": text}
+        )
+
+    def check_caps(self, facts: list[dict]) -> None:
+        for scope, caps in CAPS.items():
+            for section, limit, budget in (
+                ("profile", caps["profile_limit"], caps["profile_budget"]),
+                ("recent", caps["recent_limit"], caps["recent_budget"]),
+            ):
+                lines = [fact["line"] for fact in facts if fact["scope"] == scope and fact["section"] == section]
+                assert len(lines) <= limit, (scope, section, lines)
+                if len(lines) > 1:  # the first fact always fits; the clamp bounds it
+                    assert sum(len(line) + 1 for line in lines) - 1 <= budget, (scope, section, lines)
+        for fact in facts:
+            text = fact["line"].split("] ", 1)[1]
+            assert len(text) <= CAPS[fact["scope"]]["fact_clamp"], fact["line"]
+
+    @precondition(lambda self: self.renders)
+    @rule(data=st.data())
+    def replay(self, data):
+        self.replay_record(data.draw(st.sampled_from(self.renders)))
+
+    def replay_record(self, record: dict) -> None:
+        t = self.tenants[record["tenant"]]
+        response = t.agent.post(f"/api/v1/injections/{record['turn_id']}/replay", {}, format="json")
+        assert response.status_code == 200, response.content
+        replay = response.json()
+        erased = {row_id for row_id in record["ids"] if self.rows[row_id].state == "forgotten"}
+        unavailable = {item["id"] for item in replay["unavailable"]}
+        assert unavailable == erased
+        if not erased:
+            assert replay["identical"] and replay["text"] == record["text"]
+        for row_id in erased:
+            assert self.rows[row_id].body not in replay["text"]
+        EXERCISED["replays after an erasure"] += bool(erased)
+
+    @precondition(lambda self: any(self.rows[i].state != "forgotten" for r in self.renders for i in r["ids"]))
+    @rule(data=st.data())
+    def forget_a_rendered_fact_then_replay(self, data):
+        record = data.draw(
+            st.sampled_from([r for r in self.renders if any(self.rows[i].state != "forgotten" for i in r["ids"])])
+        )
+        row_id = data.draw(st.sampled_from(sorted(i for i in record["ids"] if self.rows[i].state != "forgotten")))
+        self.forget_row(self.rows[row_id])
+        self.replay_record(record)
+
+    @precondition(lambda self: any(row.state == "live" for row in self.rows.values()))
+    @rule(data=st.data(), length=st.integers(1, 40))
+    def supersede(self, data, length):
+        row = data.draw(
+            st.sampled_from(sorted((r for r in self.rows.values() if r.state == "live"), key=lambda r: r.id))
+        )
+        t = self.tenants[row.org]
+        place = next(p for p in t.places if row.recallable_in(p, t.people))
+        marker = f"M{next(self.counter):04d}t{row.org}"
+        body = f"{marker} corrected " + "x" * length
+        response = t.agent.post(f"/api/v1/memories/{row.id}/supersede", {"body": body, "place": place}, format="json")
+        # The agent holds every fact it wrote, so it may correct one even after it expired.
+        assert response.status_code == 201, response.content
+        new = response.json()
+        assert (new["scope"], new["scope_ref"]) == (row.scope, row.ref)
+        row.state = "superseded"
+        keep = timedelta(days=14 if row.tier == "note" else 90)  # a correction takes the tier's default expiry
+        self.rows[new["id"]] = Row(new["id"], row.org, new["scope"], new["scope_ref"], body, row.tier, self.now + keep)
+
+    @precondition(lambda self: any(row.state != "forgotten" for row in self.rows.values()))
+    @rule(data=st.data())
+    def forget(self, data):
+        rows = sorted((r for r in self.rows.values() if r.state != "forgotten"), key=lambda r: r.id)
+        self.forget_row(data.draw(st.sampled_from(rows)))
+
+    def forget_row(self, row: Row) -> None:
+        t = self.tenants[row.org]
+        place = next(p for p in t.places if row.recallable_in(p, t.people))
+        # Another tenant's agent cannot forget it: 404, and it stays.
+        other = self.tenants[(row.org + 1) % TENANTS]
+        assert other.agent.delete(f"/api/v1/memories/{row.id}", {"reason": "x"}, format="json").status_code == 404
+        response = t.agent.delete(f"/api/v1/memories/{row.id}", {"reason": "asked", "place": place}, format="json")
+        assert response.status_code == 200, response.content
+        assert response.json()["state"] == "erased" and response.json()["body"] == ""
+        row.state = "forgotten"
+        self.erased_bodies.add(row.body)
+
+    @rule(tenant=st.integers(0, TENANTS - 1), person=st.integers(0, PEOPLE - 1))
+    def erase_person(self, tenant, person):
+        t = self.tenants[tenant]
+        person_id = t.people[sorted(t.people)[person]]
+        owner = APIClient()
+        owner.force_login(t.owner)
+        response = owner.post(f"/api/v1/subjects/user/{person_id}/erase", {"reason": "asked"}, format="json")
+        assert response.status_code == 200, response.content
+        erased = {receipt["id"] for receipt in response.json()["receipts"]}
+        about = {
+            row.id for row in self.rows.values() if row.org == tenant and row.scope == "person" and row.ref == person_id
+        }
+        assert erased == about
+        for row_id in about:
+            self.rows[row_id].state = "forgotten"
+            self.erased_bodies.add(self.rows[row_id].body)
+
+    @rule(days=st.integers(1, 2))
+    def time_passes(self, days):
+        self.now += timedelta(days=days)
+        self.traveller.move_to(self.now)
+
+
+def test_turns_keep_tenants_places_caps_and_erasures(settings):
+    settings.EMBEDDER = "none"
+    settings.MEMORY_API_RATE = "1000000/min"
+    settings.MEMORY_RENDER_CAPS = CAPS
+    Turns.tenants = build_tenants()
+    run_state_machine_as_test(
+        Turns,
+        settings=hypothesis_settings(
+            max_examples=6,
+            stateful_step_count=20,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            derandomize=True,
+            database=None,
+            # No shrinking: a failure is reported as found, so a failing run stays as bounded as a passing one.
+            phases=[Phase.explicit, Phase.generate],
+        ),
+    )
+    assert all(EXERCISED.values()), EXERCISED
