@@ -900,6 +900,14 @@ class SubjectEraseApi(_SubjectApi):
                     "erased": 3,
                     "already_erased": 1,
                     "injection_lines_scrubbed": 2,
+                    "stores": {
+                        "memories": 4,
+                        "vectors": 3,
+                        "injection_lines": 2,
+                        "thread_events": 0,
+                        "derived_memories": 0,
+                        "learning_keys": 0,
+                    },
                     "receipts": [
                         {
                             "id": MEMORY_EXAMPLE["id"],

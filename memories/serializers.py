@@ -416,3 +416,10 @@ class SubjectEraseOutputSerializer(serializers.Serializer):
     already_erased = serializers.IntegerField()
     injection_lines_scrubbed = serializers.IntegerField()
     receipts = serializers.ListField(child=serializers.DictField())
+    stores = serializers.DictField(
+        child=serializers.IntegerField(),
+        help_text=(
+            "What was emptied in each store: memories (rows about the subject, receipts kept), vectors, "
+            "injection_lines, thread_events, derived_memories (learned only from erased words), learning_keys."
+        ),
+    )

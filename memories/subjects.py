@@ -15,6 +15,7 @@ from django.utils import timezone
 from accounts.models import Agent, Organisation, User
 from memories.models import InjectionLine, Memory, MemoryAudit, Scope, SubjectType
 from memories.services import memory_redact
+from memories.signals import erase_derived
 
 
 def _about(*, organisation: Organisation, subject_type: str, subject_id: str) -> QuerySet[Memory]:
@@ -46,9 +47,11 @@ def subject_erase(
 ) -> dict:
     """Erase everything held about a subject; one receipt per row stays.
 
-    Returns the counts (erased now, erased before) and the receipts. Every
-    injected line that showed one of these rows is emptied by the database in
-    the same transaction (trigger `memories_scrub_injections`).
+    Returns the counts (erased now, erased before), the receipts, and what
+    was done in each store (`stores`). Every injected line that showed one of
+    these rows is emptied by the database in the same transaction (trigger
+    `memories_scrub_injections`); apps built on memories erase what they derived
+    from the subject (thread events, learned memories) through `subject_erased`.
     """
     reason = (reason or "").strip() or f"subject erasure request for {subject_type} {subject_id}"
     now = timezone.now()
@@ -63,12 +66,13 @@ def subject_erase(
         before = InjectionLine.objects.filter(
             organisation=organisation, memory__in=[row.pk for row in rows], erased_at__isnull=False
         ).count()
-        erased = already = 0
+        erased = already = vectors = 0
         receipts = []
         for row in rows:
             if row.redacted_at is not None:
                 already += 1
             else:
+                vectors += row.embedding is not None
                 row = memory_redact(
                     memory=row,
                     reason=reason,
@@ -86,11 +90,27 @@ def subject_erase(
                     "reason": row.redaction_reason,
                 }
             )
+        derived = erase_derived(
+            organisation=organisation,
+            subject_type=subject_type,
+            subject_id=subject_id,
+            memory_ids=[str(row.pk) for row in rows],
+            reason=reason,
+            actor=actor,
+            agent=agent,
+            now=now,
+        )
         scrubbed = (
             InjectionLine.objects.filter(
                 organisation=organisation, memory__in=[row.pk for row in rows], erased_at__isnull=False
             ).count()
             - before
+        )
+        # Lines of derived memories were emptied at this same instant by the same trigger.
+        derived_lines = (
+            InjectionLine.objects.filter(organisation=organisation, erased_at=now)
+            .exclude(memory__in=[row.pk for row in rows])
+            .count()
         )
     return {
         "subject_type": subject_type,
@@ -99,4 +119,12 @@ def subject_erase(
         "already_erased": already,
         "injection_lines_scrubbed": scrubbed,
         "receipts": receipts,
+        "stores": {
+            "memories": len(rows),
+            "vectors": vectors + derived.get("derived_vectors_cleared", 0),
+            "injection_lines": scrubbed + derived_lines,
+            "thread_events": derived.get("thread_events_erased", 0),
+            "derived_memories": derived.get("derived_memories_erased", 0),
+            "learning_keys": derived.get("learning_keys_cleared", 0),
+        },
     }

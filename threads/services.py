@@ -477,8 +477,9 @@ def thread_subject_erase(
         erased_events = ThreadEvent.objects.filter(organisation=organisation, pk__in=event_ids).update(
             text="", erased_at=now, erasure_reason=reason[:500]
         )
-        derived = 0
+        derived = derived_vectors = 0
         for memory in learned_memories_orphaned_by(organisation=organisation, event_ids=event_ids):
+            derived_vectors += memory.embedding is not None
             memory_redact(
                 memory=memory,
                 reason=f"learned only from erased thread events ({reason})"[:500],
@@ -488,7 +489,18 @@ def thread_subject_erase(
                 now=now,
             )
             derived += 1
-    return {"thread_events_erased": erased_events, "derived_memories_erased": derived}
+        # A learning's key repeats the value it was about ("prefers:<what>"): an erased memory's goes too.
+        keys_cleared = (
+            Learning.objects.filter(organisation=organisation, memory__redacted_at__isnull=False)
+            .exclude(key="")
+            .update(key="")
+        )
+    return {
+        "thread_events_erased": erased_events,
+        "derived_memories_erased": derived,
+        "derived_vectors_cleared": derived_vectors,
+        "learning_keys_cleared": keys_cleared,
+    }
 
 
 def on_subject_erased(sender, **kwargs) -> dict[str, int]:
