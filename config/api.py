@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -21,10 +22,13 @@ from rest_framework.authentication import BaseAuthentication, SessionAuthenticat
 from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
+from rest_framework.throttling import SimpleRateThrottle
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
 from tenancy.context import tenant_activate, token_lookup_activate
 from tenancy.sql import STEWARD
+
+logger = logging.getLogger(__name__)
 
 # Names a request body may never use: the tenant and the owner come from the principal.
 PRINCIPAL_FIELDS = ("organisation", "organisation_id", "org", "owner", "owner_id", "user_id")
@@ -182,6 +186,34 @@ class SafeJSONParser(JSONParser):
             return super().parse(stream, media_type, parser_context)
         except RecursionError:
             raise exceptions.ParseError("JSON nested too deeply.") from None
+
+
+class PrincipalRateThrottle(SimpleRateThrottle):
+    """Requests per token (an agent) or per signed-in person, at `MEMORY_API_RATE`; past it, 429 with Retry-After.
+
+    The counts live in the shared cache (Redis), so every web worker counts the
+    same requests. If the cache cannot be reached the request is let through
+    and the failure logged: an outage of the limiter must not become one of the API.
+    """
+
+    scope = "principal"
+
+    def get_rate(self):
+        return settings.MEMORY_API_RATE
+
+    def get_cache_key(self, request, view):
+        principal = getattr(request, "principal", None)
+        if principal is None:
+            return None
+        ident = f"token:{request.auth.pk}" if principal.agent is not None else f"user:{principal.user.pk}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}
+
+    def allow_request(self, request, view):
+        try:
+            return super().allow_request(request, view)
+        except Exception as error:  # noqa: BLE001 - any cache failure lets the request through
+            logger.warning("rate limiter unavailable, letting %s through: %s", request.path, error)
+            return True
 
 
 class Conflict(exceptions.APIException):

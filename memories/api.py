@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
@@ -20,10 +19,9 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import CursorPagination
 from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
-from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.views import APIView
 
-from config.api import Principal, error_response, principal_of
+from config.api import Principal, PrincipalRateThrottle, error_response, principal_of
 from memories import serializers as s
 from memories.filters import MemoryFilter
 from memories.models import Bucket, Injection, Memory, SubjectType
@@ -64,20 +62,10 @@ ERROR_EXAMPLE = {
 PLACE_EXAMPLE = {"channel": "C024BE91L", "kind": "dm", "people": ["mona"]}
 
 
-class TurnRateThrottle(SimpleRateThrottle):
+class TurnRateThrottle(PrincipalRateThrottle):
     """Per token (an agent) or per person (a session): one noisy caller cannot starve the others."""
 
     scope = "turn"
-
-    def get_rate(self):
-        return settings.MEMORY_API_RATE
-
-    def get_cache_key(self, request, view):
-        principal = getattr(request, "principal", None)
-        if principal is None:
-            return None
-        ident = f"token:{request.auth.pk}" if principal.agent is not None else f"user:{principal.user.pk}"
-        return self.cache_format % {"scope": self.scope, "ident": ident}
 
 
 class TurnJSONParser(JSONParser):

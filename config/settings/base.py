@@ -152,6 +152,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["config.api.HasPrincipal"],
     "EXCEPTION_HANDLER": "config.api.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["config.api.PrincipalRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Archivist API",
@@ -291,3 +292,22 @@ RERANKER_CANDIDATES = env_int("ARCHIVIST_RERANKER_CANDIDATES", 30, minimum=1)
 # migrations and the workers' cross-tenant maintenance need (docs/SECURITY.md).
 INSTALLED_APPS += ["tenancy"]
 DATABASE_ROLE = env_choice("ARCHIVIST_DB_ROLE", "", ("", "archivist_app", "archivist_maintenance"))
+
+
+# --- The shared cache: rate-limit counters every web worker sees --------------------
+# Redis database 1, so clearing the cache never touches the task queues in database 0.
+def cache_url(redis_url: str) -> str:
+    if redis_url.startswith("unix://"):
+        return redis_url.split("?", 1)[0] + "?db=1"
+    scheme, _, rest = redis_url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}/1"
+
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": cache_url(REDIS_URL),
+        # An unreachable Redis costs a request half a second at most (the limiter then lets it through).
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+    }
+}

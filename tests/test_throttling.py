@@ -1,0 +1,80 @@
+"""Per-token throttling: a shared count in Redis, 429 with Retry-After on every API, and failing open."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from accounts.services import agent_create
+
+pytestmark = pytest.mark.django_db
+
+CLAIM = {
+    "body": "The base rate is 4.75%",
+    "slug": "sys:base-rate",
+    "entity": "central-bank",
+    "transparency": "ledger",
+    "evidence_refs": [{"kind": "url", "ref": "https://bank.example/rates"}],
+}
+
+
+@pytest.fixture
+def token(org):
+    cache.clear()
+    yield agent_create(organisation=org, name="busy")[1]
+    cache.clear()
+
+
+def client_for(token: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
+def test_the_count_lives_in_redis_so_every_web_worker_shares_it(token, settings):
+    settings.MEMORY_API_RATE = "2/min"
+    client = client_for(token)
+    assert [client.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 429]
+    shared = redis.Redis.from_url(django_settings.CACHES["default"]["LOCATION"])
+    assert any(b"throttle_" in key for key in shared.keys("*"))
+    # A second client (another worker would be another process) meets the same count.
+    assert client_for(token).get("/api/v1/memories").status_code == 429
+
+
+def test_every_api_is_throttled_with_retry_after_not_only_the_turn_api(token, settings):
+    settings.MEMORY_API_RATE = "1/min"
+    client = client_for(token)
+    assert (
+        client.post("/api/v1/system-claims", {**CLAIM, "as_of": date.today().isoformat()}, format="json").status_code
+        == 201
+    )
+    refused = client.post("/api/v1/system-claims", {**CLAIM, "as_of": date.today().isoformat()}, format="json")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert refused.json()["error"] == "throttled"
+
+
+def test_clearing_the_cache_leaves_the_task_queues_alone(token):
+    broker = redis.Redis.from_url(django_settings.REDIS_URL)
+    broker.rpush("embed", b"a message")
+    cache.clear()
+    assert broker.lrange("embed", 0, -1) == [b"a message"]
+    broker.delete("embed")
+
+
+def test_an_unreachable_cache_lets_requests_through_and_says_so(token, settings, tmp_path, caplog):
+    settings.MEMORY_API_RATE = "1/min"
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"unix://{tmp_path / 'no-redis-here.socket'}?db=1",
+            "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
+        }
+    }
+    client = client_for(token)
+    assert [client.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 200]
+    assert "rate limiter unavailable" in caplog.text
