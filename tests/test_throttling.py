@@ -78,3 +78,23 @@ def test_an_unreachable_cache_lets_requests_through_and_says_so(token, settings,
     client = client_for(token)
     assert [client.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 200]
     assert "rate limiter unavailable" in caplog.text
+
+
+def test_a_flooding_token_is_refused_before_any_database_work(token, settings, django_assert_num_queries):
+    settings.MEMORY_API_RATE = "2/min"
+    client = client_for(token)
+    assert [client.get("/api/v1/memories").status_code for _ in range(2)] == [200, 200]
+    with django_assert_num_queries(0):
+        refused = client.get("/api/v1/memories")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert refused.json() == {"error": "throttled", "detail": refused.json()["detail"], "fields": {}}
+
+
+def test_guessed_tokens_are_counted_too(org, settings, django_assert_num_queries):
+    settings.MEMORY_API_RATE = "2/min"
+    cache.clear()
+    guesser = client_for("arch_not-a-real-token")
+    assert [guesser.get("/api/v1/memories").status_code for _ in range(2)] == [401, 401]
+    with django_assert_num_queries(0):
+        assert guesser.get("/api/v1/memories").status_code == 429
+    cache.clear()
