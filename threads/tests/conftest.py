@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+# The agent-turn API's clients: an agent of `org` and one of `other_org`, by Bearer token.
+from memories.tests.turn_api.conftest import agent_api, outsider_agent_api  # noqa: F401
 from threads.services import thread_events_ingest
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -52,24 +54,3 @@ def private_channel(member, second_member):
 @pytest.fixture
 def public_channel(member):
     return {"channel": "C-general", "kind": "public", "people": [member.username]}
-
-
-@pytest.fixture
-def agent_api(agent_with_token):
-    from rest_framework.test import APIClient
-
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_with_token[1]}")
-    return client
-
-
-@pytest.fixture
-def outsider_agent_api(other_org):
-    from rest_framework.test import APIClient
-
-    from accounts.services import agent_create
-
-    _, raw = agent_create(organisation=other_org, name="globex-helper")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    return client
