@@ -45,6 +45,8 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/recall.py --n 20000
 	HF_HUB_OFFLINE=1 $(PY) bench/embed.py
 	HF_HUB_OFFLINE=1 $(PY) bench/quality.py
+	HF_HUB_OFFLINE=1 $(PY) bench/load.py
+	HF_HUB_OFFLINE=1 $(PY) bench/faults.py
 
 clean:
 	rm -rf $(VENV) var/test
