@@ -31,6 +31,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Outside the middlewares that answer early, so their answers carry the policy too.
+    "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.RefuseNulBytesMiddleware",
     # Refuses a flooding token with one Redis round trip, before any database work.
     "config.middleware.TokenRateGateMiddleware",
@@ -43,7 +45,6 @@ MIDDLEWARE = [
     "tenancy.middleware.TenantTransactionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "config.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
