@@ -70,6 +70,18 @@ def live(now: datetime | None = None) -> Q:
     )
 
 
+def attemptable(now: datetime | None = None) -> Q:
+    """Rows with attempts left, or whose last failed attempt is EMBEDDING_FAILED_RETRY_HOURS old.
+
+    Two retry chains for one row (its own task's, and the one of a task that
+    claimed it with its burst) take turns on the row lock; this stops the
+    second one from trying past the limit.
+    """
+    now = now or timezone.now()
+    retry_after = now - timedelta(hours=settings.EMBEDDING_FAILED_RETRY_HOURS)
+    return Q(embedding_attempts__lt=settings.EMBEDDING_MAX_ATTEMPTS) | Q(updated_at__lte=retry_after)
+
+
 def memories_needing_embedding(*, now: datetime | None = None, grace: timedelta = timedelta(0)) -> QuerySet[Memory]:
     """Live rows with no vector of the current model, oldest first.
 
@@ -79,12 +91,9 @@ def memories_needing_embedding(*, now: datetime | None = None, grace: timedelta 
     """
     now = now or timezone.now()
     model = get_embedder().name
-    retry_after = now - timedelta(hours=settings.EMBEDDING_FAILED_RETRY_HOURS)
-    return (
-        Memory.objects.filter(live(now), needs_embedding(model), created_at__lte=now - grace)
-        .filter(Q(embedding_attempts__lt=settings.EMBEDDING_MAX_ATTEMPTS) | Q(updated_at__lte=retry_after))
-        .order_by("created_at")
-    )
+    return Memory.objects.filter(
+        live(now), needs_embedding(model), attemptable(now), created_at__lte=now - grace
+    ).order_by("created_at")
 
 
 def _vector_literal(vector: Iterable[float]) -> str:
@@ -147,13 +156,15 @@ def _claim(*, ids: list[str], model: str, room: int, coalesce: bool) -> tuple[li
     """
     claimed = list(
         Memory.objects.select_for_update(skip_locked=True, of=("self",))
-        .filter(needs_embedding(model), pk__in=ids)
+        .filter(needs_embedding(model), attemptable(), pk__in=ids)
         .only("id", "body", "organisation_id", "embedding_attempts")
         .order_by("pk")[:room]
     )
     unclaimed = set(ids) - {str(row.id) for row in claimed}
-    # An unclaimed row still in need is locked by another worker; the rest are done.
-    held_elsewhere = Memory.objects.filter(needs_embedding(model), pk__in=unclaimed).count() if unclaimed else 0
+    # An unclaimed row still in need is locked by another worker; the rest are done (or out of attempts).
+    held_elsewhere = (
+        Memory.objects.filter(needs_embedding(model), attemptable(), pk__in=unclaimed).count() if unclaimed else 0
+    )
     if coalesce and claimed and len(claimed) < room:
         since = timezone.now() - COALESCE_WINDOW
         for organisation_id in sorted({row.organisation_id for row in claimed}):
@@ -207,7 +218,7 @@ def memory_embed_batch(*, ids: list[str], coalesce: bool = True, embedder: Embed
     model = embedder.name
     ids = [str(memory_id) for memory_id in ids]
     # The common redelivery and coalescing case: every row is done already. One read, no lock.
-    if not Memory.objects.filter(needs_embedding(model), pk__in=ids).exists():
+    if not Memory.objects.filter(needs_embedding(model), attemptable(), pk__in=ids).exists():
         outcome.already_embedded = len(ids)
         return outcome
     failed: dict[str, str] = {}

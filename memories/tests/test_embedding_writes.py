@@ -86,6 +86,10 @@ def test_a_refused_text_is_stored_counted_and_retried_until_its_attempts_are_spe
     memory_embed(ids=[bad.pk])
     bad.refresh_from_db()
     assert bad.embedding_attempts == 2 and ids_to_retry([bad.pk]) == []
+    # Another task holding the same id (a second retry chain) does not try past the limit.
+    memory_embed(ids=[bad.pk])
+    bad.refresh_from_db()
+    assert bad.embedding_attempts == 2
 
 
 def test_an_unavailable_service_fails_the_whole_batch_as_transient(make_memory, standin):
