@@ -321,10 +321,12 @@ def main() -> None:
 
         step(f"mixed load: {args.clients} clients x {args.seconds:.0f} s across {args.tenants} tenants")
         mixed = Recorder()
-        server_cpu, client_cpu = cpu_seconds(gunicorn.pid), own_cpu_seconds()
+        postgres = server.get_pid()
+        server_cpu, database_cpu, client_cpu = cpu_seconds(gunicorn.pid), cpu_seconds(postgres), own_cpu_seconds()
         drive(args, base, lambda rng: rng.choice(tenants), args.clients, args.seconds, mixed, seed=1)
         print(
-            f"\n  CPU over the run: server {cpu_seconds(gunicorn.pid) - server_cpu:.0f} s,"
+            f"\n  CPU over the run: gunicorn {cpu_seconds(gunicorn.pid) - server_cpu:.0f} s,"
+            f" PostgreSQL {cpu_seconds(postgres) - database_cpu:.0f} s,"
             f" load generator {own_cpu_seconds() - client_cpu:.0f} s, of {2 * args.seconds:.0f} s on two cores"
         )
         figures = report(
