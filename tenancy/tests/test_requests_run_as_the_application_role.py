@@ -15,6 +15,7 @@ from django.test import Client
 
 from accounts.models import Membership
 from accounts.services import organisation_create, user_create
+from admissions.models import AdmissionRecord
 from memories.models import Channel, Memory
 from tenancy.sql import APP_ROLE
 from tenancy.tests.helpers import tenant_with_everything
@@ -29,6 +30,7 @@ def tenants():
     return {
         "acme": tenant_with_everything("acme", steward=steward, decision="challenge"),
         "globex": tenant_with_everything("globex", steward=steward, decision="admit"),
+        "steward": steward,
     }
 
 
@@ -107,3 +109,56 @@ def test_a_request_that_loses_the_database_answers_503_and_writes_nothing(live_s
     assert answer.headers["Retry-After"]
     connection.close()
     assert not Channel.objects.filter(external_id__in=["C-before-the-fault", "C-after-the-fault"]).exists()
+
+
+def test_thread_ingest_works_under_row_level_security(server, tenants):
+    acme = tenants["acme"]
+    place = {"channel": "D-acme", "kind": "dm", "people": [acme.member.username]}
+    event = {
+        "id": "e-9",
+        "role": "user",
+        "author": acme.member.username,
+        "text": "Call me Ace",
+        "time": "2026-11-30T09:00:00Z",
+    }
+    posted = requests.post(
+        f"{server}/api/v1/threads/T-rls/events",
+        json={"events": [{**event, "place": place}]},
+        headers=bearer(acme.token),
+        timeout=10,
+    )
+    assert posted.status_code in (200, 201), posted.text
+    read = requests.get(f"{server}/api/v1/threads/T-rls", headers=bearer(acme.token), timeout=10)
+    assert read.status_code == 200 and read.json()["last_sequence"] == 1
+    # Another tenant's agent does not find it.
+    other = requests.get(f"{server}/api/v1/threads/T-rls", headers=bearer(tenants["globex"].token), timeout=10)
+    assert other.status_code == 404
+
+
+def _form_post(session: requests.Session, url: str, data: dict) -> requests.Response:
+    session.get(url, timeout=10)
+    token = session.cookies["csrftoken"]
+    return session.post(url, data={**data, "csrfmiddlewaretoken": token}, timeout=10, allow_redirects=False)
+
+
+def test_stewards_decide_and_promote_claims_of_every_organisation_through_their_exception(server, tenants):
+    acme, globex = tenants["acme"], tenants["globex"]
+    client = Client()
+    client.force_login(tenants["steward"])
+    session = requests.Session()
+    session.cookies.set("sessionid", client.cookies["sessionid"].value)
+    queue = session.get(f"{server}/admin/admissions/systemclaim/", timeout=10)
+    assert queue.status_code == 200
+    assert acme.claim.body in queue.text and globex.claim.body in queue.text
+    admitted = _form_post(
+        session, f"{server}/admin/admissions/systemclaim/{acme.claim.pk}/decide/admit/", {"reason": "source checked"}
+    )
+    assert admitted.status_code == 302, admitted.text[:500]
+    promoted = _form_post(
+        session,
+        f"{server}/admin/admissions/systemclaim/{globex.claim.pk}/promote/",
+        {"reason": "settled", "new_id": "globex-rates", "new_title": "Globex rates", "new_body": "Monthly."},
+    )
+    assert promoted.status_code == 302, promoted.text[:500]
+    assert AdmissionRecord.objects.filter(claim=acme.claim, decision="admit").exists()
+    assert Memory.objects.filter(organisation=globex.organisation, stance="globex-rates").exists()
