@@ -28,11 +28,16 @@ from django.db import connection
 
 from memories import ranking
 from memories.scopes import Place, solo_person
+from memories.turn_sql import LIVE_PREDICATE
 
 # Candidates taken from the hybrid lists before re-ranking: the measured gain
 # flattens past about 60 (docs/benchmarks.md, "Recall quality").
 CANDIDATES = 60
 NEIGHBOUR_GAP = timedelta(hours=1)
+# Rows of the tenant's stream read on each side of a candidate to find its neighbours in its place.
+# Small enough that the planner walks the newest-first index from the candidate
+# (at 100 it chose a bitmap scan of the whole tenant instead: 12 ms at 419 rows).
+NEIGHBOUR_SCAN = 30
 TOTAL_CAP = 20_000
 # The average length BM25 normalises by, estimated from this many facts.
 LENGTH_SAMPLE = 1_000
@@ -51,18 +56,28 @@ def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
         " AND m.agent_id IS NOT DISTINCT FROM a.agent_id"
     )
 
+    live = " AND ".join(f"w.{term.strip()}" for term in LIVE_PREDICATE.split(" AND "))
+    columns_read = ", ".join(f"w.{name}" for name in _NEIGHBOUR_COLUMNS)
+
     def side(direction: str) -> str:
         before = direction == "before"
-        cmp, order = ("<", "DESC") if before else (">", "ASC")
+        cmp, order = ("<=", "DESC") if before else (">=", "ASC")
         bound = "m.created_at >= a.created_at - %(gap)s" if before else "m.created_at <= a.created_at + %(gap)s"
         sign = "-" if before else ""
-        # The LIMIT sits below the row_number() so the index walk stops after `window` rows.
+        # The inner scan walks the tenant's newest-first index from the anchor
+        # and stops after `scan` rows whatever the place, so a quiet channel in
+        # a busy tenant costs no more than a busy one; the place, the recall
+        # predicate and the time gap are checked on those rows. (A range on the
+        # gap alone lets the planner pick a bitmap scan of the whole window.)
         return (
             f"SELECT a.id AS anchor, x.id, {sign}row_number() OVER (PARTITION BY a.id ORDER BY x.created_at {order},"
             f" x.id {order}) AS step\n"
             "  FROM anchor a CROSS JOIN LATERAL (\n"
-            f"    SELECT m.id, m.created_at FROM memories_memory m WHERE {base} AND {same_place} AND {bound}\n"
-            f"      AND (m.created_at, m.id) {cmp} (a.created_at, a.id)\n"
+            "    SELECT m.id, m.created_at FROM (\n"
+            f"      SELECT {columns_read} FROM memories_memory w WHERE w.organisation_id = {tenant} AND {live}\n"
+            f"        AND w.created_at {cmp} a.created_at AND w.id <> a.id\n"
+            f"      ORDER BY w.created_at {order} LIMIT %(scan)s) m\n"
+            f"    WHERE {base} AND {same_place} AND {bound}\n"
             f"    ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s) x"
         )
 
@@ -79,6 +94,7 @@ def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
         f"  WHERE m.organisation_id = {tenant} AND m.id = ANY(%(ids)s::uuid[])\n),\n"
         f"nb AS MATERIALIZED (\n  {side('before')}\n  UNION ALL\n  {side('after')}\n),\n"
         "pool AS (SELECT id FROM anchor UNION SELECT id FROM nb),\n"
+        "links AS (SELECT anchor, jsonb_agg(jsonb_build_array(id, step)) AS steps FROM nb GROUP BY anchor),\n"
         "qlex AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %(question)s))),\n"
         f"{_TSQUERY},\n"
         "stats AS (\n"
@@ -95,10 +111,10 @@ def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
         "  ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
         "  (SELECT coalesce(jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1)), '{}')\n"
         "     FROM unnest(m.search_vector) u JOIN qlex ON qlex.lexeme = u.lexeme) AS counts,\n"
-        "  (SELECT coalesce(jsonb_agg(jsonb_build_array(nb.id, nb.step)), '[]') FROM nb WHERE nb.anchor = m.id)"
-        " AS neighbours,\n"
+        "  coalesce(links.steps, '[]') AS neighbours,\n"
         "  stats.total, stats.average_length, stats.document_frequency\n"
-        f"FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}, tsq, stats"
+        f"FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
+        "  LEFT JOIN links ON links.anchor = m.id CROSS JOIN tsq CROSS JOIN stats"
     )
 
 
@@ -147,6 +163,7 @@ def rerank(
         "question": question,
         "gap": NEIGHBOUR_GAP,
         "window": config.context_window if config.context_weight else 0,
+        "scan": NEIGHBOUR_SCAN,
         "total_cap": TOTAL_CAP,
         "length_sample": LENGTH_SAMPLE,
         "df_cap": DOCUMENT_FREQUENCY_CAP,
@@ -211,6 +228,21 @@ def rerank(
     return out[:limit]
 
 
+# What the recall predicate and the place test read of a neighbour.
+_NEIGHBOUR_COLUMNS = (
+    "id",
+    "organisation_id",
+    "created_at",
+    "occurred_at",
+    "expires_at",
+    "bucket",
+    "scope",
+    "scope_ref",
+    "agent_id",
+    "stance",
+    "redacted_at",
+    "superseded_by_id",
+)
 _FEATURE_COLUMNS = frozenset(
     ("similarity", "length", "ts_rank", "counts", "neighbours", "total", "average_length", "document_frequency")
 )
