@@ -139,14 +139,12 @@ def test_no_code_writes_memories_directly_outside_the_audited_paths():
         re.IGNORECASE,
     )
     writers = set()
-    for path in ROOT.glob("*/**/*.py"):
+    apps = [top for top in ROOT.iterdir() if (top / "__init__.py").exists() and top.name != "tests"]
+    for path in (path for app in apps for path in app.rglob("*.py")):
         relative = path.relative_to(ROOT).as_posix()
-        if (
-            relative.startswith((".venv/", "var/", "bench/", "tests/"))
-            or "/tests/" in relative
-            or "/migrations/" in relative
-        ):
+        if "/tests/" in relative or "/migrations/" in relative:
             continue
         if pattern.search(path.read_text()):
             writers.add(relative)
+    assert len(apps) >= 6  # accounts, admissions, config, memories, tenancy, threads, web
     assert writers <= set(DIRECT_WRITERS), sorted(writers - set(DIRECT_WRITERS))
