@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -31,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from harness import rows_present, start_gunicorn, start_services  # noqa: E402 - after the path is set
+
 DATABASE = "archivist_faults"
 
 
@@ -49,37 +50,6 @@ def say(message: str) -> None:
     print(f"[faults] {message}", flush=True)
 
 
-def start_services(data_dir: Path):
-    import pgserver
-
-    data_dir.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
-    server.psql(f'DROP DATABASE IF EXISTS "{DATABASE}";')
-    server.psql(f'CREATE DATABASE "{DATABASE}";')
-    os.environ.update(
-        {
-            "DATABASE_URL": server.get_uri(database=DATABASE),
-            "REDIS_URL": f"unix://{data_dir / 'redis' / 'redis.socket'}",
-            "ARCHIVIST_DATA_DIR": str(data_dir),
-            "DJANGO_SETTINGS_MODULE": "config.settings.dev",
-            "DJANGO_DEBUG": "0",
-            "ARCHIVIST_EMBEDDER": "none",
-            "ARCHIVIST_TOKEN_RATE": "100000/s",
-            "HF_HUB_OFFLINE": "1",
-        }
-    )
-    from config import embedded
-
-    redis = embedded.EmbeddedRedis(data_dir / "redis")
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-    return server, redis
-
-
 def seed() -> tuple[str, dict]:
     from accounts.models import Membership
     from accounts.services import agent_create, organisation_create, user_create
@@ -88,36 +58,6 @@ def seed() -> tuple[str, dict]:
     user_create(username="mona", organisation=organisation, role=Membership.Role.MEMBER)
     _, token = agent_create(organisation=organisation, name="writer")
     return token, {"channel": "D-mona", "kind": "dm", "people": ["mona"]}
-
-
-def start_gunicorn(args, data_dir: Path) -> subprocess.Popen:
-    environment = {**os.environ, "ARCHIVIST_DB_ROLE": "archivist_app"}
-    command = [
-        str(ROOT / ".venv" / "bin" / "gunicorn"),
-        "config.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{args.port}",
-        "--workers",
-        "3",
-        "--worker-class",
-        "gthread",
-        "--threads",
-        "4",
-        "--log-level",
-        "warning",
-    ]
-    log = data_dir / "gunicorn.log"
-    process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    import requests
-
-    for _ in range(300):
-        try:
-            if requests.get(f"http://127.0.0.1:{args.port}/healthz", timeout=1).status_code == 200:
-                return process
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"gunicorn did not start; see {log}")
 
 
 def stop_immediately(pgdata: Path) -> None:
@@ -134,9 +74,11 @@ def main() -> None:
     args = arguments()
     data_dir = Path(args.data_dir)
     shutil.rmtree(data_dir, ignore_errors=True)
-    server, redis = start_services(data_dir)
+    server, redis = start_services(
+        data_dir, DATABASE, {"ARCHIVIST_EMBEDDER": "none", "ARCHIVIST_TOKEN_RATE": "100000/s"}
+    )
     token, place = seed()
-    gunicorn = start_gunicorn(args, data_dir)
+    gunicorn = start_gunicorn(port=args.port, data_dir=data_dir)
     base = f"http://127.0.0.1:{args.port}"
     headers = {"Authorization": f"Bearer {token}"}
     lock = threading.Lock()
@@ -217,12 +159,7 @@ def main() -> None:
         f"  answers 5xx other than 503: {len(server_errors)}; connection errors: {sum(1 for a in answers if a[2] == 0)}"
     )
 
-    import psycopg
-
-    with psycopg.connect(os.environ["DATABASE_URL"].replace("postgres://", "postgresql://")) as connection:
-        present = connection.execute(
-            "SELECT count(*) FROM memories_memory WHERE id = ANY(%s::uuid[])", [created]
-        ).fetchone()[0]
+    present = rows_present(created)
     print(f"  201s answered: {len(created)}; in the database after recovery: {present}")
     redis.stop()
     server.cleanup()

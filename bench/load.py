@@ -24,7 +24,6 @@ import argparse
 import os
 import random
 import shutil
-import subprocess
 import sys
 import threading
 import time
@@ -33,6 +32,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from harness import rows_present, start_gunicorn, start_services  # noqa: E402 - after the path is set
+
 DATABASE = "archivist_load"
 OPERATIONS = (("recall", 0.5), ("render", 0.25), ("remember", 0.25))
 EXPECTED = {"recall": 200, "render": 200, "remember": 201}
@@ -69,41 +70,6 @@ def step(message: str) -> None:
     print(f"[load] {message}", flush=True)
 
 
-def start_services(data_dir: Path, args):
-    """Own PostgreSQL and Redis; every variable is set before `config` is imported (it reads them)."""
-    import pgserver
-
-    data_dir.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
-    server.psql(f'DROP DATABASE IF EXISTS "{DATABASE}";')
-    server.psql(f'CREATE DATABASE "{DATABASE}";')
-    os.environ.update(
-        {
-            "DATABASE_URL": server.get_uri(database=DATABASE),
-            "REDIS_URL": f"unix://{data_dir / 'redis' / 'redis.socket'}",
-            "ARCHIVIST_DATA_DIR": str(data_dir),
-            "DJANGO_SETTINGS_MODULE": "config.settings.dev",
-            "DJANGO_DEBUG": "0",
-            "ARCHIVIST_TOKEN_RATE": args.rate,
-            "ARCHIVIST_EMBEDDER": args.embedder,
-            "HF_HUB_OFFLINE": "1",
-        }
-    )
-    from config import embedded
-
-    redis = embedded.EmbeddedRedis(data_dir / "redis")
-    import django
-
-    django.setup()
-    from django.conf import settings
-    from django.core.management import call_command
-
-    if settings.DATABASES["default"]["NAME"] != DATABASE:
-        raise RuntimeError("the settings point at another database; refusing to seed it")
-    call_command("migrate", verbosity=0)
-    return server, redis
-
-
 def seed(args) -> list[dict]:
     """Tenants with people, an agent token and memories, written through the services."""
     from accounts.models import Membership
@@ -132,36 +98,6 @@ def seed(args) -> list[dict]:
             )
         tenants.append({"index": index, "token": token, "places": places})
     return tenants
-
-
-def start_gunicorn(args, data_dir: Path) -> subprocess.Popen:
-    environment = {**os.environ, "ARCHIVIST_DB_ROLE": "archivist_app", "OMP_NUM_THREADS": "1"}
-    command = [
-        str(ROOT / ".venv" / "bin" / "gunicorn"),
-        "config.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{args.port}",
-        "--workers",
-        str(args.workers),
-        "--worker-class",
-        "gthread",
-        "--threads",
-        str(args.threads),
-        "--log-level",
-        "warning",
-    ]
-    log = data_dir / "gunicorn.log"
-    process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    import requests
-
-    for _ in range(300):
-        try:
-            if requests.get(f"http://127.0.0.1:{args.port}/healthz", timeout=1).status_code == 200:
-                return process
-        except requests.RequestException:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"gunicorn did not start; see {log}")
 
 
 class Recorder:
@@ -295,28 +231,21 @@ def own_cpu_seconds() -> float:
     return times.user + times.system
 
 
-def rows_present(ids: list[str]) -> int:
-    import psycopg
-
-    with psycopg.connect(os.environ["DATABASE_URL"].replace("postgres://", "postgresql://")) as connection:
-        return connection.execute("SELECT count(*) FROM memories_memory WHERE id = ANY(%s::uuid[])", [ids]).fetchone()[
-            0
-        ]
-
-
 def main() -> None:
     args = arguments()
     data_dir = Path(args.data_dir)
     shutil.rmtree(data_dir, ignore_errors=True)
     step(f"services and schema in {data_dir}")
-    server, redis = start_services(data_dir, args)
+    server, redis = start_services(
+        data_dir, DATABASE, {"ARCHIVIST_TOKEN_RATE": args.rate, "ARCHIVIST_EMBEDDER": args.embedder}
+    )
     gunicorn = None
     try:
         step(f"seeding {args.tenants} tenants x {args.memories} memories")
         started = time.monotonic()
         tenants = seed(args)
         step(f"seeded in {time.monotonic() - started:.0f} s; starting gunicorn ({args.workers} x {args.threads})")
-        gunicorn = start_gunicorn(args, data_dir)
+        gunicorn = start_gunicorn(port=args.port, data_dir=data_dir, workers=args.workers, threads=args.threads)
         base = f"http://127.0.0.1:{args.port}"
 
         step(f"mixed load: {args.clients} clients x {args.seconds:.0f} s across {args.tenants} tenants")

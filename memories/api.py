@@ -17,11 +17,10 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiRespo
 from rest_framework import exceptions, status
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import CursorPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import Principal, PrincipalRateThrottle, error_response, principal_of
+from config.api import Principal, PrincipalRateThrottle, SafeJSONParser, error_response, principal_of
 from memories import serializers as s
 from memories.filters import MemoryFilter
 from memories.models import Bucket, Injection, Memory, SubjectType
@@ -68,20 +67,10 @@ class TurnRateThrottle(PrincipalRateThrottle):
     scope = "turn"
 
 
-class TurnJSONParser(JSONParser):
-    """JSON that is too deep, or holds NaN or Infinity, is malformed input, not a server error."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise exceptions.ParseError("JSON nested too deeply.") from None
-
-
 class TurnApi(APIView):
     """Shared by every endpoint here: JSON only, throttled, and errors that name what was wrong."""
 
-    parser_classes = [TurnJSONParser]
+    parser_classes = [SafeJSONParser]  # too deep, NaN or Infinity: malformed input, not a server error
     throttle_classes = [TurnRateThrottle]
 
     def handle_exception(self, exc):

