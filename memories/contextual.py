@@ -38,10 +38,10 @@ NEIGHBOUR_GAP = timedelta(hours=1)
 # Small enough that the planner walks the newest-first index from the candidate
 # (at 100 it chose a bitmap scan of the whole tenant instead: 12 ms at 419 rows).
 NEIGHBOUR_SCAN = 30
-TOTAL_CAP = 20_000
+TOTAL_CAP = 5_000
 # The average length BM25 normalises by, estimated from this many facts.
 LENGTH_SAMPLE = 1_000
-DOCUMENT_FREQUENCY_CAP = 2_000
+DOCUMENT_FREQUENCY_CAP = 500
 
 _QUOTED = r"'''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''') || ''''"
 
@@ -109,8 +109,10 @@ def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
         ")\n"
         f"SELECT {columns}, {similarity} AS similarity, length(m.search_vector) AS length,\n"
         "  ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
-        "  (SELECT coalesce(jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1)), '{}')\n"
-        "     FROM unnest(m.search_vector) u JOIN qlex ON qlex.lexeme = u.lexeme) AS counts,\n"
+        # Only a fact holding some word of the question has counts; the rest skip the unnest.
+        "  CASE WHEN m.search_vector @@ tsq.query THEN\n"
+        "    (SELECT jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1))\n"
+        "       FROM unnest(m.search_vector) u JOIN qlex ON qlex.lexeme = u.lexeme) END AS counts,\n"
         "  coalesce(links.steps, '[]') AS neighbours,\n"
         "  stats.total, stats.average_length, stats.document_frequency\n"
         f"FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
@@ -194,7 +196,7 @@ def rerank(
             body=row["body"],
             when=row["occurred_at"] or row["created_at"],
             similarity=row["similarity"],
-            lexeme_counts=_as_json(row["counts"]),
+            lexeme_counts=_as_json(row["counts"]) or {},
             length=float(row["length"] or 0),
             ts_rank=float(row["ts_rank"] or 0),
         )
