@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from harness import rows_present, start_gunicorn, start_services  # noqa: E402 - after the path is set
+from harness import rows_present, start_gunicorn, start_services, stop_services  # noqa: E402 - after the path is set
 
 DATABASE = "archivist_faults"
 
@@ -161,8 +161,7 @@ def main() -> None:
 
     present = rows_present(created)
     print(f"  201s answered: {len(created)}; in the database after recovery: {present}")
-    redis.stop()
-    server.cleanup()
+    stop_services(server, redis)
 
 
 if __name__ == "__main__":

