@@ -48,7 +48,7 @@ _QUOTED = r"'''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''') || ''''"
 
 def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
     """The statement reading candidates' and neighbours' features (parameters: ids, question, gap, window, caps)."""
-    from memories.recall import _TSQUERY, RESULT_COLUMNS, tenant_literal
+    from memories.recall import _TSQUERY, tenant_literal
 
     tenant = tenant_literal(organisation_id)
     same_place = (
@@ -87,7 +87,6 @@ def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
         if with_vector
         else "NULL::float8"
     )
-    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
     return (
         "WITH anchor AS MATERIALIZED (\n"
         "  SELECT m.id, m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id FROM memories_memory m\n"
@@ -107,14 +106,18 @@ def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
         f"         AND m.search_vector @@ to_tsquery('simple', {_QUOTED}) LIMIT %(df_cap)s) d)), '{{}}')\n"
         "     FROM qlex q) AS document_frequency\n"
         ")\n"
-        f"SELECT {columns}, {similarity} AS similarity, length(m.search_vector) AS length,\n"
+        # Only what ranking reads: the full rows of the few that win are read afterwards.
+        f"SELECT m.id::text AS id, m.body, coalesce(m.occurred_at, m.created_at) AS happened,\n"
+        f"  {similarity} AS similarity, length(m.search_vector) AS length,\n"
         "  ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
         # Only a fact holding some word of the question has counts; the rest skip the unnest.
         "  CASE WHEN m.search_vector @@ tsq.query THEN\n"
         "    (SELECT jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1))\n"
         "       FROM unnest(m.search_vector) u JOIN qlex ON qlex.lexeme = u.lexeme) END AS counts,\n"
         "  coalesce(links.steps, '[]') AS neighbours,\n"
-        "  stats.total, stats.average_length, stats.document_frequency\n"
+        # The statistics once, on the first row.
+        "  CASE WHEN row_number() OVER () = 1 THEN jsonb_build_array(stats.total, stats.average_length,"
+        " stats.document_frequency) END AS stats\n"
         f"FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
         "  LEFT JOIN links ON links.anchor = m.id CROSS JOIN tsq CROSS JOIN stats"
     )
@@ -151,6 +154,8 @@ def rerank(
     config: ranking.RankingConfig = ranking.DEFAULT_CONFIG,
 ) -> list[dict]:
     """The hybrid statement's rows, re-ranked with their neighbours; pinned facts stay first."""
+    from memories.recall import RESULT_COLUMNS  # recall imports this module
+
     if not rows:
         return rows
     by_id = {str(row["id"]): row for row in rows}
@@ -184,17 +189,15 @@ def rerank(
         fetched = [dict(zip(names, record, strict=True)) for record in cursor.fetchall()]
     if not fetched:
         return rows
-    stats = fetched[0]
+    total, average_length, document_frequency = next(_as_json(row["stats"]) for row in fetched if row["stats"])
     candidates: dict[str, ranking.Candidate] = {}
     links: dict[str, list[tuple[str, int]]] = {}
-    details: dict[str, dict] = {}
     for row in fetched:
-        key = str(row["id"])
-        details[key] = row
+        key = row["id"]
         candidates[key] = ranking.Candidate(
             id=key,
             body=row["body"],
-            when=row["occurred_at"] or row["created_at"],
+            when=row["happened"],
             similarity=row["similarity"],
             lexeme_counts=_as_json(row["counts"]) or {},
             length=float(row["length"] or 0),
@@ -207,16 +210,23 @@ def rerank(
     ordered = ranking.rank(
         list(candidates.values()),
         cues=ranking.analyse_question(question),
-        document_frequency={k: int(v) for k, v in _as_json(stats["document_frequency"]).items()},
-        total=int(stats["total"] or 0),
-        average_length=float(stats["average_length"] or 0),
+        document_frequency={lexeme: int(df) for lexeme, df in document_frequency.items()},
+        total=int(total or 0),
+        average_length=float(average_length or 0),
         config=config,
     )
+    pinned = [c for c in ordered if by_id.get(c.id, {}).get("pin_rank") is not None]
+    pinned.sort(key=lambda c: by_id[c.id]["pin_rank"])
+    chosen = (pinned + [c for c in ordered if by_id.get(c.id, {}).get("pin_rank") is None])[:limit]
+    # Candidates came with their full rows; neighbours that made the cut are read now.
+    missing = [c.id for c in chosen if c.id not in by_id]
+    full = dict(by_id)
+    if missing:
+        full.update(_rows_by_id(organisation_id, missing))
     out = []
-    for candidate in ordered:
-        detail = details[candidate.id]
+    for candidate in chosen:
         found = by_id.get(candidate.id, {})
-        row = {name: detail[name] for name in detail if name not in _FEATURE_COLUMNS}
+        row = {name: full[candidate.id][name] for name in RESULT_COLUMNS}
         row.update(
             pin_rank=found.get("pin_rank"),
             score=candidate.score,
@@ -226,8 +236,21 @@ def rerank(
             distance=None if candidate.similarity is None else 1 - candidate.similarity,
         )
         out.append(row)
-    out.sort(key=lambda row: (row["pin_rank"] is None, row["pin_rank"] or 0))
-    return out[:limit]
+    return out
+
+
+def _rows_by_id(organisation_id, ids: list[str]) -> dict[str, dict]:
+    from memories.recall import RESULT_COLUMNS, tenant_literal
+
+    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {columns} FROM memories_memory m"
+            f" WHERE m.organisation_id = {tenant_literal(organisation_id)} AND m.id = ANY(%s::uuid[])",
+            [ids],
+        )
+        names = [column.name for column in cursor.description]
+        return {str(record[0]): dict(zip(names, record, strict=True)) for record in cursor.fetchall()}
 
 
 # What the recall predicate and the place test read of a neighbour.
@@ -244,9 +267,6 @@ _NEIGHBOUR_COLUMNS = (
     "stance",
     "redacted_at",
     "superseded_by_id",
-)
-_FEATURE_COLUMNS = frozenset(
-    ("similarity", "length", "ts_rank", "counts", "neighbours", "total", "average_length", "document_frequency")
 )
 
 
