@@ -7,11 +7,13 @@ the same place:
 
 - cosine similarity to the question (current model only), the lexemes of the
   question each one holds, its length and its `ts_rank`;
-- how many facts recallable here hold each lexeme of the question, how many
-  facts there are, and how long they are on average, for BM25. The counts stop
-  at a cap and the average comes from a sample, so a very large tenant pays a
-  bounded price; past the cap a word counts as common, which is what BM25
-  would conclude anyway.
+- for BM25, how many facts are recallable here (counted to a cap), and, over a
+  sample of them, how long they are and how many hold each lexeme of the
+  question. A tenant up to the sample's size is counted exactly; a larger one
+  pays for the sample only, and a word absent from it counts as rare. The
+  counts read the sample rather than the GIN index because under row-level
+  security `@@` (not leakproof) cannot be an index condition: counting over
+  the index would scan the whole tenant once per word.
 
 Neighbours obey the same predicate as the candidates (tenant, scope, liveness,
 agent, time filters), and must share the candidate's place, bucket and agent and
@@ -39,11 +41,8 @@ NEIGHBOUR_GAP = timedelta(hours=1)
 # (at 100 it chose a bitmap scan of the whole tenant instead: 12 ms at 419 rows).
 NEIGHBOUR_SCAN = 30
 TOTAL_CAP = 5_000
-# The average length BM25 normalises by, estimated from this many facts.
-LENGTH_SAMPLE = 1_000
-DOCUMENT_FREQUENCY_CAP = 500
-
-_QUOTED = r"'''' || replace(replace(q.lexeme, '\', '\\'), '''', '''''') || ''''"
+# Facts whose lengths and words stand for the tenant's in BM25's statistics.
+STATISTICS_SAMPLE = 1_000
 
 
 def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
@@ -93,18 +92,25 @@ def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
         f"  WHERE m.organisation_id = {tenant} AND m.id = ANY(%(ids)s::uuid[])\n),\n"
         f"nb AS MATERIALIZED (\n  {side('before')}\n  UNION ALL\n  {side('after')}\n),\n"
         "pool AS (SELECT id FROM anchor UNION SELECT id FROM nb),\n"
-        "links AS (SELECT anchor, jsonb_agg(jsonb_build_array(id, step)) AS steps FROM nb GROUP BY anchor),\n"
         "qlex AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %(question)s))),\n"
+        "qwords AS (SELECT array_agg(lexeme) AS words FROM qlex),\n"
         f"{_TSQUERY},\n"
-        "stats AS (\n"
-        f"  SELECT (SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {base} LIMIT %(total_cap)s) t)"
-        " AS total,\n"
-        f"    (SELECT avg(length(s.search_vector)) FROM (SELECT m.search_vector FROM memories_memory m WHERE {base}"
-        " LIMIT %(length_sample)s) s) AS average_length,\n"
-        "    (SELECT coalesce(jsonb_object_agg(q.lexeme, (\n"
-        f"       SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {base}\n"
-        f"         AND m.search_vector @@ to_tsquery('simple', {_QUOTED}) LIMIT %(df_cap)s) d)), '{{}}')\n"
-        "     FROM qlex q) AS document_frequency\n"
+        "sample AS MATERIALIZED (\n"
+        f"  SELECT m.search_vector FROM memories_memory m WHERE {base} LIMIT %(sample)s\n),\n"
+        "stats AS MATERIALIZED (\n"
+        "  SELECT sampled, CASE WHEN sampled < %(sample)s THEN sampled ELSE (\n"
+        f"      SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {base} LIMIT %(total_cap)s) t)\n"
+        "    END AS total,\n"
+        "    (SELECT avg(length(search_vector)) FROM sample) AS average_length,\n"
+        # Only facts holding some word of the question are unnested.
+        "    (SELECT coalesce(jsonb_object_agg(d.lexeme, d.n), '{}') FROM (\n"
+        "       SELECT u.lexeme, count(*) AS n FROM sample s CROSS JOIN tsq CROSS JOIN qwords,\n"
+        "         unnest(s.search_vector) u\n"
+        "       WHERE s.search_vector @@ tsq.query AND u.lexeme = ANY(qwords.words)\n"
+        "       GROUP BY u.lexeme) d)"
+        " AS document_frequency,\n"
+        "    (SELECT coalesce(jsonb_agg(jsonb_build_array(anchor, id, step)), '[]') FROM nb) AS links\n"
+        "  FROM (SELECT count(*) AS sampled FROM sample) n\n"
         ")\n"
         # Only what ranking reads: the full rows of the few that win are read afterwards.
         f"SELECT m.id::text AS id, m.body, coalesce(m.occurred_at, m.created_at) AS happened,\n"
@@ -114,12 +120,11 @@ def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
         "  CASE WHEN m.search_vector @@ tsq.query THEN\n"
         "    (SELECT jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1))\n"
         "       FROM unnest(m.search_vector) u JOIN qlex ON qlex.lexeme = u.lexeme) END AS counts,\n"
-        "  coalesce(links.steps, '[]') AS neighbours,\n"
-        # The statistics once, on the first row.
-        "  CASE WHEN row_number() OVER () = 1 THEN jsonb_build_array(stats.total, stats.average_length,"
-        " stats.document_frequency) END AS stats\n"
+        # The statistics and the neighbour links once, on the first row.
+        "  CASE WHEN row_number() OVER () = 1 THEN jsonb_build_array(stats.sampled, stats.total,"
+        " stats.average_length, stats.document_frequency, stats.links) END AS stats\n"
         f"FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
-        "  LEFT JOIN links ON links.anchor = m.id CROSS JOIN tsq CROSS JOIN stats"
+        "  CROSS JOIN tsq CROSS JOIN stats"
     )
 
 
@@ -172,8 +177,7 @@ def rerank(
         "window": config.context_window if config.context_weight else 0,
         "scan": NEIGHBOUR_SCAN,
         "total_cap": TOTAL_CAP,
-        "length_sample": LENGTH_SAMPLE,
-        "df_cap": DOCUMENT_FREQUENCY_CAP,
+        "sample": STATISTICS_SAMPLE,
         "channel": place.channel,
         "person": solo_person(place) or "",
     }
@@ -189,9 +193,16 @@ def rerank(
         fetched = [dict(zip(names, record, strict=True)) for record in cursor.fetchall()]
     if not fetched:
         return rows
-    total, average_length, document_frequency = next(_as_json(row["stats"]) for row in fetched if row["stats"])
-    candidates: dict[str, ranking.Candidate] = {}
+    sampled, total, average_length, sampled_frequency, steps = next(
+        _as_json(row["stats"]) for row in fetched if row["stats"]
+    )
+    # Counted in the sample and scaled to the tenant, so a word keeps its share.
+    scale = total / sampled if sampled else 1.0
+    document_frequency = {lexeme: max(1, round(int(count) * scale)) for lexeme, count in sampled_frequency.items()}
     links: dict[str, list[tuple[str, int]]] = {}
+    for anchor, other, step in steps:
+        links.setdefault(str(anchor), []).append((str(other), int(step)))
+    candidates: dict[str, ranking.Candidate] = {}
     for row in fetched:
         key = row["id"]
         candidates[key] = ranking.Candidate(
@@ -203,14 +214,15 @@ def rerank(
             length=float(row["length"] or 0),
             ts_rank=float(row["ts_rank"] or 0),
         )
-        steps = [(str(other), int(step)) for other, step in _as_json(row["neighbours"])]
-        if steps:
-            links[key] = steps
     _link_neighbours(candidates, links)
+    # A word the sample missed is as rare as a word can be here: one fact.
+    for candidate in candidates.values():
+        for lexeme in candidate.lexeme_counts:
+            document_frequency.setdefault(lexeme, 1)
     ordered = ranking.rank(
         list(candidates.values()),
         cues=ranking.analyse_question(question),
-        document_frequency={lexeme: int(df) for lexeme, df in document_frequency.items()},
+        document_frequency=document_frequency,
         total=int(total or 0),
         average_length=float(average_length or 0),
         config=config,

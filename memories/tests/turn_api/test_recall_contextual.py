@@ -75,3 +75,14 @@ def test_contextual_recall_respects_the_limit(agent_api, general):
     for index in range(15):
         remember(agent_api, general, f"Max: research note {index}")
     assert len(bodies(recall(agent_api, general, "research", mode="contextual", limit=4))) == 4
+
+
+def test_a_tenant_larger_than_the_statistics_sample_still_ranks_the_rare_word_first(agent_api, general, monkeypatch):
+    from memories import contextual
+
+    monkeypatch.setattr(contextual, "STATISTICS_SAMPLE", 3)
+    for index in range(8):
+        remember(agent_api, general, f"Max: the kettle {index} is by the kettle shelf")
+    remember(agent_api, general, "Max: the lighthouse kettle")
+    found = bodies(recall(agent_api, general, "lighthouse kettle", mode="contextual"))
+    assert found[0] == "Max: the lighthouse kettle"
