@@ -1,9 +1,9 @@
 """`contextual` recall: the hybrid candidates, their neighbours in their place, re-ranked by `memories.ranking`.
 
-The hybrid statement (`recall.build_plan`, with every tenant, scope and
-liveness rule) finds the candidates. One more statement then reads, for those
-candidates and for the facts remembered just before and after each of them in
-the same place:
+One statement: the hybrid lists (`recall.candidate_ctes`, with every tenant,
+scope and liveness rule) find the candidates, and the same statement reads,
+for those candidates and for the facts remembered just before and after each
+of them in the same place:
 
 - cosine similarity to the question (current model only), the lexemes of the
   question each one holds, its length and its `ts_rank`;
@@ -24,13 +24,17 @@ conversation, never a fact this caller could not recall directly.
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from django.db import connection
 
 from memories import ranking
-from memories.scopes import Place, solo_person
 from memories.turn_sql import LIVE_PREDICATE
+
+if TYPE_CHECKING:
+    from memories.recall import RecallPlan
 
 # Candidates taken from the hybrid lists before re-ranking: the measured gain
 # flattens past about 60 (docs/benchmarks.md, "Recall quality").
@@ -45,16 +49,37 @@ TOTAL_CAP = 5_000
 STATISTICS_SAMPLE = 1_000
 
 
-def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
-    """The statement reading candidates' and neighbours' features (parameters: ids, question, gap, window, caps)."""
-    from memories.recall import _TSQUERY, tenant_literal
+def build_plan(*, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG, **plan_kwargs) -> RecallPlan:
+    """One statement: the hybrid candidates, their neighbours, and what ranking reads of each.
 
+    Takes `recall.candidate_ctes`'s arguments. Each row is one fact of the pool
+    (a candidate or a neighbour) with its cosine similarity, the question's
+    lexemes it holds (its tsvector cut down to them), its length, `ts_rank`,
+    and, for a candidate, its hybrid ranks; the BM25 statistics and the
+    neighbour links ride on the first row. Full rows are read afterwards, for
+    the few that win.
+    """
+    from memories.recall import _TSQUERY, RecallPlan, candidate_ctes, tenant_literal  # recall imports this module
+
+    organisation_id = plan_kwargs["organisation_id"]
+    ctes, params, base = candidate_ctes(**plan_kwargs)
     tenant = tenant_literal(organisation_id)
+    with_vector = "semantic" in plan_kwargs["lists"]
+    params.update(
+        question=plan_kwargs["question"],
+        candidates=CANDIDATES,
+        gap=NEIGHBOUR_GAP,
+        window=config.context_window if config.context_weight else 0,
+        scan=NEIGHBOUR_SCAN,
+        total_cap=TOTAL_CAP,
+        sample=STATISTICS_SAMPLE,
+    )
+    if not any(cte.startswith("tsq AS") for cte in ctes):
+        ctes.append(_TSQUERY)
     same_place = (
         "m.bucket = a.bucket AND m.scope = a.scope AND m.scope_ref = a.scope_ref"
         " AND m.agent_id IS NOT DISTINCT FROM a.agent_id"
     )
-
     live = " AND ".join(f"w.{term.strip()}" for term in LIVE_PREDICATE.split(" AND "))
     columns_read = ", ".join(f"w.{name}" for name in _NEIGHBOUR_COLUMNS)
 
@@ -86,50 +111,73 @@ def features_sql(*, organisation_id, base: str, with_vector: bool) -> str:
         if with_vector
         else "NULL::float8"
     )
-    return (
-        "WITH anchor AS MATERIALIZED (\n"
-        "  SELECT m.id, m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id FROM memories_memory m\n"
-        f"  WHERE m.organisation_id = {tenant} AND m.id = ANY(%(ids)s::uuid[])\n),\n"
-        f"nb AS MATERIALIZED (\n  {side('before')}\n  UNION ALL\n  {side('after')}\n),\n"
-        "pool AS (SELECT id FROM anchor UNION SELECT id FROM nb),\n"
-        "qlex AS (SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %(question)s))),\n"
-        "qwords AS (SELECT array_agg(lexeme) AS words FROM qlex),\n"
-        f"{_TSQUERY},\n"
-        "sample AS MATERIALIZED (\n"
-        f"  SELECT m.search_vector FROM memories_memory m WHERE {base} LIMIT %(sample)s\n),\n"
-        "stats AS MATERIALIZED (\n"
+    # A tsvector cut down to the question's lexemes: deleting from it every lexeme that is not one.
+    only_question = "ts_delete({v}, tsvector_to_array(ts_delete({v}, qwords.words)))"
+    ctes += [
+        # The candidates, in the hybrid order, with what the neighbour walk needs.
+        "anchor AS MATERIALIZED (\n"
+        "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank,\n"
+        "    m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id\n"
+        f"  FROM cand c JOIN memories_memory m ON m.id = c.id AND m.organisation_id = {tenant}\n"
+        "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
+        "  LIMIT %(candidates)s\n)",
+        f"nb AS MATERIALIZED (\n  {side('before')}\n  UNION ALL\n  {side('after')}\n)",
+        # Each fact once, a candidate with its ranks (grouped: a hash, where a join to anchor loops).
+        "pool AS (\n"
+        "  SELECT id, min(pin_rank) AS pin_rank, min(semantic_rank) AS semantic_rank,\n"
+        "    min(lexical_rank) AS lexical_rank, min(recent_rank) AS recent_rank FROM (\n"
+        "    SELECT id, pin_rank, semantic_rank, lexical_rank, recent_rank FROM anchor\n"
+        "    UNION ALL SELECT id, NULL, NULL, NULL, NULL FROM nb) u GROUP BY id\n)",
+        "qwords AS (SELECT coalesce(array_agg(DISTINCT lexeme), '{}') AS words"
+        " FROM unnest(to_tsvector('english', %(question)s)))",
+        f"sample AS MATERIALIZED (\n  SELECT m.search_vector FROM memories_memory m WHERE {base} LIMIT %(sample)s\n)",
+        "bm25 AS MATERIALIZED (\n"
         "  SELECT sampled, CASE WHEN sampled < %(sample)s THEN sampled ELSE (\n"
         f"      SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {base} LIMIT %(total_cap)s) t)\n"
         "    END AS total,\n"
         "    (SELECT avg(length(search_vector)) FROM sample) AS average_length,\n"
-        # Only facts holding some word of the question are unnested.
+        # Only facts holding some word of the question are looked into.
         "    (SELECT coalesce(jsonb_object_agg(d.lexeme, d.n), '{}') FROM (\n"
-        "       SELECT u.lexeme, count(*) AS n FROM sample s CROSS JOIN tsq CROSS JOIN qwords,\n"
-        "         unnest(s.search_vector) u\n"
-        "       WHERE s.search_vector @@ tsq.query AND u.lexeme = ANY(qwords.words)\n"
-        "       GROUP BY u.lexeme) d)"
-        " AS document_frequency,\n"
+        "       SELECT u AS lexeme, count(*) AS n FROM sample s CROSS JOIN tsq CROSS JOIN qwords,\n"
+        f"         unnest(tsvector_to_array({only_question.format(v='s.search_vector')})) u\n"
+        "       WHERE s.search_vector @@ tsq.query GROUP BY u) d) AS document_frequency,\n"
         "    (SELECT coalesce(jsonb_agg(jsonb_build_array(anchor, id, step)), '[]') FROM nb) AS links\n"
-        "  FROM (SELECT count(*) AS sampled FROM sample) n\n"
-        ")\n"
-        # Only what ranking reads: the full rows of the few that win are read afterwards.
-        f"SELECT m.id::text AS id, m.body, coalesce(m.occurred_at, m.created_at) AS happened,\n"
-        f"  {similarity} AS similarity, length(m.search_vector) AS length,\n"
-        "  ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
-        # Only a fact holding some word of the question has counts; the rest skip the unnest.
-        "  CASE WHEN m.search_vector @@ tsq.query THEN\n"
-        "    (SELECT jsonb_object_agg(u.lexeme, coalesce(array_length(u.positions, 1), 1))\n"
-        "       FROM unnest(m.search_vector) u JOIN qlex ON qlex.lexeme = u.lexeme) END AS counts,\n"
+        "  FROM (SELECT count(*) AS sampled FROM sample) n\n)",
+    ]
+    sql = (
+        "WITH " + ",\n".join(ctes) + "\n"
+        "SELECT r.*, stats.vec_n, stats.unembedded FROM stats LEFT JOIN LATERAL (\n"
+        "  SELECT m.id, m.body, coalesce(m.occurred_at, m.created_at) AS happened,\n"
+        f"    {similarity} AS similarity, length(m.search_vector) AS length,\n"
+        "    ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
+        f"    CASE WHEN m.search_vector @@ tsq.query THEN {only_question.format(v='m.search_vector')}::text END"
+        " AS lexemes,\n"
+        "    pool.pin_rank, pool.semantic_rank, pool.lexical_rank, pool.recent_rank,\n"
         # The statistics and the neighbour links once, on the first row.
-        "  CASE WHEN row_number() OVER () = 1 THEN jsonb_build_array(stats.sampled, stats.total,"
-        " stats.average_length, stats.document_frequency, stats.links) END AS stats\n"
-        f"FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
-        "  CROSS JOIN tsq CROSS JOIN stats"
+        "    CASE WHEN row_number() OVER () = 1 THEN jsonb_build_array(bm25.sampled, bm25.total,"
+        " bm25.average_length, bm25.document_frequency, bm25.links) END AS bm25\n"
+        f"  FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
+        "    CROSS JOIN tsq CROSS JOIN qwords CROSS JOIN bm25\n"
+        ") r ON true"
     )
+    return RecallPlan(sql=sql, params=params, lists=plan_kwargs["lists"], hnsw_index=plan_kwargs.get("hnsw_index"))
 
 
 def _as_json(value):
     return json.loads(value) if isinstance(value, str) else value
+
+
+# A lexeme of a tsvector's text form and its positions: 'word':3,7B. Quotes are doubled, backslashes too.
+_TSVECTOR_ENTRY = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
+
+
+def lexeme_counts(tsvector_text: str | None) -> dict[str, int]:
+    """How many times each lexeme occurs, from a tsvector's text form (`'camp':5,9 'melani':1`)."""
+    counts = {}
+    for match in _TSVECTOR_ENTRY.finditer(tsvector_text or ""):
+        lexeme = match[1].replace("''", "'").replace("\\\\", "\\")
+        counts[lexeme] = match[2].count(",") + 1 if match[2] else 1
+    return counts
 
 
 def _link_neighbours(candidates: dict[str, ranking.Candidate], links: dict[str, list[tuple[str, int]]]) -> None:
@@ -144,57 +192,21 @@ def _link_neighbours(candidates: dict[str, ranking.Candidate], links: dict[str, 
                         candidates[first].neighbours.append(pair)
 
 
-def rerank(
+def rank_rows(
     rows: list[dict],
     *,
     organisation_id,
-    place: Place,
-    agent_id,
-    base: str,
-    params: dict,
     question: str,
-    query_vector: list[float] | None,
-    model: str,
     limit: int,
     config: ranking.RankingConfig = ranking.DEFAULT_CONFIG,
 ) -> list[dict]:
-    """The hybrid statement's rows, re-ranked with their neighbours; pinned facts stay first."""
+    """The contextual statement's rows, ranked; pinned facts stay first. Returns full recall rows."""
     from memories.recall import RESULT_COLUMNS  # recall imports this module
 
     if not rows:
         return rows
-    by_id = {str(row["id"]): row for row in rows}
-    sql = features_sql(
-        organisation_id=organisation_id,
-        base=base,
-        with_vector=query_vector is not None,
-    )
-    params = {
-        **params,
-        "ids": list(by_id),
-        "question": question,
-        "gap": NEIGHBOUR_GAP,
-        "window": config.context_window if config.context_weight else 0,
-        "scan": NEIGHBOUR_SCAN,
-        "total_cap": TOTAL_CAP,
-        "sample": STATISTICS_SAMPLE,
-        "channel": place.channel,
-        "person": solo_person(place) or "",
-    }
-    if query_vector is not None:
-        params["qvec"] = "[" + ",".join(f"{value:.7g}" for value in query_vector) + "]"
-        params["model"] = model
-    with connection.cursor() as cursor:
-        # One round trip, as `recall.run_plan` does: the setting rides in the same simple-protocol query.
-        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0; " + sql, params)
-        while cursor.description is None and cursor.nextset():
-            pass
-        names = [column.name for column in cursor.description]
-        fetched = [dict(zip(names, record, strict=True)) for record in cursor.fetchall()]
-    if not fetched:
-        return rows
     sampled, total, average_length, sampled_frequency, steps = next(
-        _as_json(row["stats"]) for row in fetched if row["stats"]
+        _as_json(row["bm25"]) for row in rows if row["bm25"] is not None
     )
     # Counted in the sample and scaled to the tenant, so a word keeps its share.
     scale = total / sampled if sampled else 1.0
@@ -202,15 +214,15 @@ def rerank(
     links: dict[str, list[tuple[str, int]]] = {}
     for anchor, other, step in steps:
         links.setdefault(str(anchor), []).append((str(other), int(step)))
+    by_id = {str(row["id"]): row for row in rows}
     candidates: dict[str, ranking.Candidate] = {}
-    for row in fetched:
-        key = row["id"]
+    for key, row in by_id.items():
         candidates[key] = ranking.Candidate(
             id=key,
             body=row["body"],
             when=row["happened"],
             similarity=row["similarity"],
-            lexeme_counts=_as_json(row["counts"]) or {},
+            lexeme_counts=lexeme_counts(row["lexemes"]),
             length=float(row["length"] or 0),
             ts_rank=float(row["ts_rank"] or 0),
         )
@@ -227,24 +239,19 @@ def rerank(
         average_length=float(average_length or 0),
         config=config,
     )
-    pinned = [c for c in ordered if by_id.get(c.id, {}).get("pin_rank") is not None]
-    pinned.sort(key=lambda c: by_id[c.id]["pin_rank"])
-    chosen = (pinned + [c for c in ordered if by_id.get(c.id, {}).get("pin_rank") is None])[:limit]
-    # Candidates came with their full rows; neighbours that made the cut are read now.
-    missing = [c.id for c in chosen if c.id not in by_id]
-    full = dict(by_id)
-    if missing:
-        full.update(_rows_by_id(organisation_id, missing))
+    pinned = sorted((c for c in ordered if by_id[c.id]["pin_rank"] is not None), key=lambda c: by_id[c.id]["pin_rank"])
+    chosen = (pinned + [c for c in ordered if by_id[c.id]["pin_rank"] is None])[:limit]
+    full = _rows_by_id(organisation_id, [c.id for c in chosen])
     out = []
     for candidate in chosen:
-        found = by_id.get(candidate.id, {})
+        found = by_id[candidate.id]
         row = {name: full[candidate.id][name] for name in RESULT_COLUMNS}
         row.update(
-            pin_rank=found.get("pin_rank"),
+            pin_rank=found["pin_rank"],
             score=candidate.score,
-            semantic_rank=found.get("semantic_rank"),
-            lexical_rank=found.get("lexical_rank"),
-            recent_rank=found.get("recent_rank"),
+            semantic_rank=found["semantic_rank"],
+            lexical_rank=found["lexical_rank"],
+            recent_rank=found["recent_rank"],
             distance=None if candidate.similarity is None else 1 - candidate.similarity,
         )
         out.append(row)

@@ -105,6 +105,48 @@ class LocalEmbedder(Embedder):
             raise EmbeddingError(f"{LOCAL_MODEL_NAME} failed: {error}") from error
         return [vector.tolist() for vector in vectors]
 
+    def embed_one(self, text: str) -> list[float]:
+        """One text, straight through the model: the recall question, on the turn's critical path.
+
+        `encode` spends about as long on its batching machinery as the model
+        spends on a short question (docs/benchmarks.md, "Latency"). This is the
+        same pipeline, tokenise, forward, mean-pool over the attention mask,
+        normalise, without it; a model whose pipeline is anything else goes
+        through `encode`.
+        """
+        model = self.model
+        if not _is_mean_pooled_and_normalised(model):
+            return self.embed([text])[0]
+        import torch
+
+        try:
+            with torch.inference_mode():
+                batch = model.tokenizer(
+                    [text], return_tensors="pt", truncation=True, max_length=model.max_seq_length, padding=True
+                )
+                hidden = model[0].auto_model(**batch).last_hidden_state
+                mask = batch["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+                return torch.nn.functional.normalize(pooled, p=2, dim=1)[0].tolist()
+        except Exception as error:  # noqa: BLE001 - as in `embed`
+            raise EmbeddingError(f"{LOCAL_MODEL_NAME} failed: {error}") from error
+
+
+def _is_mean_pooled_and_normalised(model) -> bool:
+    """Whether a SentenceTransformer is exactly a cased transformer, mean pooling over every token, and a normaliser."""
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+
+    modules = list(model)
+    return (
+        len(modules) == 3
+        and isinstance(modules[0], Transformer)
+        and not getattr(modules[0], "do_lower_case", False)
+        and isinstance(modules[1], Pooling)
+        and modules[1].pooling_mode == "mean"
+        and modules[1].include_prompt
+        and isinstance(modules[2], Normalize)
+    )
+
 
 def _unit(vector: Sequence[float]) -> list[float]:
     norm = math.sqrt(sum(value * value for value in vector))
@@ -200,4 +242,6 @@ def embed_query(text: str) -> list[float] | None:
     embedder = get_embedder()
     if not embedder.available or not (text or "").strip():
         return None
+    if isinstance(embedder, LocalEmbedder):
+        return embedder.embed_one(text)
     return embedder.embed([text])[0]

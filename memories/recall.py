@@ -39,6 +39,7 @@ said in `notice`.
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -184,7 +185,25 @@ _TSQUERY = r"""tsq AS (
 )"""
 
 
-def build_plan(
+def build_plan(**kwargs) -> RecallPlan:
+    """The recall statement for these ranked lists (`semantic`, `lexical`, `recent`), pinned facts first."""
+    ctes, params, _ = candidate_ctes(**kwargs)
+    organisation_id = kwargs["organisation_id"]
+    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
+    ranks = ", ".join(f"c.{name}" for name in RANK_COLUMNS)
+    sql = (
+        "WITH " + ",\n".join(ctes) + "\n"
+        "SELECT r.*, stats.vec_n, stats.unembedded FROM stats LEFT JOIN LATERAL (\n"
+        f"  SELECT {columns}, {ranks} FROM cand c JOIN memories_memory m\n"
+        f"    ON m.id = c.id AND m.organisation_id = {tenant_literal(organisation_id)}\n"
+        "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
+        "  LIMIT %(limit)s\n"
+        ") r ON true"
+    )
+    return RecallPlan(sql=sql, params=params, lists=kwargs["lists"], hnsw_index=kwargs.get("hnsw_index"))
+
+
+def candidate_ctes(
     *,
     organisation_id,
     place: Place,
@@ -199,8 +218,13 @@ def build_plan(
     count_unembedded: bool = False,
     occurred_after: datetime | None = None,
     occurred_before: datetime | None = None,
-) -> RecallPlan:
-    """The recall statement for these ranked lists (`semantic`, `lexical`, `recent`), pinned facts first."""
+) -> tuple[list[str], dict, str]:
+    """The common table expressions of a recall, their parameters, and the recall predicate they share.
+
+    `cand` holds every candidate with its fused score and ranks (pinned facts
+    with their pin rank), `stats` what the vector list held and how many rows
+    here are not embedded yet; the statement that ends them chooses the rows.
+    """
     pool = max(POOL_MIN, limit * POOL_PER_RESULT)
     params: dict = {
         "now": now,
@@ -315,18 +339,7 @@ def build_plan(
     else:
         stats.append("NULL::bigint AS unembedded")
     ctes.append("stats AS (SELECT " + ", ".join(stats) + ")")
-    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
-    ranks = ", ".join(f"c.{name}" for name in RANK_COLUMNS)
-    sql = (
-        "WITH " + ",\n".join(ctes) + "\n"
-        "SELECT r.*, stats.vec_n, stats.unembedded FROM stats LEFT JOIN LATERAL (\n"
-        f"  SELECT {columns}, {ranks} FROM cand c JOIN memories_memory m\n"
-        f"    ON m.id = c.id AND m.organisation_id = {tenant_literal(organisation_id)}\n"
-        "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
-        "  LIMIT %(limit)s\n"
-        ") r ON true"
-    )
-    return RecallPlan(sql=sql, params=params, lists=lists, hnsw_index=hnsw_index)
+    return ctes, params, base
 
 
 def run_plan(plan: RecallPlan, cursor) -> tuple[list[dict], int | None, int | None]:
@@ -425,6 +438,7 @@ def recall(
     organisation_id = organisation.pk if hasattr(organisation, "pk") else organisation
     agent_id = getattr(agent, "pk", agent)
     hnsw = tenant_hnsw_index(organisation_id) if "semantic" in lists else None
+    config = ranking_config or ranking.DEFAULT_CONFIG
     plan_kwargs = dict(
         organisation_id=organisation_id,
         place=place,
@@ -439,28 +453,21 @@ def recall(
         occurred_after=occurred_after,
         occurred_before=occurred_before,
     )
-    plan = build_plan(**plan_kwargs, hnsw_index=hnsw)
+    planner = functools.partial(contextual.build_plan, config=config) if contextual_mode else build_plan
+    plan = planner(**plan_kwargs, hnsw_index=hnsw)
     sql_started = time.perf_counter()
     rows, vec_n, unembedded = _execute(plan)
     vector_search = ("hnsw" if hnsw else "exact") if "semantic" in lists else None
     if hnsw and (vec_n or 0) < plan.params["pool"]:
         # The filters left fewer candidates than the list wants: the approximate
         # list may be missing true neighbours, so search this tenant exactly.
-        rows, vec_n, unembedded = _execute(build_plan(**plan_kwargs, hnsw_index=None))
+        rows, vec_n, unembedded = _execute(planner(**plan_kwargs, hnsw_index=None))
         vector_search = "exact (hnsw fallback)"
-    config = ranking_config or ranking.DEFAULT_CONFIG
     if contextual_mode:
-        rows = contextual.rerank(
+        rows = contextual.rank_rows(
             rows,
             organisation_id=organisation_id,
-            place=place,
-            agent_id=agent_id,
-            base=base_predicate(organisation_id=organisation_id, place=place, agent_id=agent_id)
-            + time_predicate(occurred_after=occurred_after, occurred_before=occurred_before),
-            params=plan.params,
             question=question,
-            query_vector=query_vector,
-            model=model,
             limit=max(limit, settings.RERANKER_CANDIDATES) if rerank_mode else limit,
             config=config,
         )

@@ -163,6 +163,15 @@ def test_embed_query_gives_a_unit_vector_of_the_current_model_or_none(settings):
     assert embed_query("anything") is None and get_embedder().name == ""
 
 
+@pytest.mark.parametrize("text", ["hi", "What did Mona paint after the lake trip last May?", "word " * 400])
+def test_a_question_embedded_straight_through_the_model_equals_the_stored_vectors_pipeline(text):
+    # Recall compares the question with vectors written by `embed`: the direct path must be the same function.
+    embedder = get_embedder()
+    stored_way = embedder.embed([text])[0]
+    question_way = embedder.embed_one(text)
+    assert max(abs(a - b) for a, b in zip(stored_way, question_way, strict=True)) < 1e-6
+
+
 def test_the_openai_embedder_speaks_v1_embeddings_and_checks_what_comes_back(standin):
     embedder = OpenAIEmbedder(
         base_url=standin.base_url + "/v1", model="text-embedding-3-small", key="k", timeout=5, dimensions=384
