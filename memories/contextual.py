@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 # Candidates taken from the hybrid lists before re-ranking: the measured gain
 # flattens past about 60 (docs/benchmarks.md, "Recall quality").
-CANDIDATES = 60
+CANDIDATES = 40
 NEIGHBOUR_GAP = timedelta(hours=1)
 # Rows of the tenant's stream read on each side of a candidate to find its neighbours in its place.
 # Small enough that the planner walks the newest-first index from the candidate
@@ -147,7 +147,7 @@ def build_plan(*, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG, **plan
     sql = (
         "WITH " + ",\n".join(ctes) + "\n"
         "SELECT r.*, stats.vec_n, stats.unembedded FROM stats LEFT JOIN LATERAL (\n"
-        "  SELECT m.id, m.body, coalesce(m.occurred_at, m.created_at) AS happened,\n"
+        "  SELECT m.id::text AS id, m.body, coalesce(m.occurred_at, m.created_at) AS happened,\n"
         f"    {similarity} AS similarity, length(m.search_vector) AS length,\n"
         "    ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
         f"    CASE WHEN m.search_vector @@ tsq.query THEN {only_question.format(v='m.search_vector')}::text END"
@@ -182,14 +182,18 @@ def lexeme_counts(tsvector_text: str | None) -> dict[str, int]:
 
 def _link_neighbours(candidates: dict[str, ranking.Candidate], links: dict[str, list[tuple[str, int]]]) -> None:
     """Offsets between every two facts of one anchor's window, both ways, so a neighbour sees its anchor too."""
+    seen: dict[str, set[tuple[str, int]]] = {}
     for anchor, steps in links.items():
         window = [(anchor, 0), *steps]
         for first, first_step in window:
+            if first not in candidates:
+                continue
+            known = seen.setdefault(first, set(candidates[first].neighbours))
             for second, second_step in window:
-                if first != second and first in candidates:
-                    pair = (second, second_step - first_step)
-                    if pair not in candidates[first].neighbours:
-                        candidates[first].neighbours.append(pair)
+                pair = (second, second_step - first_step)
+                if first != second and pair not in known:
+                    known.add(pair)
+                    candidates[first].neighbours.append(pair)
 
 
 def rank_rows(

@@ -244,8 +244,9 @@ def rank(
     floor = min(fused)
 
     label = None
+    speakers = {c.id: speaker_of(c.body) for c in candidates} if config.speaker_boost else {}
     if config.speaker_boost:
-        labels = {speaker_of(c.body) for c in candidates} - {None}
+        labels = set(speakers.values()) - {None}
         named = labels & cues.words
         # Only one person named: with two ("what do A and B both like") neither is preferred.
         label = next(iter(named)) if len(named) == 1 else None
@@ -262,7 +263,7 @@ def rank(
             ]
             context = max(near) if near else floor
             parts["context"] = config.context_weight * context
-        if label is not None and speaker_of(candidate.body) == label:
+        if label is not None and speakers[candidate.id] == label:
             parts["speaker"] = config.speaker_boost
         if config.date_boost and period is not None and period[0] <= candidate.when < period[1] + config.date_reach:
             parts["date"] = config.date_boost

@@ -26,8 +26,9 @@ Ranking (`mode`):
   (`memories.contextual`, `memories.ranking`, docs/recall.md).
 - `reranked`: contextual, then its best candidates ordered by an HTTP
   reranker when one is configured (`memories.reranker`); contextual otherwise.
-- `auto`: hybrid when there is a question and an embedder, lexical when there is
-  only a question, recent otherwise.
+- `auto`: contextual when there is a question and an embedder (it recalls the
+  right fact most often: docs/benchmarks.md, "Recall quality"), lexical when
+  there is only a question, recent otherwise.
 
 `occurred_after` and `occurred_before` keep facts whose time (when they
 happened, or when they were written if that is unknown) falls in the interval.
@@ -218,6 +219,7 @@ def candidate_ctes(
     count_unembedded: bool = False,
     occurred_after: datetime | None = None,
     occurred_before: datetime | None = None,
+    pool: int | None = None,
 ) -> tuple[list[str], dict, str]:
     """The common table expressions of a recall, their parameters, and the recall predicate they share.
 
@@ -225,7 +227,7 @@ def candidate_ctes(
     with their pin rank), `stats` what the vector list held and how many rows
     here are not embedded yet; the statement that ends them chooses the rows.
     """
-    pool = max(POOL_MIN, limit * POOL_PER_RESULT)
+    pool = pool or max(POOL_MIN, limit * POOL_PER_RESULT)
     params: dict = {
         "now": now,
         "channel": place.channel,
@@ -430,7 +432,9 @@ def recall(
     else:
         lists = ("semantic", "lexical")
 
-    contextual_mode = mode in ("contextual", "reranked") and bool(question)
+    contextual_mode = bool(question) and (
+        mode in ("contextual", "reranked") or (mode == "auto" and query_vector is not None)
+    )
     rerank_mode = mode == "reranked" and bool(question)
     if rerank_mode and not reranker.configured():
         notices.append("No reranker is configured (ARCHIVIST_RERANKER_URL), so contextual ranking was used.")
@@ -444,6 +448,8 @@ def recall(
         place=place,
         agent_id=agent_id,
         limit=max(limit, contextual.CANDIDATES) if contextual_mode else limit,
+        # Contextual ranking re-scores its candidates itself: each list need only offer as many.
+        pool=contextual.CANDIDATES if contextual_mode else None,
         lists=lists,
         question=question,
         query_vector=query_vector,

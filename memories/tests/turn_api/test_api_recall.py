@@ -155,12 +155,26 @@ def test_hybrid_recall_finds_by_meaning_and_fuses_both_lists(agent_api, make_mem
         make_memory(body="Invoices are paid within thirty days"),
     ]
     embed_rows(rows)
-    data = recall(agent_api, general, "How did sales and income change?").json()
+    data = recall(agent_api, general, "How did sales and income change?", mode="hybrid").json()
     assert data["ranking"]["used"] == "hybrid" and data["ranking"]["vector_search"] == "exact"
     assert data["ranking"]["embedding_model"] == "all-MiniLM-L6-v2"
     assert data["results"][0]["body"] == "Quarterly revenue grew by eight percent"
     assert data["results"][0]["rank"]["semantic_rank"] == 1
     assert data["notice"] == ""
+
+
+def test_auto_recall_ranks_contextually_when_the_question_can_be_embedded(
+    agent_api, make_memory, general, local_embedder
+):
+    rows = [
+        make_memory(body="The cat sleeps on the warm windowsill"),
+        make_memory(body="Quarterly revenue grew by eight percent"),
+    ]
+    embed_rows(rows)
+    data = recall(agent_api, general, "How did sales and income change?").json()
+    assert data["ranking"]["requested"] == "auto" and data["ranking"]["used"] == "contextual"
+    assert data["ranking"]["lists"] == ["semantic", "lexical"] and data["ranking"]["contextual"]["candidates"] == 40
+    assert data["results"][0]["body"] == "Quarterly revenue grew by eight percent"
 
 
 def test_rows_not_embedded_yet_are_found_by_words_and_the_notice_says_so(
