@@ -21,6 +21,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api import Principal, PrincipalRateThrottle, SafeJSONParser, error_response, principal_of
+from memories import contextual, ranking
 from memories import serializers as s
 from memories.filters import MemoryFilter
 from memories.models import Bucket, Injection, Memory, SubjectType
@@ -537,9 +538,10 @@ class RecallApi(TurnApi):
                     ],
                     "ranking": {
                         "requested": "auto",
-                        "used": "hybrid",
+                        "used": "contextual",
                         "lists": ["semantic", "lexical"],
-                        "fusion": "reciprocal rank, k=60",
+                        "fusion": "z-scores, lexical weight 0.7",
+                        "contextual": contextual.describe(ranking.DEFAULT_CONFIG),
                         "embedding_model": "all-MiniLM-L6-v2",
                         "vector_search": "exact",
                         "pinned_first": True,

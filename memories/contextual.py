@@ -36,8 +36,8 @@ from memories.turn_sql import LIVE_PREDICATE
 if TYPE_CHECKING:
     from memories.recall import RecallPlan
 
-# Candidates taken from the hybrid lists before re-ranking: the measured gain
-# flattens past about 60 (docs/benchmarks.md, "Recall quality").
+# Candidates taken from the hybrid lists (each list offering as many) before
+# re-ranking: quality is flat from 30 to 60 (docs/benchmarks.md, "Recall quality").
 CANDIDATES = 40
 NEIGHBOUR_GAP = timedelta(hours=1)
 # Rows of the tenant's stream read on each side of a candidate to find its neighbours in its place.

@@ -319,6 +319,11 @@ class RankingOutputSerializer(serializers.Serializer):
     vector_search = serializers.CharField(allow_null=True, help_text="exact, hnsw, or exact (hnsw fallback)")
     pinned_first = serializers.BooleanField()
     limit = serializers.IntegerField()
+    contextual = serializers.DictField(
+        required=False,
+        help_text="When contextual ranking was used: candidates, lexical scoring, fusion, context and cues.",
+    )
+    reranker = serializers.DictField(required=False, help_text="When an HTTP reranker ordered the results.")
 
 
 class RecallOutputSerializer(serializers.Serializer):
