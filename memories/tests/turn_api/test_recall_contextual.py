@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+from django.db import connection
+
+from memories import contextual
 from memories.tests.turn_api.helpers import recall, remember
 
 
@@ -86,3 +92,20 @@ def test_a_tenant_larger_than_the_statistics_sample_still_ranks_the_rare_word_fi
     remember(agent_api, general, "Max: the lighthouse kettle")
     found = bodies(recall(agent_api, general, "lighthouse kettle", mode="contextual"))
     assert found[0] == "Max: the lighthouse kettle"
+
+
+@pytest.mark.django_db
+def test_the_question_lexeme_counts_read_from_a_cut_tsvector_match_postgresql():
+    # Ranking reads term frequencies from the text form of a tsvector cut to the question's lexemes:
+    # quotes and backslashes are escaped there, a lexeme may carry no positions (it counts once).
+    literal = "'don''t':1,4 'a\\\\b':2,3,5B 'plain'"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT v::text, (SELECT jsonb_object_agg(lexeme, coalesce(array_length(positions, 1), 1))::text"
+            " FROM unnest(v)) FROM (SELECT %s::tsvector AS v) t",
+            [literal],
+        )
+        printed, expected = cursor.fetchone()
+    expected = json.loads(expected)
+    assert contextual.lexeme_counts(printed) == expected
+    assert expected == {"don't": 2, "a\\b": 3, "plain": 1}
