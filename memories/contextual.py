@@ -74,7 +74,7 @@ def build_plan(*, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG, **plan
         total_cap=TOTAL_CAP,
         sample=STATISTICS_SAMPLE,
     )
-    if not any(cte.startswith("tsq AS") for cte in ctes):
+    if "lexical" not in plan_kwargs["lists"]:  # the lexical list already defines the question's tsquery
         ctes.append(_TSQUERY)
     same_place = (
         "m.bucket = a.bucket AND m.scope = a.scope AND m.scope_ref = a.scope_ref"

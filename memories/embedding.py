@@ -85,6 +85,7 @@ class LocalEmbedder(Embedder):
 
     def __init__(self, *, batch_size: int):
         self.batch_size = batch_size
+        self._direct: bool | None = None  # whether `embed_one` may bypass `encode`, decided on first use
 
     @property
     def model(self):
@@ -115,7 +116,9 @@ class LocalEmbedder(Embedder):
         through `encode`.
         """
         model = self.model
-        if not _is_mean_pooled_and_normalised(model):
+        if self._direct is None:
+            self._direct = _is_mean_pooled_and_normalised(model)  # the model is loaded once per process
+        if not self._direct:
             return self.embed([text])[0]
         import torch
 
