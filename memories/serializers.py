@@ -23,6 +23,7 @@ from memories.models import (
     SubjectType,
     Tier,
 )
+from memories.places import channel_problem
 from memories.recall import MODES
 from memories.render import WHO
 
@@ -45,8 +46,26 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+def refuse_bad_channel(value: str) -> str:
+    problem = channel_problem(value)
+    if problem:
+        raise serializers.ValidationError(problem)
+    return value
+
+
+def channel_field(**extra) -> serializers.CharField:
+    """A channel id: printable, no slashes, at most 200 characters; refused by name, never trimmed."""
+    return serializers.CharField(
+        max_length=200,
+        trim_whitespace=False,
+        validators=[refuse_bad_channel],
+        help_text="The channel's id in your chat system: printable, no slash, at most 200 characters.",
+        **extra,
+    )
+
+
 class PlaceSerializer(StrictSerializer):
-    channel = serializers.CharField(max_length=200, help_text="The channel's id in your chat system.")
+    channel = channel_field()
     kind = serializers.ChoiceField(
         choices=["dm", "private", "public"],
         help_text="dm, private or public: decides which scopes may be recalled and written here.",
@@ -57,7 +76,11 @@ class PlaceSerializer(StrictSerializer):
         max_length=500,
         required=False,
         default=list,
-        help_text="Usernames of the people here: everyone in a DM or private channel; whoever asked in a public one.",
+        help_text=(
+            "Handles or usernames of the people here. The place's record decides who is in it: a DM's one "
+            "person, a private channel's members; a public channel is open to the whole organisation. Where "
+            "this differs from the record, the record is used and `notice` says so."
+        ),
     )
 
 
@@ -271,8 +294,15 @@ class MemoryOutputSerializer(serializers.Serializer):
     receipt = ReceiptOutputSerializer(allow_null=True)
 
 
+PLACE_NOTICE_HELP = (
+    "Where the place's record differs from what the call said: the record was used, and this names the "
+    "endpoint that changes it. Empty when they agree."
+)
+
+
 class RememberedOutputSerializer(MemoryOutputSerializer):
     scope_reason = serializers.CharField(help_text="Why the scope used differs from the one asked for; empty if not.")
+    notice = serializers.CharField(help_text=PLACE_NOTICE_HELP)
 
 
 class InjectionUseOutputSerializer(serializers.Serializer):
@@ -329,7 +359,9 @@ class RankingOutputSerializer(serializers.Serializer):
 class RecallOutputSerializer(serializers.Serializer):
     results = RecallResultOutputSerializer(many=True)
     ranking = RankingOutputSerializer()
-    notice = serializers.CharField(help_text="What gave way and why; empty when nothing did.")
+    notice = serializers.CharField(
+        help_text="What gave way and why (a fallback, or the place record used instead of the call); else empty."
+    )
 
 
 class RenderedFactOutputSerializer(serializers.Serializer):
@@ -356,6 +388,7 @@ class RenderOutputSerializer(serializers.Serializer):
     omissions = CountOutputSerializer(many=True)
     faded = CountOutputSerializer(many=True)
     replayed = serializers.BooleanField(help_text="True when this turn id was rendered before: the recorded block.")
+    notice = serializers.CharField(help_text=PLACE_NOTICE_HELP)
 
 
 class InjectionLineOutputSerializer(serializers.Serializer):
