@@ -110,15 +110,15 @@ def place_records(*, organisation: Organisation) -> QuerySet[Channel]:
     """The organisation's channels, each annotated with its members' ids, handles and usernames (one query)."""
     present = Q(channelmember__isnull=False)
     return Channel.objects.filter(organisation=organisation).annotate(
-        member_ids=ArrayAgg("channelmember__user_id", filter=present, default=Value([]), ordering="channelmember__id"),
+        member_ids=ArrayAgg("channelmember__user_id", filter=present, default=Value([]), order_by="channelmember__id"),
         member_handles=ArrayAgg(
             Coalesce("channelmember__user__memberships__handle", Value("")),
             filter=present,
             default=Value([]),
-            ordering="channelmember__id",
+            order_by="channelmember__id",
         ),
         member_usernames=ArrayAgg(
-            "channelmember__user__username", filter=present, default=Value([]), ordering="channelmember__id"
+            "channelmember__user__username", filter=present, default=Value([]), order_by="channelmember__id"
         ),
     )
 
@@ -255,6 +255,8 @@ def place_for_turn(
                 f"right, records it with {PLACES_ENDPOINT.format(channel=channel)}."
             )
         members = resolve_people(organisation=organisation, names=names)
+        if kind == Channel.Kind.DM and len(members) != 1:
+            raise ValidationError({"place.people": ["A DM is with exactly one person; name them in place.people."]})
         if not token_allows(token, channel=channel, kind=kind, people=[str(m.user_id) for m in members]):
             raise PlaceNotFound()
         record = place_write(

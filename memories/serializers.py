@@ -461,3 +461,47 @@ class SubjectEraseOutputSerializer(serializers.Serializer):
             "injection_lines, thread_events, derived_memories (learned only from erased words), learning_keys."
         ),
     )
+
+
+# --- People and places: the directory ------------------------------------------------
+
+
+class PersonInputSerializer(StrictSerializer):
+    display_name = serializers.CharField(
+        max_length=200,
+        allow_blank=True,
+        required=False,
+        default="",
+        help_text="How the person is named in rendered blocks and on pages, at most 200 characters.",
+    )
+
+
+class PersonOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField(help_text="The person's one stable id: what scopes, subjects and audits store.")
+    handle = serializers.CharField(allow_null=True, help_text="The integration's id for them, if it made them.")
+    username = serializers.CharField(allow_null=True, help_text="What they sign in with; null until invited.")
+    display_name = serializers.CharField()
+    can_sign_in = serializers.BooleanField()
+    active = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class PlaceInputSerializer(StrictSerializer):
+    kind = serializers.ChoiceField(
+        choices=["dm", "private", "public"],
+        help_text="dm (one person), private (its members only) or public (open to the organisation).",
+        error_messages={"invalid_choice": "{input!r} is not a place kind; use dm, private or public."},
+    )
+    people = serializers.ListField(
+        child=serializers.CharField(max_length=150),
+        max_length=500,
+        help_text="Handles or usernames of everyone in the place: its whole membership (exactly one for a DM).",
+    )
+
+
+class PlaceOutputSerializer(serializers.Serializer):
+    channel = serializers.CharField()
+    kind = serializers.CharField()
+    people = serializers.ListField(child=serializers.CharField(), help_text="Members, by handle or username.")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
