@@ -239,7 +239,8 @@ def place_for_turn(
 ) -> PlaceInTurn:
     """The place a turn call names, from its record; never changes the record of a place that has one.
 
-    Raises `PlaceNotFound` when the caller may not act there, `PlaceConflict`
+    `token` is the agent's token when the call came over the API: its
+    directory right and its restriction apply. Raises `PlaceNotFound` when the caller may not act there, `PlaceConflict`
     when an agent names someone else for a bound DM, and `ValidationError`
     naming the field for a malformed place.
     """
@@ -249,7 +250,8 @@ def place_for_turn(
     _validate(channel=channel, kind=kind, names=names)
     record = place_record(organisation=organisation, channel=channel)
     if record is None:
-        if agent is None or token is None or not token.directory:
+        # An agent acting through the services without a token (scripts, the suite) holds the right.
+        if agent is None or (token is not None and not token.directory):
             raise PlaceNotFound(
                 "No place you can act in has this channel id. An owner, or an agent holding the directory "
                 f"right, records it with {PLACES_ENDPOINT.format(channel=channel)}."
