@@ -77,9 +77,7 @@ def general(org, member, second_member):
 
 @pytest.fixture
 def private_team(org, member, second_member):
-    return recorded(
-        org, {"channel": "G-team", "kind": "private", "people": [member.username, second_member.username]}
-    )
+    return recorded(org, {"channel": "G-team", "kind": "private", "people": [member.username, second_member.username]})
 
 
 @pytest.fixture(scope="session")
