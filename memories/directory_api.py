@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
+from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
 from accounts.models import Membership
@@ -71,7 +72,20 @@ PLACE_RECORD_EXAMPLE = {
 }
 
 
-class PersonListApi(DirectoryApi):
+class PersonListApi(DirectoryApi, GenericAPIView):
+    pagination_class = MemoryCursorPagination
+    serializer_class = s.PersonOutputSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
+            return Membership.objects.none()
+        principal = self.principal()
+        rows = people_of(organisation=principal.organisation)
+        token = principal.token
+        if token is not None and token.restricted:
+            rows = rows.filter(user_id__in=list(token.allowed_people))
+        return rows
+
     @extend_schema(
         summary="List the people of your organisation",
         responses={200: s.PersonOutputSerializer(many=True)},
@@ -79,15 +93,8 @@ class PersonListApi(DirectoryApi):
     )
     def get(self, request):
         self.require_directory_right()
-        principal = self.principal()
-        rows = people_of(organisation=principal.organisation)
-        token = principal.token
-        if token is not None and token.restricted:
-            rows = rows.filter(user_id__in=list(token.allowed_people))
-        paginator = MemoryCursorPagination()
-        paginator.ordering = ("-created_at", "-id")
-        page = paginator.paginate_queryset(rows, request, view=self)
-        return paginator.get_paginated_response([person_output(row) for row in page])
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([person_output(row) for row in page])
 
 
 class PersonDetailApi(DirectoryApi):
