@@ -40,7 +40,11 @@ def claim_visible_to(*, principal: Principal, claim_id) -> SystemClaim | None:
     Stewards see claims from every organisation; everyone else sees their own
     organisation's, and other organisations' only while a steward's admission stands.
     """
-    claims = with_status(SystemClaim.objects.filter(pk=claim_id)).select_related("organisation", "written_by", "agent")
+    claims = (
+        with_status(SystemClaim.objects.filter(pk=claim_id))
+        .select_related("organisation", "written_by", "agent", "superseded_by")
+        .defer("superseded_by__embedding", "superseded_by__search_vector")
+    )
     if not principal.is_steward:
         claims = claims.filter(Q(organisation=principal.organisation) | Q(admission_status__status=Status.ADMITTED))
     return claims.first()
