@@ -119,17 +119,19 @@ def _clean_reason(reason: str) -> str:
     return reason
 
 
-def decision_blocker(*, claim: Memory, user: User) -> DecisionRefused | None:
+def decision_blocker(*, claim: Memory, user: User | None = None, user_id=None) -> DecisionRefused | None:
     """Why this steward may take no decision at all on this claim now, or None.
 
     The claim page and the queue print its sentence in place of the buttons;
     the services raise it. Which decisions the status allows is `ALLOWED_FROM`.
+    A list passes `user_id` (the viewer's id, annotated once) to stay at one query.
     """
     if claim.stance is not None:
         return DecisionRefused(
             "This is a promotion tombstone; it cannot be admitted, rejected or challenged.", DecisionRefused.TOMBSTONE
         )
-    if is_author(claim=claim, user=user):
+    user_id = user.pk if user is not None else user_id
+    if claim.written_by_id is not None and claim.written_by_id == user_id:
         return DecisionRefused("You wrote this claim; another steward must decide it.", DecisionRefused.OWN_CLAIM)
     if claim.redacted_at is not None:
         return DecisionRefused("This claim was erased.", DecisionRefused.ERASED)
