@@ -431,6 +431,9 @@ class SystemClaimAdmin(StewardOnlyAdmin):
 
     # The claim page: buttons for the decisions this steward may take now.
 
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(request, {"title": "System claims to decide", **(extra_context or {})})
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         claim = self._claim_or_404(request, object_id)
         decisions = self._available(request, claim)
