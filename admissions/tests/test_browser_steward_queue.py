@@ -11,15 +11,9 @@ from playwright.sync_api import Page, expect
 from admissions.models import AdmissionRecord, Stance
 from memories.models import Memory
 
+from .helpers import log_in_to_admin
+
 pytestmark = pytest.mark.browser
-
-
-def log_in_to_admin(page: Page, username: str, password: str) -> None:
-    page.goto("/admin/login/?next=/admin/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(re.compile(r"/admin/$"))
 
 
 def test_a_steward_admits_a_claim_and_promotes_it_to_a_stance(page: Page, make_claim, steward):

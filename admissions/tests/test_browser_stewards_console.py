@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
-from rest_framework.test import APIClient
 
-from accounts.services import agent_create
 from admissions.models import AdmissionRecord, StanceVersion
 from admissions.services import admission_decide
 from memories.models import Memory
+
+from .helpers import log_in_to_admin
 
 pytestmark = pytest.mark.browser
 
@@ -27,15 +27,6 @@ WIDTH = 1280
 
 def screenshot_path(tmp_path: Path, name: str) -> str:
     return str((DOCS if os.environ.get("ARCHIVIST_DOCS_SCREENSHOTS") == "1" else tmp_path) / name)
-
-
-def log_in_to_admin(page: Page, username: str, password: str) -> None:
-    page.set_viewport_size({"width": WIDTH, "height": 900})
-    page.goto("/admin/login/?next=/admin/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(re.compile(r"/admin/$"))
 
 
 def press_access_key(page: Page, key: str) -> None:
@@ -167,7 +158,7 @@ def test_a_steward_decides_on_the_claim_page_with_an_access_key_and_cannot_decid
 
 
 def test_a_promoted_claims_stance_is_rendered_to_an_opted_in_organisations_agent(
-    page: Page, queue, steward, foreign_steward, other_org, settings, tmp_path
+    page: Page, queue, steward, foreign_steward, reader_api, settings, tmp_path
 ):
     claim = queue["oldest"]
     admission_decide(claim=claim, steward=foreign_steward, decision="admit", reason="Matches the published rate")
@@ -194,13 +185,10 @@ def test_a_promoted_claims_stance_is_rendered_to_an_opted_in_organisations_agent
     assert version.made_by == steward and Memory.objects.get(pk=claim.pk).superseded_by.stance == version.stance_id
 
     # An opted-in organisation's agent is shown the stance where the claim was.
+    # (The render runs in this process, where the flag can be switched on; the
+    # gunicorn under the browser runs with the deployment default, off.)
     settings.SYSTEM_RECALL_ENABLED = True
-    other_org.system_recall_opt_in = True
-    other_org.save()
-    _, token = agent_create(organisation=other_org, name="globex-helper")
-    agent = APIClient()
-    agent.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    response = agent.post(
+    response = reader_api.post(
         "/api/v1/render",
         {"place": {"channel": "C-general", "kind": "public", "people": []}, "turn_id": "t-1"},
         format="json",

@@ -7,10 +7,9 @@ from datetime import date, timedelta
 
 import pytest
 from django.test import override_settings
-from rest_framework.test import APIClient
 
 from accounts.models import Membership
-from accounts.services import agent_create, user_create
+from accounts.services import user_create
 from admissions.models import StanceVersion
 from admissions.recall import system_recall
 from admissions.services import admission_decide, claim_promote, stance_create, stance_retire, stance_revise
@@ -18,21 +17,6 @@ from memories.models import InjectionLine
 from memories.services import memory_redact
 
 PLACE = {"channel": "C-general", "kind": "public", "people": []}
-
-
-@pytest.fixture
-def reader(other_org):
-    other_org.system_recall_opt_in = True
-    other_org.save()
-    return other_org
-
-
-@pytest.fixture
-def reader_api(reader):
-    _, raw = agent_create(organisation=reader, name="globex-helper")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    return client
 
 
 @pytest.fixture
