@@ -1,33 +1,10 @@
-"""One vocabulary for who did what, on every screen and in the API.
-
-A person is "person <username>", an agent "agent <name>", a steward
-"steward <display name>" (their full name, or their username when they gave
-none). The admin, the claim pages and the API all print these, so the same
-actor reads the same everywhere.
-"""
+"""Who submitted a claim, in the vocabulary of `accounts.labels`."""
 
 from __future__ import annotations
 
-from accounts.models import Agent, User
+from accounts.labels import SYSTEM_LABEL, UNNAMED_STEWARD, agent_label, person_label, steward_label
 
-SYSTEM_LABEL = "system"
-UNNAMED_STEWARD = "steward"
-
-
-def display_name(user: User) -> str:
-    return user.get_full_name().strip() or user.username
-
-
-def person_label(user: User) -> str:
-    return f"person {user.username}"
-
-
-def agent_label(agent: Agent) -> str:
-    return f"agent {agent.name}"
-
-
-def steward_label(user: User) -> str:
-    return f"steward {display_name(user)}"
+__all__ = ["UNNAMED_STEWARD", "claimant_label", "steward_label"]
 
 
 def claimant_label(claim) -> str:
