@@ -622,14 +622,18 @@ class SystemClaimAdmin(StewardOnlyAdmin):
 class AdmissionRecordAdmin(StewardOnlyAdmin):
     """The audit: every decision by every steward, filterable by steward and by date."""
 
-    list_display = ["at", "decision", "steward", "claim_link", "organisation", "short_reason", "stance"]
+    list_display = ["at", "decision", "steward_name", "claim_link", "organisation", "short_reason", "stance"]
     list_filter = [("steward", admin.RelatedOnlyFieldListFilter), ("at", admin.DateFieldListFilter), "decision"]
     date_hierarchy = "at"
     search_fields = ["reason", "claim__slug"]
     list_select_related = ["steward", "organisation", "claim"]
     list_per_page = 100
-    fields = ["at", "decision", "steward", "claim_link", "organisation", "reason", "stance", "tombstone_link"]
+    fields = ["at", "decision", "steward_name", "claim_link", "organisation", "reason", "stance", "tombstone_link"]
     readonly_fields = fields
+
+    @admin.display(description="steward", ordering="steward__username")
+    def steward_name(self, record) -> str:
+        return steward_label(record.steward)
 
     def get_queryset(self, request):
         return (
@@ -666,8 +670,12 @@ class StanceAdmin(StewardOnlyAdmin):
 
     list_display = ["id", "title", "current_text", "state", "current_as_of", "version_count", "made_by"]
     search_fields = ["id", "title"]
-    fields = ["id", "title", "body", "reviewed_by", "reviewed_at", "versions"]
+    fields = ["id", "title", "body", "created_by", "reviewed_at", "versions"]
     readonly_fields = fields
+
+    @admin.display(description="created by")
+    def created_by(self, stance) -> str:
+        return steward_label(stance.reviewed_by)
 
     def get_queryset(self, request):
         head = StanceVersion.objects.filter(stance=OuterRef("pk"), superseded_by__isnull=True)

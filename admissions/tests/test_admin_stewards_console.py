@@ -153,3 +153,13 @@ def test_someone_without_the_role_cannot_revise_or_retire(client, promoted, supe
         response = client.post(f"/admin/admissions/stance/{stance.pk}/{action}/", {"reason": "x", "text": "y"})
         assert response.status_code in (302, 403)
     assert StanceVersion.objects.live().get().text == "Promoted claim"
+
+
+def test_the_audit_and_the_stance_page_name_stewards_in_the_same_words(steward_client, promoted):
+    audit = steward_client.get("/admin/admissions/admissionrecord/").content.decode()
+    assert '<td class="field-steward_name">steward fern</td>' in audit
+    assert '<td class="field-steward_name">steward stella</td>' in audit
+    stance_page = steward_client.get("/admin/admissions/stance/uk-rates/change/").content.decode()
+    assert "steward stella" in stance_page
+    listing = steward_client.get("/admin/admissions/stance/").content.decode()
+    assert "steward stella" in listing and "Live" in listing
