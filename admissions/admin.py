@@ -307,11 +307,15 @@ class SystemClaimAdmin(StewardOnlyAdmin):
                 if claim.derived_status in ALLOWED_FROM[d]
             ),
         )
+        # Enter in the reason field must not pick a decision: implicit submission
+        # uses the form's first submit button, and a disabled one submits nothing.
         return format_html(
             '<div class="decide-row"><input type="text" name="reason" form="{}" required maxlength="2000" '
-            'placeholder="Reason (required)" aria-label="Reason for deciding: {}">{}</div>',
+            'placeholder="Reason (required)" aria-label="Reason for deciding: {}">'
+            '<button type="submit" form="{}" disabled hidden aria-hidden="true"></button>{}</div>',
             form_id,
             self.claim_text(claim),
+            form_id,
             buttons,
         )
 

@@ -117,6 +117,11 @@ def test_the_queue_fits_1280_px_and_a_steward_decides_a_row_from_the_keyboard(pa
     reason = first.get_by_role("textbox", name=re.compile("Reason for deciding"))
     reason.focus()
     page.keyboard.type("Matches the published rate and the minutes")
+    # Enter in the reason field decides nothing (the row's default button is a disabled one):
+    # the page stays, the reason keeps its text and focus, and only the Admit below is recorded.
+    page.keyboard.press("Enter")
+    expect(reason).to_be_focused()
+    expect(reason).to_have_value("Matches the published rate and the minutes")
     page.keyboard.press("Tab")
     expect(first.get_by_role("button", name="Admit")).to_be_focused()
     page.keyboard.press("Enter")
