@@ -223,6 +223,8 @@ class Memory(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+        verbose_name = "memory"
+        verbose_name_plural = "memories"
         indexes = [
             GinIndex(fields=["search_vector"], name="memories_search_gin"),
             # Serves recall's predicate: tenant, then scope, over live rows only.
@@ -633,6 +635,9 @@ class TenantVectorIndex(models.Model):
     error = models.TextField(blank=True, default="")
     built_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "tenant vector indexes"
 
     def __str__(self) -> str:
         return f"{self.index_name} ({self.state})"
