@@ -5,7 +5,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memories", "0003_recall_pinned_index"),
+        ("memories", "0004_place_audit"),
     ]
 
     operations = [
