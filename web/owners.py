@@ -42,6 +42,11 @@ def _status(request: HttpRequest, form) -> int:
     return 400 if request.method == "POST" and form.errors else 200
 
 
+def _posted(request: HttpRequest):
+    """The POST's data, empty or not, so an empty POST is refused like any other bad input."""
+    return request.POST if request.method == "POST" else None
+
+
 def _no_store(response: HttpResponse) -> HttpResponse:
     """A page holding a secret shown once: never kept by the browser or a proxy."""
     response["Cache-Control"] = "no-store"
@@ -90,7 +95,7 @@ def _people_page(request: HttpRequest, account: Account, form: PersonForm) -> Ht
 @require_http_methods(["GET", "POST"])
 def people_list(request: HttpRequest) -> HttpResponse:
     account = _owner(request)
-    form = PersonForm(request.POST or None)
+    form = PersonForm(_posted(request))
     if request.method == "POST" and form.is_valid():
         try:
             membership, created = person_upsert(
@@ -116,7 +121,7 @@ def person_invite_page(request: HttpRequest, person_id) -> HttpResponse:
         # Inviting would replace their password with a link only the owner sees: a way into their account.
         messages.error(request, f"{membership.label} already signs in; they change their own password.")
         return redirect("web:people")
-    form = InviteForm(request.POST or None, initial={"username": shown_username(membership)})
+    form = InviteForm(_posted(request), initial={"username": shown_username(membership)})
     if request.method == "POST" and form.is_valid():
         try:
             uidb64, token = person_invite(membership=membership, username=form.cleaned_data["username"])
@@ -135,7 +140,7 @@ def person_invite_page(request: HttpRequest, person_id) -> HttpResponse:
 def person_remove(request: HttpRequest, person_id) -> HttpResponse:
     account = _owner(request)
     membership = _person_or_404(account, person_id)
-    form = RemoveForm(request.POST or None)
+    form = RemoveForm(_posted(request))
     if request.method == "POST" and membership.user_id == account.user.pk:
         form.add_error(None, "You cannot remove yourself; another owner can.")
     elif request.method == "POST" and form.is_valid():
@@ -180,7 +185,7 @@ def _place_errors_onto(form, error: ValidationError | PlaceConflict) -> None:
 @require_http_methods(["GET", "POST"])
 def place_list(request: HttpRequest) -> HttpResponse:
     account = _owner(request)
-    form = PlaceForm(request.POST or None, initial={"kind": Channel.Kind.PRIVATE})
+    form = PlaceForm(_posted(request), initial={"kind": Channel.Kind.PRIVATE})
     if request.method == "POST" and form.is_valid():
         channel = form.cleaned_data["channel"]
         if Channel.objects.filter(organisation=account.organisation, external_id=channel).exists():
@@ -213,7 +218,7 @@ def place_detail(request: HttpRequest, place_id) -> HttpResponse:
     account = _owner(request)
     record = _place_or_404(account, place_id)
     initial = {"kind": record.channel.kind, "people": "\n".join(member_labels(record))}
-    form = PlaceForm(request.POST or None, new=False, initial=initial)
+    form = PlaceForm(_posted(request), new=False, initial=initial)
     if request.method == "POST" and form.is_valid():
         try:
             place_put(
@@ -264,7 +269,7 @@ def _token_shown_once(request: HttpRequest, token: AgentToken, raw: str) -> Http
 @require_http_methods(["GET", "POST"])
 def agent_list(request: HttpRequest) -> HttpResponse:
     account = _owner(request)
-    form = AgentForm(request.POST or None)
+    form = AgentForm(_posted(request))
     if request.method == "POST" and form.is_valid():
         try:
             _, token, raw = agent_add(
