@@ -123,9 +123,13 @@ PEOPLE_FIELD_MAX_CHARS = 20_000
 CHANNELS_FIELD_MAX_CHARS = 45_000
 
 
-def names_in(text: str) -> list[str]:
-    """Handles and usernames typed one per line or separated by spaces or commas (neither holds either)."""
-    return [name for name in text.replace(",", " ").split() if name]
+def names_in(text: str, *, most: int, what: str) -> list[str]:
+    """Handles and usernames typed one per line or separated by spaces or commas (neither holds either),
+    each once; refused when there are more than `most` ("A place names at most 500 people.")."""
+    names = list(dict.fromkeys(name for name in text.replace(",", " ").split() if name))
+    if len(names) > most:
+        raise forms.ValidationError(f"{what} at most {most} people.")
+    return names
 
 
 class PersonForm(forms.Form):
@@ -209,10 +213,7 @@ class PlaceForm(forms.Form):
         return channel
 
     def clean_people(self) -> list[str]:
-        names = list(dict.fromkeys(names_in(self.cleaned_data["people"])))
-        if len(names) > MAX_PEOPLE_IN_PLACE:
-            raise forms.ValidationError(f"A place names at most {MAX_PEOPLE_IN_PLACE} people.")
-        return names
+        return names_in(self.cleaned_data["people"], most=MAX_PEOPLE_IN_PLACE, what="A place names")
 
 
 class AgentForm(forms.Form):
@@ -252,10 +253,7 @@ class RestrictForm(forms.Form):
         return channels
 
     def clean_people(self) -> list[str]:
-        names = list(dict.fromkeys(names_in(self.cleaned_data["people"])))
-        if len(names) > MAX_LISTED_PEOPLE:
-            raise forms.ValidationError(f"A token lists at most {MAX_LISTED_PEOPLE} people.")
-        return names
+        return names_in(self.cleaned_data["people"], most=MAX_LISTED_PEOPLE, what="A token lists")
 
     def clean(self):
         data = super().clean()

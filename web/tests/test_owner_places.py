@@ -104,3 +104,11 @@ def test_someone_taken_out_of_a_place_is_told_but_not_who_is_left(client, org, o
     page = client.get(reverse("web:my-places")).content.decode()
     assert "Places you were taken out of" in page and "C-finance" in page and "removed by olive (owner)" in page
     assert "max" not in page
+
+
+def test_more_people_than_a_place_holds_are_refused_by_field_and_limit(client, owner):
+    client.force_login(owner)
+    people = " ".join(f"p{index}" for index in range(501))
+    response = client.post(reverse("web:places"), {"channel": "C1", "kind": "public", "people": people})
+    assert response.status_code == 400 and "A place names at most 500 people." in response.content.decode()
+    assert not Channel.objects.exists()
