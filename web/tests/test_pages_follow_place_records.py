@@ -87,13 +87,6 @@ def test_a_directory_person_invited_later_sees_what_was_said_about_them(client, 
     assert_reachable(client, fact, True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "memories_visible_to and scopes.visible_to still let a person see a channel fact they saved "
-        "(owner=them) after the channel's record stops listing them; the fix belongs in memories/, not web/"
-    ),
-)
 def test_a_fact_someone_saved_in_a_channel_leaves_with_them_when_they_are_taken_out(client, org, owner, member):
     place_put(organisation=org, channel="C-x", kind="private", people=["mona"], actor=owner)
     fact = shared_fact(
