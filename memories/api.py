@@ -20,6 +20,7 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.people import people_labels
 from config.api import Principal, PrincipalRateThrottle, SafeJSONParser, error_response, principal_of
 from memories import contextual, ranking
 from memories import serializers as s
@@ -706,7 +707,7 @@ class InjectionDetailApi(_InjectionApi):
                     "turn_id": "turn-42",
                     "agent": "helper",
                     "user": None,
-                    "place": {"channel": "C024BE91L", "kind": "dm", "people": ["7d2f5c9e-…"]},
+                    "place": {"channel": "C024BE91L", "kind": "dm", "people": ["mona"]},
                     "question": "What should I call her?",
                     "cutoff": "2026-11-30",
                     "created_at": "2026-11-30T09:01:00Z",
@@ -745,7 +746,7 @@ class InjectionDetailApi(_InjectionApi):
                 "place": {
                     "channel": injection.place_channel,
                     "kind": injection.place_kind,
-                    "people": injection.place_people,
+                    "people": people_labels(organisation=injection.organisation, ids=injection.place_people or []),
                 },
                 "question": injection.question,
                 "cutoff": injection.cutoff,
