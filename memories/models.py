@@ -82,28 +82,6 @@ class ClaimedAdmission(models.TextChoices):
 
 
 SYSTEM_FIELDS = ("slug", "entity", "transparency", "as_of", "admission", "evidence_refs", "stance")
-# Fields a row keeps for life: a correction is a new row (superseded_by).
-IMMUTABLE_FIELDS = (
-    "body",
-    "bucket",
-    "organisation_id",
-    "owner_id",
-    "agent_id",
-    "author",
-    "written_by_id",
-    "source_kind",
-    "source_ref",
-    "source_label",
-    "source_run_id",
-    "subject_type",
-    "subject_id",
-    "slug",
-    "entity",
-    "transparency",
-    "as_of",
-    "evidence_refs",
-    "stance",
-)
 
 
 class JsonbTypeof(Func):
@@ -308,14 +286,6 @@ class Memory(models.Model):
         if self.redacted_at:
             return f"[erased {self.redacted_at:%Y-%m-%d}]"
         return self.body[:80]
-
-    @property
-    def is_redacted(self) -> bool:
-        return self.redacted_at is not None
-
-    @property
-    def is_tombstone(self) -> bool:
-        return self.stance is not None
 
     def clean(self) -> None:
         """The same rules as the constraints, each naming its field."""
