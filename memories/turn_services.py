@@ -89,6 +89,57 @@ def _only_for_id(*, organisation: Organisation, resolved: PlaceInTurn, only_for:
     return str(membership.user_id)
 
 
+def _write_scope(
+    *, organisation: Organisation, resolved: PlaceInTurn, scope: str | None, only_for: str | None, user: User | None
+) -> ScopeChoice:
+    """The scope a write in this place goes to, with the reason when it is not the one asked for."""
+    place = resolved.place
+    only_for_id = None
+    if only_for:
+        only_for_id = _only_for_id(organisation=organisation, resolved=resolved, only_for=only_for, user=user)
+    narrowed = ""
+    if scope == PERSON and not only_for_id and solo_person(place) is None:
+        if user is None:
+            raise ValidationError(
+                {
+                    "scope": [
+                        "A person fact is written only in a DM with exactly one person; in this "
+                        f"{place.kind} channel name the person with only_for, or drop scope."
+                    ]
+                }
+            )
+        only_for_id = str(user.pk)
+        narrowed = "a person fact outside a DM with one person is kept for you alone"
+    if scope == WORKSPACE and user is not None and not _is_owner(organisation=organisation, user=user):
+        # A workspace fact reaches every agent's prompt everywhere, and only owners change one.
+        scope = None
+        narrowed = "only owners write workspace facts; kept in this place"
+    choice = scope_for(place, scope, only_for_id)
+    return replace(choice, reason=narrowed) if narrowed else choice
+
+
+def _subject(
+    *, organisation: Organisation, choice: ScopeChoice, subject_type: str | None, subject_id: str
+) -> tuple[str, str]:
+    """Whom the fact is about: said by the caller, or, only in a person scope, that person."""
+    if subject_type is None:
+        if choice.scope != Scope.PERSON:
+            # A personal fact must name whom it is about; it is never defaulted to nobody.
+            raise ValidationError(
+                {
+                    "subject_type": [
+                        "Say whom this fact is about: user or candidate with subject_id, or workspace for an "
+                        "operational fact. Only a fact kept in a person scope (a DM, or only_for) defaults to "
+                        "that person."
+                    ]
+                }
+            )
+        return SubjectType.USER, choice.ref
+    if subject_type == SubjectType.USER:
+        return subject_type, user_subject_id(organisation=organisation, subject_id=subject_id)
+    return subject_type, subject_id or ""
+
+
 def memory_remember_in_place(
     *,
     organisation: Organisation,
@@ -122,57 +173,19 @@ def memory_remember_in_place(
     if (agent is None) == (user is None):
         raise ValueError("exactly one of agent and user writes a memory")
     now = now or timezone.now()
-    place = resolved.place
-    only_for_id = None
-    if only_for:
-        only_for_id = _only_for_id(organisation=organisation, resolved=resolved, only_for=only_for, user=user)
-    narrowed = ""
-    if scope == PERSON and not only_for_id and solo_person(place) is None:
-        if user is not None:
-            only_for_id = str(user.pk)
-            narrowed = "a person fact outside a DM with one person is kept for you alone"
-        else:
-            raise ValidationError(
-                {
-                    "scope": [
-                        "A person fact is written only in a DM with exactly one person; in this "
-                        f"{place.kind} channel name the person with only_for, or drop scope."
-                    ]
-                }
-            )
-    if scope == WORKSPACE and user is not None and not _is_owner(organisation=organisation, user=user):
-        # A workspace fact reaches every agent's prompt everywhere, and only owners change one.
-        scope = None
-        narrowed = "only owners write workspace facts; kept in this place"
-    choice = scope_for(place, scope, only_for_id)
-    if narrowed:
-        choice = replace(choice, reason=narrowed)
+    choice = _write_scope(organisation=organisation, resolved=resolved, scope=scope, only_for=only_for, user=user)
     if expires_at is not None and ttl_days is not None:
         raise ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})
     if ttl_days is not None:
         expires_at = now + timedelta(days=ttl_days)
-
     scope_label = ""
     if choice.scope == Scope.CHANNEL:
-        scope_label = place.channel
+        scope_label = resolved.place.channel
     elif choice.scope == Scope.PERSON:
         scope_label = resolved.label_for(choice.ref) or _label_of(organisation=organisation, person_id=choice.ref)
-
-    if subject_type is None:
-        if choice.scope != Scope.PERSON:
-            # A personal fact must name whom it is about; it is never defaulted to nobody.
-            raise ValidationError(
-                {
-                    "subject_type": [
-                        "Say whom this fact is about: user or candidate with subject_id, or workspace for an "
-                        "operational fact. Only a fact kept in a person scope (a DM, or only_for) defaults to "
-                        "that person."
-                    ]
-                }
-            )
-        subject_type, subject_id = SubjectType.USER, choice.ref
-    elif subject_type == SubjectType.USER:
-        subject_id = user_subject_id(organisation=organisation, subject_id=subject_id)
+    subject_type, subject_id = _subject(
+        organisation=organisation, choice=choice, subject_type=subject_type, subject_id=subject_id
+    )
 
     is_agent = agent is not None
     fields = dict(
@@ -185,7 +198,7 @@ def memory_remember_in_place(
         agent=agent,
         written_by=user,
         subject_type=subject_type,
-        subject_id=subject_id or "",
+        subject_id=subject_id,
         scope=choice.scope,
         scope_ref=choice.ref,
         scope_label=scope_label,
