@@ -27,8 +27,12 @@ Ranking (`mode`):
 - `reranked`: contextual, then its best candidates ordered by an HTTP
   reranker when one is configured (`memories.reranker`); contextual otherwise.
 - `auto`: contextual when there is a question and an embedder (it recalls the
-  right fact most often: docs/benchmarks.md, "Recall quality"), lexical when
-  there is only a question, recent otherwise.
+  right fact most often: docs/benchmarks.md, "Recall quality"), recent otherwise.
+
+A mode that needs a vector and cannot have one (no embedder, an embedding
+error) gives the place's most recent facts, as the seed does, rather than word
+matching that may return nothing; rows holding another model's vector count
+as not yet searchable.
 
 `occurred_after` and `occurred_before` keep facts whose time (when they
 happened, or when they were written if that is unknown) falls in the interval.
@@ -336,7 +340,11 @@ def candidate_ctes(
     if count_unembedded:
         stats.append(
             "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE "
-            f"{base} AND m.embedding IS NULL LIMIT {UNEMBEDDED_COUNT_CAP}) n) AS unembedded"
+            f"{base} AND m.embedding IS NULL LIMIT {UNEMBEDDED_COUNT_CAP}) n)"
+            # A vector of another embedding model cannot be compared: such a row is not searchable yet either.
+            " + (SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE "
+            f"{base} AND m.embedding IS NOT NULL AND m.embedding_model <> %(model)s LIMIT {UNEMBEDDED_COUNT_CAP}) o)"
+            " AS unembedded"
         )
     else:
         stats.append("NULL::bigint AS unembedded")
@@ -409,33 +417,38 @@ def recall(
     if wants_vector:
         embedder = embedding.get_embedder()
         if not embedder.available:
-            notices.append("No embedder is configured, so the question was matched by its words only.")
+            notices.append(
+                "No embedder is configured, so the most recent facts here were given instead of the most relevant."
+            )
         else:
             embed_started = time.perf_counter()
             try:
                 query_vector = embedding.embed_query(question)
                 model = embedder.name
             except embedding.EmbeddingError as error:
-                notices.append(f"The question could not be embedded ({error}); it was matched by its words only.")
+                notices.append(
+                    f"The question could not be embedded ({error}), so the most recent facts here were given "
+                    "instead of the most relevant."
+                )
             embed_ms = (time.perf_counter() - embed_started) * 1000
 
     if not question:
         if mode != "recent" and mode != "auto":
             notices.append(f"No question was given, so {mode} recall fell back to the most recent facts.")
         lists: tuple[str, ...] = ("recent",)
-    elif mode == "recent":
+    elif mode == "recent" or (wants_vector and query_vector is None):
+        # As the seed does: with no vector, the place's most recent facts rather than word
+        # matching, which may return nothing at all; the notice says which happened.
         lists = ("recent",)
-    elif mode == "lexical" or query_vector is None:
+    elif mode == "lexical":
         lists = ("lexical",)
     elif mode == "semantic":
         lists = ("semantic",)
     else:
         lists = ("semantic", "lexical")
 
-    contextual_mode = bool(question) and (
-        mode in ("contextual", "reranked") or (mode == "auto" and query_vector is not None)
-    )
-    rerank_mode = mode == "reranked" and bool(question)
+    contextual_mode = bool(question) and query_vector is not None and mode in ("auto", "contextual", "reranked")
+    rerank_mode = mode == "reranked" and bool(question) and query_vector is not None
     if rerank_mode and not reranker.configured():
         notices.append("No reranker is configured (ARCHIVIST_RERANKER_URL), so contextual ranking was used.")
         rerank_mode = False
@@ -490,7 +503,10 @@ def recall(
     if unembedded:
         shown = f"{unembedded}+" if unembedded >= UNEMBEDDED_COUNT_CAP else str(unembedded)
         how = "by their words only" if "lexical" in lists else "not at all by meaning"
-        notices.append(f"{shown} fact(s) here are not embedded yet and were searched {how}.")
+        notices.append(
+            f"{shown} fact(s) here are not searchable by meaning yet (not embedded, or embedded by another model) "
+            f"and were searched {how}."
+        )
 
     ranking_report = {
         "requested": mode,
