@@ -22,7 +22,8 @@ from django.db.models import Q, Value
 from django.utils import timezone
 
 from accounts.models import Agent, Membership, Organisation, User
-from memories import planes, render
+from memories import planes, render, services
+from memories.errors import LimitReached  # re-exported: `from memories.turn_services import LimitReached` keeps working
 from memories.models import (
     Author,
     Bucket,
@@ -38,13 +39,9 @@ from memories.models import (
 )
 from memories.recall import recall, render_candidates
 from memories.scopes import PERSON, SCOPE_ORDER, Place, ScopeChoice, scope_for, solo_person
-from memories.services import memory_redact, memory_remember, memory_set_pinned, memory_supersede
+from memories.services import memory_remember, memory_set_pinned, memory_supersede
 
 MAX_PEOPLE_IN_PLACE = 500
-
-
-class LimitReached(Exception):
-    """An agent holds the most live facts it may; it must forget before it remembers."""
 
 
 class TurnConflict(Exception):
@@ -298,8 +295,8 @@ def memory_remember_in_place(
 
 
 def memory_forget(*, memory: Memory, reason: str, actor: User | None = None, agent: Agent | None = None) -> Memory:
-    """Forget a fact: erase its body and vector, keep the receipt (who, when, why)."""
-    return memory_redact(memory=memory, reason=reason or "forgotten on request", actor=actor, agent=agent)
+    """Forget a fact and every version of it: erase body and vector, keep a receipt per row (who, when, why)."""
+    return services.memory_forget(memory=memory, reason=reason or "forgotten on request", actor=actor, agent=agent)
 
 
 def memory_correct(
@@ -380,10 +377,11 @@ def _caps() -> dict[str, render.RenderCaps]:
     return {scope: render.RenderCaps.from_setting(settings.MEMORY_RENDER_CAPS[scope]) for scope in SCOPE_ORDER}
 
 
-def _render_fact(row: dict) -> render.RenderFact:
+def _render_fact(row: dict, names: dict[str, str]) -> render.RenderFact:
     source = row["source_label"] or row["source_ref"]
     created = row["created_at"].astimezone(UTC)
     occurred = row["occurred_at"].astimezone(UTC) if row["occurred_at"] else None
+    subject_id = str(row["subject_id"] or "")
     return render.RenderFact(
         id=str(row["id"]),
         scope=row["scope"],
@@ -395,22 +393,18 @@ def _render_fact(row: dict) -> render.RenderFact:
         text=row["body"],
         scope_label=row["scope_label"],
         pinned=row["pinned"],
+        subject_type=row["subject_type"],
+        subject_label=names.get(subject_id, "") if row["subject_type"] == SubjectType.USER else subject_id,
     )
 
 
-def _plane_sections(*, principal, place: Place, cutoff: date, limit: int) -> list[render.Section]:
-    sections = []
-    for name, provider in planes.render_section_providers():
-        produced = provider(principal, place, cutoff)
-        if not produced:
-            continue
-        if isinstance(produced, planes.SectionLines):
-            title, lines = produced.title, list(produced.lines)
-        else:
-            title, lines = name, list(produced)
-        if lines:
-            sections.append(render.section_from(name, title, lines, limit))
-    return sections
+def _subject_names(rows: list[dict], resolved: ResolvedPlace) -> dict[str, str]:
+    """Usernames of the user subjects of these rows: the place's people first, the rest in one query."""
+    names = dict(resolved.usernames)
+    wanted = {str(row["subject_id"]) for row in rows if row["subject_type"] == SubjectType.USER} - set(names)
+    if wanted:
+        names.update((str(pk), name) for pk, name in User.objects.filter(pk__in=wanted).values_list("pk", "username"))
+    return names
 
 
 def _same_request(injection: Injection, *, place: Place, question: str, cutoff: date, agent, user) -> bool:
@@ -455,6 +449,7 @@ def injection_render(
     channel_upsert(organisation=organisation, place=place)
     caps = _caps()
     rows, totals = render_candidates(organisation=organisation, place=place, agent=agent, caps=caps, now=now)
+    notices: list[str] = []
     if question:
         ranked = recall(
             organisation=organisation,
@@ -464,10 +459,12 @@ def injection_render(
             agent=agent,
             now=now,
         )
+        notices.append(ranked.notice)
         order = {str(row["id"]): position for position, row in enumerate(ranked.rows)}
         # The facts the question recalls lead their sections; the rest keep recency order.
         rows.sort(key=lambda row: order.get(str(row["id"]), len(order)))
-    facts = [_render_fact(row) for row in rows]
+    names = _subject_names(rows, resolved)
+    facts = [_render_fact(row, names) for row in rows]
     passed = {scope: sum(1 for fact in facts if fact.scope == scope) for scope in SCOPE_ORDER}
     labels = {"channel": place.channel}
     person = solo_person(place)
@@ -480,8 +477,12 @@ def injection_render(
         fade_days=settings.MEMORY_NOTE_FADE_DAYS,
         labels=labels,
         left_out={scope: max(totals.get(scope, 0) - passed[scope], 0) for scope in SCOPE_ORDER},
+        notices=notices,
     )
-    sections = _plane_sections(principal=principal, place=place, cutoff=cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp)
+    sections, failed_planes = planes.plane_sections(
+        principal=principal, place=place, cutoff=cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp
+    )
+    selection.omissions.extend(failed_planes)
     text = render.compose(selection.paragraphs, sections)
 
     with transaction.atomic():
