@@ -133,9 +133,7 @@ def _refuse_outside(field: serializers.Field, value: str, pattern: str, what: st
     if not isinstance(value, str):
         field.fail("invalid_type", found=json_type_name(value))
     if re.fullmatch(pattern, value) is None:
-        raise serializers.ValidationError(
-            f"{value[:40]!r} is not {what} in RFC 3339 form, within {DATE_RANGE}.", code="invalid"
-        )
+        raise serializers.ValidationError(f"{value[:40]!r} is not {what}, within {DATE_RANGE}.", code="invalid")
 
 
 @extend_schema_field(
@@ -152,7 +150,7 @@ class StrictDateTimeField(serializers.DateTimeField):
     default_error_messages = {"invalid_type": "Must be a string, not {found}."}
 
     def to_internal_value(self, value) -> datetime:
-        _refuse_outside(self, value, DATETIME_PATTERN, "a date and time with its offset")
+        _refuse_outside(self, value, DATETIME_PATTERN, "a date and time in the format YYYY-MM-DDThh:mm:ss+hh:mm (or Z)")
         return super().to_internal_value(value)
 
 
@@ -163,5 +161,5 @@ class StrictDateField(serializers.DateField):
     default_error_messages = {"invalid_type": "Must be a string, not {found}."}
 
     def to_internal_value(self, value) -> date:
-        _refuse_outside(self, value, DATE_PATTERN, "a day")
+        _refuse_outside(self, value, DATE_PATTERN, "a day in the format YYYY-MM-DD")
         return super().to_internal_value(value)

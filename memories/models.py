@@ -400,7 +400,7 @@ def evidence_problems(refs) -> list[str]:
             problems.append(f"Item {index} needs a non-empty ref of at most 500 characters.")
         elif CONTROL_CHARS.search(item["ref"]):
             # NUL cannot be stored in jsonb at all; the others would break a rendered line.
-            problems.append(f"Item {index}'s ref contains NUL or control characters.")
+            problems.append(f"Item {index}'s ref: {control_problem(item['ref'])}")
     return problems
 
 

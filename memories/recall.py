@@ -29,10 +29,11 @@ Ranking (`mode`):
 - `auto`: contextual when there is a question and an embedder (it recalls the
   right fact most often: docs/benchmarks.md, "Recall quality"), recent otherwise.
 
-A mode that needs a vector and cannot have one (no embedder, an embedding
-error) gives the place's most recent facts, as the seed does, rather than word
-matching that may return nothing; rows holding another model's vector count
-as not yet searchable.
+A meaning mode (`auto`, `hybrid`, `semantic`) that cannot have a vector (no
+embedder, an embedding error) gives the place's most recent facts, as the seed
+does, rather than word matching that may return nothing; `contextual` and
+`reranked`, which rank by words too, rank by words. Rows holding another
+model's vector count as not yet searchable. Each of these is said in `notice`.
 
 `occurred_after` and `occurred_before` keep facts whose time (when they
 happened, or when they were written if that is unknown) falls in the interval.
@@ -60,6 +61,8 @@ from memories.scopes import Place, solo_person
 from memories.turn_sql import LIVE_PREDICATE
 
 MODES = ("auto", "hybrid", "semantic", "lexical", "recent", "contextual", "reranked")
+# Modes that rank by meaning alone or first: without a vector they give the most recent facts instead.
+MEANING_MODES = ("auto", "hybrid", "semantic")
 RRF_K = 60
 # Rows each ranked list contributes before fusion: enough that a fact ranked
 # modestly by both lists can still win, few enough to keep the sort small.
@@ -414,41 +417,44 @@ def recall(
     wants_vector = mode in ("auto", "hybrid", "semantic", "contextual", "reranked") and bool(question)
     query_vector = None
     model = ""
+    # Contextual and reranked rank by words as well as meaning, so without a vector they still rank by words.
+    instead = (
+        "the most recent facts here were given instead of the most relevant"
+        if mode in MEANING_MODES
+        else ("it was ranked by its words only")
+    )
     if wants_vector:
         embedder = embedding.get_embedder()
         if not embedder.available:
-            notices.append(
-                "No embedder is configured, so the most recent facts here were given instead of the most relevant."
-            )
+            notices.append(f"No embedder is configured, so {instead}.")
         else:
             embed_started = time.perf_counter()
             try:
                 query_vector = embedding.embed_query(question)
                 model = embedder.name
             except embedding.EmbeddingError as error:
-                notices.append(
-                    f"The question could not be embedded ({error}), so the most recent facts here were given "
-                    "instead of the most relevant."
-                )
+                notices.append(f"The question could not be embedded ({error}), so {instead}.")
             embed_ms = (time.perf_counter() - embed_started) * 1000
 
     if not question:
         if mode != "recent" and mode != "auto":
             notices.append(f"No question was given, so {mode} recall fell back to the most recent facts.")
         lists: tuple[str, ...] = ("recent",)
-    elif mode == "recent" or (wants_vector and query_vector is None):
+    elif mode == "recent" or (query_vector is None and mode in MEANING_MODES):
         # As the seed does: with no vector, the place's most recent facts rather than word
         # matching, which may return nothing at all; the notice says which happened.
         lists = ("recent",)
-    elif mode == "lexical":
+    elif mode == "lexical" or query_vector is None:
         lists = ("lexical",)
     elif mode == "semantic":
         lists = ("semantic",)
     else:
         lists = ("semantic", "lexical")
 
-    contextual_mode = bool(question) and query_vector is not None and mode in ("auto", "contextual", "reranked")
-    rerank_mode = mode == "reranked" and bool(question) and query_vector is not None
+    contextual_mode = bool(question) and (
+        mode in ("contextual", "reranked") or (mode == "auto" and query_vector is not None)
+    )
+    rerank_mode = mode == "reranked" and bool(question)
     if rerank_mode and not reranker.configured():
         notices.append("No reranker is configured (ARCHIVIST_RERANKER_URL), so contextual ranking was used.")
         rerank_mode = False

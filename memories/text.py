@@ -120,6 +120,8 @@ def describe(char: str) -> str:
     for low, high, name in _CLASSES:
         if low <= code <= high:
             return f"U+{code:04X} ({name})"
+    if char == "\x00":
+        return "U+0000 (NUL, a control character)"
     if CONTROL_CHARS.match(char):
         return f"U+{code:04X} (a control character)"
     return f"U+{code:04X}"
@@ -197,8 +199,13 @@ def _kept(text: str, index: int) -> bool:
     before = text[index - 1] if index > 0 else ""
     after = text[index + 1] if index + 1 < len(text) else ""
     if _is_variation_selector(char):
-        # One selector after a visible base chooses how it looks; a run of them carries hidden data.
-        return bool(before) and not _INVISIBLE.match(before) and not CONTROL_CHARS.match(before)
+        # One selector after a base it can vary chooses how it looks (text or emoji style, a keycap, a
+        # glyph of an ideograph); after a plain letter, or in a run, it only carries hidden data.
+        if not before or _INVISIBLE.match(before) or CONTROL_CHARS.match(before):
+            return False
+        if char in "︎️":
+            return _is_emoji(before) or before in "0123456789#*"
+        return ord(before) > 0x7F
     if char == ZWJ:
         base = index - 1
         while base >= 0 and (_is_variation_selector(text[base]) or 0x1F3FB <= ord(text[base]) <= 0x1F3FF):
