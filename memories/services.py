@@ -74,7 +74,7 @@ def _hold_live_cap(
             who = "This agent holds" if kind == "agent" else "You hold"
             raise LimitReached(
                 f"{who} {limit} live facts, the most {'an agent' if kind == 'agent' else 'a person'} may: "
-                "forget or correct one before remembering another."
+                "forget before remembering."
             )
 
 
