@@ -19,7 +19,7 @@ from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.text import NO_CONTROLS_PATTERN, control_problem, invisible_problem
+from memories.text import control_problem, invisible_problem
 
 YEARS = r"(?:19\d\d|2\d\d\d)"
 _MONTH_DAY = r"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)"
@@ -36,6 +36,15 @@ ID_FORBIDDEN = (
     r"\u2060-\u2064\u2066-\u2069\u3164\ufe00-\ufe0f\ufeff\uffa0"
 )
 ID_PATTERN = rf"^[^{ID_FORBIDDEN}]*$"
+CONTROLS_FORBIDDEN = r"\x00-\x08\x0b-\x1f\x7f-\x9f"
+
+
+def text_pattern(*, identifier: bool, blank: bool) -> str:
+    """The schema's spelling of the text rule; a field that may not be blank must hold a visible character."""
+    forbidden = ID_FORBIDDEN if identifier else CONTROLS_FORBIDDEN
+    if blank:
+        return rf"^[^{forbidden}]*$"
+    return rf"^\s*[^\s{forbidden}][^{forbidden}]*$"
 
 _JSON_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "an array"}
 
@@ -102,9 +111,9 @@ class TextRule(RegexValidator):
     names the character and where it is.
     """
 
-    def __init__(self, *, identifier: bool = False):
+    def __init__(self, *, identifier: bool = False, blank: bool = True):
         self.identifier = identifier
-        super().__init__(regex=ID_PATTERN if identifier else NO_CONTROLS_PATTERN)
+        super().__init__(regex=text_pattern(identifier=identifier, blank=blank))
 
     def __call__(self, value):
         if not isinstance(value, str):
@@ -121,7 +130,7 @@ def harden(field: serializers.Field, *, identifier: bool = False) -> serializers
     """Give a text field (and a list of them) the text rule; other fields are returned as they are."""
     target = field.child if isinstance(field, serializers.ListField) else field
     if isinstance(target, serializers.CharField) and not any(isinstance(v, TextRule) for v in target.validators):
-        rule = TextRule(identifier=identifier)
+        rule = TextRule(identifier=identifier, blank=getattr(target, "allow_blank", True))
         if isinstance(target, serializers.RegexField):
             target.validators.insert(0, rule)  # its own pattern stays the one the schema shows
         else:

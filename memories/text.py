@@ -35,8 +35,6 @@ import unicodedata
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # The same class for PostgreSQL (NUL cannot be stored, so it is not listed); see migration 0005.
 CONTROL_CHARS_SQL = "[\\x01-\\x08\\x0b-\\x1f\\x7f-\\x9f]"
-# The same rule as a JSON-schema pattern (drf-spectacular writes \x as \u00).
-NO_CONTROLS_PATTERN = r"^[^\x00-\x08\x0b-\x1f\x7f-\x9f]*$"
 
 ZWNJ, ZWJ = "\u200c", "\u200d"
 _BLACK_FLAG = "\U0001f3f4"

@@ -163,6 +163,8 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # The schema says what validation enforces: closed request objects, error answers, parameter rules.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "config.schema.strict_requests"],
 }
 
 # --- Memory rules (the seeds' numbers) -----------------------------------------
