@@ -46,6 +46,7 @@ def text_pattern(*, identifier: bool, blank: bool) -> str:
         return rf"^[^{forbidden}]*$"
     return rf"^\s*[^\s{forbidden}][^{forbidden}]*$"
 
+
 _JSON_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "an array"}
 
 
