@@ -34,6 +34,8 @@ from memories.text import invisible_problem
 
 # A ref is an id or address: not blank, no control or invisible character (the schema's half of the rule).
 EVIDENCE_REF_PATTERN = rf"^\s*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"
+# What validate_slug checks, for the schema: the prefix, then something visible after it.
+SLUG_PATTERN = rf"^\s*{SLUG_PREFIX}\s*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"
 
 SUBMIT_PERMISSION = "admissions.submit_claim"
 
@@ -63,7 +65,12 @@ class ClaimInputSerializer(StrictSerializer):
     unknown_field_message = "This field is not part of a claim."
 
     body = serializers.CharField(max_length=BODY_MAX_CHARS, help_text="The claim, as one statement.")
-    slug = serializers.CharField(max_length=SLUG_MAX_CHARS, help_text=f"Starts with {SLUG_PREFIX!r}.")
+    slug = serializers.RegexField(
+        SLUG_PATTERN,
+        max_length=SLUG_MAX_CHARS,
+        help_text=f"Starts with {SLUG_PREFIX!r} and names something after it.",
+        error_messages={"invalid": f"The slug must start with {SLUG_PREFIX!r} and name something after it."},
+    )
     entity = serializers.CharField(max_length=200, help_text="What the claim is about.")
     transparency = serializers.ChoiceField(choices=Transparency.choices)
     as_of = StrictDateField(help_text="The day the claim is true as of; not in the future.")

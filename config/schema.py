@@ -49,6 +49,9 @@ ERROR_RESPONSES = {
     "429": "Too many requests for this token; see Retry-After.",
 }
 HTTP_METHODS = ("get", "put", "post", "delete", "patch")
+# Rules across fields that a request schema can still say.
+NOT_BOTH = {"not": {"required": ["expires_at", "ttl_days"]}}
+OBJECT_RULES = {"RememberInputRequest": NOT_BOTH, "SupersedeInputRequest": NOT_BOTH}
 
 
 def _parameter_rules() -> dict[tuple[str, str], dict]:
@@ -74,6 +77,7 @@ def strict_requests(result, generator, request, public):
     for name, schema in components.items():
         if name.endswith("Request") and schema.get("type") == "object":
             schema["additionalProperties"] = False
+            schema.update(OBJECT_RULES.get(name, {}))
     components["Error"] = ERROR_SCHEMA
     rules = _parameter_rules()
     for item in result.get("paths", {}).values():

@@ -132,10 +132,7 @@ def harden(field: serializers.Field, *, identifier: bool = False) -> serializers
     target = field.child if isinstance(field, serializers.ListField) else field
     if isinstance(target, serializers.CharField) and not any(isinstance(v, TextRule) for v in target.validators):
         rule = TextRule(identifier=identifier, blank=getattr(target, "allow_blank", True))
-        if isinstance(target, serializers.RegexField):
-            target.validators.insert(0, rule)  # its own pattern stays the one the schema shows
-        else:
-            target.validators.append(rule)
+        target.validators.append(rule)  # after a RegexField's own, whose pattern the schema then shows
     return field
 
 
