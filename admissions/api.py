@@ -33,9 +33,9 @@ from memories.serializers import StrictSerializer
 from memories.text import invisible_problem
 
 # A ref is an id or address: not blank, no control or invisible character (the schema's half of the rule).
-EVIDENCE_REF_PATTERN = rf"^\s*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"
+EVIDENCE_REF_PATTERN = rf"^[^\S{ID_FORBIDDEN}]*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"
 # What validate_slug checks, for the schema: the prefix, then something visible after it.
-SLUG_PATTERN = rf"^\s*{SLUG_PREFIX}\s*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"
+SLUG_PATTERN = rf"^[^\S{ID_FORBIDDEN}]*{SLUG_PREFIX}[^\S{ID_FORBIDDEN}]*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"
 
 SUBMIT_PERMISSION = "admissions.submit_claim"
 

@@ -92,4 +92,7 @@ def strict_requests(result, generator, request, public):
                 rule = rules.get((parameter.get("in"), parameter.get("name")))
                 if rule:
                     parameter["schema"] = {**parameter.get("schema", {}), **rule}
+                elif parameter.get("in") == "query" and parameter.get("schema", {}).get("type") == "string":
+                    # config.middleware refuses a NUL byte in any query parameter.
+                    parameter["schema"].setdefault("pattern", "^[^\\u0000]*$")
     return result

@@ -44,7 +44,8 @@ def text_pattern(*, identifier: bool, blank: bool) -> str:
     forbidden = ID_FORBIDDEN if identifier else CONTROLS_FORBIDDEN
     if blank:
         return rf"^[^{forbidden}]*$"
-    return rf"^\s*[^\s{forbidden}][^{forbidden}]*$"
+    # Leading whitespace that is not itself a control, then a visible character.
+    return rf"^[^\S{forbidden}]*[^\s{forbidden}][^{forbidden}]*$"
 
 
 _JSON_TYPES = {str: "a string", bool: "a boolean", int: "an integer", float: "a number", list: "an array"}
