@@ -215,7 +215,7 @@ def test_erasing_a_person_leaves_no_trace_of_them_anywhere(
     owner_api = APIClient()
     owner_api.force_login(owner)
     # The subject-access export holds everything the erasure will reach: her thread events too.
-    exported = owner_api.get(f"/api/v1/subjects/user/{member.pk}/memories").json()
+    exported = mona.get(f"/api/v1/subjects/user/{member.pk}/memories").json()  # her own subject-access request
     assert {event["text"] for event in exported["thread_events"]} == {
         f"I prefer {MARKER} tea",
         f"Remember that the {MARKER} release is on Monday",
