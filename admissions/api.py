@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
@@ -18,9 +18,11 @@ from rest_framework.views import APIView
 from admissions.labels import UNNAMED_STEWARD, claimant_label, steward_label
 from admissions.selectors import claim_history, claim_visible_to
 from admissions.services import claim_submit
-from config.api import Principal, principal_of, refuse_principal_fields
+from config.api import Principal, principal_of
+from memories.fields import ID_FORBIDDEN, StrictDateField
 from memories.models import (
     BODY_MAX_CHARS,
+    EVIDENCE_KINDS,
     SLUG_MAX_CHARS,
     SLUG_PREFIX,
     SOURCE_REF_MAX_CHARS,
@@ -28,17 +30,52 @@ from memories.models import (
     Transparency,
     evidence_problems,
 )
+from memories.serializers import StrictSerializer
+from memories.text import invisible_problem
+
+# A ref is an id or address: not blank, no control or invisible character (the schema's half of the rule).
+EVIDENCE_REF_PATTERN = rf"^[^\S{ID_FORBIDDEN}]*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"
+# What validate_slug checks, for the schema: the prefix, then something visible after it.
+SLUG_PATTERN = rf"^[^\S{ID_FORBIDDEN}]*{SLUG_PREFIX}[^\S{ID_FORBIDDEN}]*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"
 
 SUBMIT_PERMISSION = "admissions.submit_claim"
 
 
-class ClaimInputSerializer(serializers.Serializer):
+@extend_schema_field(
+    {
+        "type": "array",
+        "minItems": 1,
+        "items": {
+            "type": "object",
+            "required": ["kind", "ref"],
+            "additionalProperties": False,
+            "properties": {
+                "kind": {"type": "string", "enum": list(EVIDENCE_KINDS)},
+                "ref": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": EVIDENCE_REF_PATTERN},
+            },
+        },
+        "example": [{"kind": "url", "ref": "https://bank.example/rates"}],
+    }
+)
+class EvidenceRefsField(serializers.JSONField):
+    """At least one `{kind, ref}`; validated item by item by `evidence_problems` (the database's rule)."""
+
+
+class ClaimInputSerializer(StrictSerializer):
+    identifier_fields = ("slug", "entity", "source_ref")
+    unknown_field_message = "This field is not part of a claim."
+
     body = serializers.CharField(max_length=BODY_MAX_CHARS, help_text="The claim, as one statement.")
-    slug = serializers.CharField(max_length=SLUG_MAX_CHARS, help_text=f"Starts with {SLUG_PREFIX!r}.")
+    slug = serializers.RegexField(
+        SLUG_PATTERN,
+        max_length=SLUG_MAX_CHARS,
+        help_text=f"Starts with {SLUG_PREFIX!r} and names something after it.",
+        error_messages={"invalid": f"The slug must start with {SLUG_PREFIX!r} and name something after it."},
+    )
     entity = serializers.CharField(max_length=200, help_text="What the claim is about.")
     transparency = serializers.ChoiceField(choices=Transparency.choices)
-    as_of = serializers.DateField(help_text="The day the claim is true as of; not in the future.")
-    evidence_refs = serializers.JSONField(help_text="At least one {kind, ref}; kinds: url, document, message, ...")
+    as_of = StrictDateField(help_text="The day the claim is true as of; not in the future.")
+    evidence_refs = EvidenceRefsField(help_text="At least one {kind, ref}; kinds: url, document, message, ...")
     admission = serializers.ChoiceField(
         choices=ClaimedAdmission.choices,
         required=False,
@@ -61,6 +98,11 @@ class ClaimInputSerializer(serializers.Serializer):
 
     def validate_evidence_refs(self, value):
         problems = evidence_problems(value)
+        if not problems:
+            for index, item in enumerate(value):
+                problem = invisible_problem(item["ref"])
+                if problem:
+                    problems.append(f"Item {index}'s ref: {problem}")
         if problems:
             raise serializers.ValidationError(problems)
         return value
@@ -163,12 +205,6 @@ class SystemClaimListApi(APIView):
         principal = principal_of(request)
         if not principal.is_agent and not request.user.has_perm(SUBMIT_PERMISSION):
             raise PermissionDenied(f"Submitting system claims needs the {SUBMIT_PERMISSION} permission.")
-        refuse_principal_fields(request.data)
-        unknown = (
-            sorted(set(request.data) - set(ClaimInputSerializer().fields)) if isinstance(request.data, dict) else []
-        )
-        if unknown:
-            raise serializers.ValidationError({name: ["This field is not part of a claim."] for name in unknown})
         serializer = ClaimInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         claim = claim_submit(

@@ -36,7 +36,7 @@ from memories.selectors import (
     memory_supersede_chain,
     viewer_for,
 )
-from memories.subjects import subject_erase, subject_export
+from memories.subjects import subject_erase, subject_export_document
 from memories.turn_services import (
     LimitReached,
     TurnConflict,
@@ -858,6 +858,7 @@ class SubjectMemoriesApi(_SubjectApi):
                     "exported_at": "2026-11-30T11:00:00Z",
                     "count": 1,
                     "memories": [{**MEMORY_EXAMPLE, "subject_type": "candidate", "subject_id": "cand-881"}],
+                    "thread_events": [],
                 },
                 response_only=True,
             )
@@ -866,16 +867,11 @@ class SubjectMemoriesApi(_SubjectApi):
     def get(self, request, subject_type, subject_id):
         principal = self.principal()
         subject_type, subject_id = self.subject(subject_type, subject_id)
-        rows = subject_export(organisation=principal.organisation, subject_type=subject_type, subject_id=subject_id)
-        now = timezone.now()
+        document = subject_export_document(
+            organisation=principal.organisation, subject_type=subject_type, subject_id=subject_id, now=timezone.now()
+        )
         return Response(
-            {
-                "subject_type": subject_type,
-                "subject_id": subject_id,
-                "exported_at": now,
-                "count": len(rows),
-                "memories": [memory_output(row, now) for row in rows],
-            },
+            document,
             headers={"Content-Disposition": f'attachment; filename="{subject_type}-{subject_id}-memories.json"'},
         )
 

@@ -20,17 +20,17 @@ from django.db.models.functions import Length
 from django.db.models.lookups import Exact, LessThanOrEqual
 from pgvector.django import VectorField
 
+from memories.text import CONTROL_CHARS, CONTROL_CHARS_SQL, control_problem
+
 BODY_MAX_CHARS = 2_000
 SOURCE_REF_MAX_CHARS = 200
 SLUG_MAX_CHARS = 200
 SLUG_PREFIX = "sys:"
 STANCE_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 EVIDENCE_KINDS = ("url", "document", "message", "run", "dataset", "commit")
-# Control characters other than tab and newline. NUL cannot be stored in a
-# PostgreSQL text column at all; the others would let a body break the lines
-# of a rendered memory block.
-CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-CONTROL_CHARS_SQL = "[\\x01-\\x08\\x0b-\\x1f\\x7f]"
+# Control characters other than tab and newline, C1 included (memories.text).
+# NUL cannot be stored in a PostgreSQL text column at all; the others would let
+# a body break the lines of a rendered memory block, or act on a terminal.
 
 
 class Bucket(models.TextChoices):
@@ -305,8 +305,9 @@ class Memory(models.Model):
                     "body",
                     f"The body is {len(body)} characters; the limit is {BODY_MAX_CHARS}. It is refused, never cut.",
                 )
-            if CONTROL_CHARS.search(body):
-                refuse("body", "The body contains NUL or control characters; only newline and tab are allowed.")
+            problem = control_problem(body)
+            if problem:
+                refuse("body", "The body " + problem[0].lower() + problem[1:])
         if len(self.source_ref or "") > SOURCE_REF_MAX_CHARS:
             refuse("source_ref", f"source_ref is longer than {SOURCE_REF_MAX_CHARS} characters.")
 
@@ -371,7 +372,7 @@ def evidence_problems(refs) -> list[str]:
             problems.append(f"Item {index} needs a non-empty ref of at most 500 characters.")
         elif CONTROL_CHARS.search(item["ref"]):
             # NUL cannot be stored in jsonb at all; the others would break a rendered line.
-            problems.append(f"Item {index}'s ref contains NUL or control characters.")
+            problems.append(f"Item {index}'s ref: {control_problem(item['ref'])}")
     return problems
 
 

@@ -18,8 +18,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Agent, Membership, Organisation, User
-from accounts.people import person_lookup
-from memories import planes, render
+from accounts.people import people_labels, person_lookup
+from memories import planes, render, services
+from memories.errors import LimitReached  # noqa: F401 - re-exported: `from memories.turn_services import LimitReached`
 from memories.models import (
     Author,
     Bucket,
@@ -34,11 +35,7 @@ from memories.models import (
 from memories.places import PlaceInTurn
 from memories.recall import recall, render_candidates
 from memories.scopes import PERSON, SCOPE_ORDER, WORKSPACE, Place, ScopeChoice, scope_for, solo_person
-from memories.services import memory_redact, memory_remember, memory_set_pinned, memory_supersede
-
-
-class LimitReached(Exception):
-    """An agent holds the most live facts it may; it must forget before it remembers."""
+from memories.services import memory_remember, memory_set_pinned, memory_supersede
 
 
 class TurnConflict(Exception):
@@ -48,20 +45,6 @@ class TurnConflict(Exception):
         super().__init__(message)
         self.field = field
         self.message = message
-
-
-def live_facts_of(*, agent: Agent, now: datetime) -> int:
-    return (
-        Memory.objects.filter(
-            organisation_id=agent.organisation_id,
-            agent=agent,
-            redacted_at__isnull=True,
-            superseded_by__isnull=True,
-            expires_at__gt=now,
-        )
-        .exclude(bucket=Bucket.SYSTEM)
-        .count()
-    )
 
 
 def user_subject_id(*, organisation: Organisation, subject_id: str) -> str:
@@ -211,14 +194,8 @@ def memory_remember_in_place(
         occurred_at=occurred_at,
         now=now,
     )
-    with transaction.atomic():
-        if agent is not None:
-            # Two remembers at the limit would both count 1,999; locking the agent row serialises them.
-            Agent.objects.select_for_update().filter(pk=agent.pk).first()
-            limit = settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT
-            if live_facts_of(agent=agent, now=now) >= limit:
-                raise LimitReached(f"This agent holds {limit} live facts, the most it may: forget before remembering.")
-        memory = memory_remember(**fields)
+    # The live-fact caps are held by `memory_remember` itself, on every path that writes.
+    memory = memory_remember(**fields)
     return memory, choice
 
 
@@ -232,8 +209,8 @@ def _label_of(*, organisation: Organisation, person_id: str) -> str:
 
 
 def memory_forget(*, memory: Memory, reason: str, actor: User | None = None, agent: Agent | None = None) -> Memory:
-    """Forget a fact: erase its body and vector, keep the receipt (who, when, why)."""
-    return memory_redact(memory=memory, reason=reason or "forgotten on request", actor=actor, agent=agent)
+    """Forget a fact and every version of it: erase body and vector, keep a receipt per row (who, when, why)."""
+    return services.memory_forget(memory=memory, reason=reason or "forgotten on request", actor=actor, agent=agent)
 
 
 def memory_correct(
@@ -314,10 +291,11 @@ def _caps() -> dict[str, render.RenderCaps]:
     return {scope: render.RenderCaps.from_setting(settings.MEMORY_RENDER_CAPS[scope]) for scope in SCOPE_ORDER}
 
 
-def _render_fact(row: dict) -> render.RenderFact:
+def _render_fact(row: dict, names: dict[str, str]) -> render.RenderFact:
     source = row["source_label"] or row["source_ref"]
     created = row["created_at"].astimezone(UTC)
     occurred = row["occurred_at"].astimezone(UTC) if row["occurred_at"] else None
+    subject_id = str(row["subject_id"] or "")
     return render.RenderFact(
         id=str(row["id"]),
         scope=row["scope"],
@@ -329,22 +307,20 @@ def _render_fact(row: dict) -> render.RenderFact:
         text=row["body"],
         scope_label=row["scope_label"],
         pinned=row["pinned"],
+        subject_type=row["subject_type"],
+        subject_label=names.get(subject_id, "") if row["subject_type"] == SubjectType.USER else subject_id,
     )
 
 
-def _plane_sections(*, principal, place: Place, cutoff: date, limit: int) -> list[render.Section]:
-    sections = []
-    for name, provider in planes.render_section_providers():
-        produced = provider(principal, place, cutoff)
-        if not produced:
-            continue
-        if isinstance(produced, planes.SectionLines):
-            title, lines = produced.title, list(produced.lines)
-        else:
-            title, lines = name, list(produced)
-        if lines:
-            sections.append(render.section_from(name, title, lines, limit))
-    return sections
+def _subject_names(rows: list[dict], resolved: PlaceInTurn, organisation: Organisation) -> dict[str, str]:
+    """How the user subjects of these rows are named (handle, else username): the place's people first,
+    the rest in one query."""
+    names = dict(resolved.labels)
+    wanted = {str(row["subject_id"]) for row in rows if row["subject_type"] == SubjectType.USER} - set(names)
+    if wanted:
+        labels = people_labels(organisation=organisation, ids=sorted(wanted))
+        names.update(zip(sorted(wanted), labels, strict=True))
+    return names
 
 
 def _same_request(injection: Injection, *, place: Place, question: str, cutoff: date, agent, user) -> bool:
@@ -388,6 +364,7 @@ def injection_render(
 
     caps = _caps()
     rows, totals = render_candidates(organisation=organisation, place=place, agent=agent, caps=caps, now=now)
+    notices: list[str] = []
     if question:
         ranked = recall(
             organisation=organisation,
@@ -397,10 +374,12 @@ def injection_render(
             agent=agent,
             now=now,
         )
+        notices.append(ranked.notice)
         order = {str(row["id"]): position for position, row in enumerate(ranked.rows)}
         # The facts the question recalls lead their sections; the rest keep recency order.
         rows.sort(key=lambda row: order.get(str(row["id"]), len(order)))
-    facts = [_render_fact(row) for row in rows]
+    names = _subject_names(rows, resolved, organisation)
+    facts = [_render_fact(row, names) for row in rows]
     passed = {scope: sum(1 for fact in facts if fact.scope == scope) for scope in SCOPE_ORDER}
     labels = {"channel": place.channel}
     person = solo_person(place)
@@ -413,8 +392,12 @@ def injection_render(
         fade_days=settings.MEMORY_NOTE_FADE_DAYS,
         labels=labels,
         left_out={scope: max(totals.get(scope, 0) - passed[scope], 0) for scope in SCOPE_ORDER},
+        notices=notices,
     )
-    sections = _plane_sections(principal=principal, place=place, cutoff=cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp)
+    sections, failed_planes = planes.plane_sections(
+        principal=principal, place=place, cutoff=cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp
+    )
+    selection.omissions.extend(failed_planes)
     text = render.compose(selection.paragraphs, sections)
 
     with transaction.atomic():

@@ -5,7 +5,7 @@ from django.db import migrations
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memories", "0004_place_audit"),
+        ("memories", "0005_c1_controls"),
     ]
 
     operations = [
