@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, Memory, SourceKind
+from memories.places import place_recorded
 from memories.services import memory_remember, memory_supersede
 from memories.tests.turn_api.helpers import remember, session_client
 from memories.turn_services import LimitReached as ReExported
@@ -41,10 +42,11 @@ def test_an_agent_at_its_cap_is_refused_by_the_writer_itself(agent, settings):
     assert Memory.objects.filter(agent=agent).count() == 2
 
 
-def test_a_person_at_their_cap_is_refused_through_the_api_and_nothing_is_written(member, settings):
+def test_a_person_at_their_cap_is_refused_through_the_api_and_nothing_is_written(org, member, settings):
     settings.MEMORY_MAX_LIVE_FACTS_PER_PERSON = 2
     client = session_client(member)
     dm = {"channel": "D-mona", "kind": "dm", "people": [member.username]}
+    place_recorded(organisation=org, **dm)
     assert remember(client, dm, "one").status_code == 201
     assert remember(client, dm, "two").status_code == 201
     response = remember(client, dm, "three")
