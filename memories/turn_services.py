@@ -36,7 +36,7 @@ from memories.models import (
     SourceKind,
     SubjectType,
 )
-from memories.recall import recall, render_candidates
+from memories.recall import recall, render_candidates, with_recalled_episodes
 from memories.scopes import PERSON, SCOPE_ORDER, Place, ScopeChoice, scope_for, solo_person
 from memories.services import memory_redact, memory_remember, memory_set_pinned, memory_supersede
 
@@ -166,6 +166,7 @@ def live_facts_of(*, agent: Agent, now: datetime) -> int:
             expires_at__gt=now,
         )
         .exclude(bucket=Bucket.SYSTEM)
+        .exclude(source_kind=SourceKind.EPISODE)  # issue 16: episodes have their own bound per place
         .count()
     )
 
@@ -464,6 +465,8 @@ def injection_render(
             agent=agent,
             now=now,
         )
+        # Issue 16: episodes reach render only when the question recalls them (never as filler).
+        rows = with_recalled_episodes(rows, ranked.rows, now=now, fade_days=settings.MEMORY_NOTE_FADE_DAYS)
         order = {str(row["id"]): position for position, row in enumerate(ranked.rows)}
         # The facts the question recalls lead their sections; the rest keep recency order.
         rows.sort(key=lambda row: order.get(str(row["id"]), len(order)))

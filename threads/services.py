@@ -28,6 +28,7 @@ from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKi
 from memories.scopes import WORKSPACE, Place, scope_for
 from memories.services import memory_redact, memory_supersede
 from memories.turn_services import LimitReached, ResolvedPlace, channel_upsert, memory_remember_in_place, place_resolve
+from threads.episodes import drafts_for, episodes_enabled, episodes_write, strip_memory_blocks
 from threads.extraction import (
     ABOUT_AUTHOR,
     Candidate,
@@ -106,7 +107,7 @@ def _resolve_places(*, organisation: Organisation, events: Sequence[dict]) -> li
 
 
 def thread_events_ingest(
-    *, organisation: Organisation, agent: Agent, thread_id: str, events: Sequence[dict]
+    *, organisation: Organisation, agent: Agent, thread_id: str, events: Sequence[dict], episodes: bool | None = None
 ) -> tuple[Thread, list[IngestedEvent]]:
     """Store events of a thread in order, skip ones already stored (same event id), and queue consolidation.
 
@@ -131,6 +132,9 @@ def thread_events_ingest(
             thread = Thread.objects.get(organisation=organisation, external_id=thread_id)
         # Two ingests into one thread at once would hand out the same sequence numbers.
         thread = Thread.objects.select_for_update().get(pk=thread.pk)
+        if episodes is not None and thread.episodes != episodes:
+            thread.episodes = episodes  # the thread's own switch; consolidation reads it per batch
+            thread.save(update_fields=["episodes", "updated_at"])
         given = [event.get("id") or "" for event in events]
         stored = set(
             ThreadEvent.objects.filter(
@@ -185,15 +189,18 @@ class ConsolidationResult:
     duplicates: int = 0
     skipped: int = 0
     watermark: int = 0
+    episodes: list[str] = field(default_factory=list)
+    episodes_expired: int = 0
+    conflicts: list[str] = field(default_factory=list)
 
 
-def _view(event: ThreadEvent) -> EventView:
+def _view(event: ThreadEvent, text: str | None = None) -> EventView:
     return EventView(
         sequence=event.sequence,
         role=event.role,
         author=event.author,
         author_id=str(event.author_user_id) if event.author_user_id else None,
-        text=event.text,
+        text=event.text if text is None else text,
         occurred_at=event.occurred_at,
     )
 
@@ -402,10 +409,19 @@ def thread_consolidate(
             ).order_by("-sequence")[:CONTEXT_EVENTS]
         )[::-1]
         live = [event for event in batch if event.erased_at is None]
+        # An agent echoing its rendered <memory> block: the block goes before anything is kept
+        # or extracted, so recalled memories are never learned again as new ones.
+        texts = {event.sequence: strip_memory_blocks(event.text) for event in live}
+        views = [_view(event, texts[event.sequence]) for event in live if texts[event.sequence]]
+        earlier = [_view(event, strip_memory_blocks(event.text)) for event in context]
         # The extractor (perhaps a remote model) runs outside the transaction; the
         # watermark check below makes a slow or doubled run harmless.
-        candidates = extractor.extract([_view(e) for e in live], context=[_view(e) for e in context])
-        vectors = _embed([candidate.body for candidate in candidates])
+        candidates = extractor.extract(views, context=[view for view in earlier if view.text])
+        drafts = drafts_for(live, texts) if episodes_enabled(thread) else []
+        # One encode for the candidates' cosine check and the episodes' vectors.
+        vectors = _embed([candidate.body for candidate in candidates] + [draft.body for draft in drafts])
+        episode_vectors = vectors[len(candidates) :]
+        vectors = vectors[: len(candidates)]
         batch_time = now or timezone.now()
         with transaction.atomic():
             locked = Thread.objects.select_for_update().select_related("organisation").get(pk=thread_id)
@@ -416,6 +432,10 @@ def thread_consolidate(
             )
             for candidate, vector in zip(candidates, vectors, strict=True):
                 work.apply(candidate, vector)
+            if drafts:
+                work.result.episodes, work.result.episodes_expired = episodes_write(
+                    thread=locked, drafts=drafts, vectors=episode_vectors, model=work.model, now=batch_time
+                )
             locked.consolidated_through = batch[-1].sequence
             locked.consolidated_at = batch_time
             locked.consolidation_error = ""
@@ -425,14 +445,18 @@ def thread_consolidate(
         total.superseded += work.result.superseded
         total.duplicates += work.result.duplicates
         total.skipped += work.result.skipped
+        total.episodes += work.result.episodes
+        total.episodes_expired += work.result.episodes_expired
+        total.conflicts += work.result.conflicts
         total.watermark = locked.consolidated_through
         logger.info(
-            "thread %s consolidated through %d: %d written, %d superseded, %d duplicates",
+            "thread %s consolidated through %d: %d written, %d superseded, %d duplicates, %d episodes",
             thread_id,
             locked.consolidated_through,
             len(work.result.written),
             len(work.result.superseded),
             work.result.duplicates,
+            len(work.result.episodes),
         )
 
 
@@ -470,6 +494,12 @@ def thread_subject_erase(
                 organisation=organisation, learning__memory_id__in=list(memory_ids)
             ).values("event_id")
         )
+        # An erased episode takes its event's words with it (and so the event's other parts).
+        reached |= Q(
+            pk__in=Memory.objects.filter(
+                organisation=organisation, pk__in=list(memory_ids), source_event__isnull=False
+            ).values("source_event_id")
+        )
         if subject_type == SubjectType.USER and subject_id:
             reached |= Q(author_user_id=subject_id) | Q(place_kind="dm", place_people=[str(subject_id)])
         events = ThreadEvent.objects.select_for_update().filter(organisation=organisation, erased_at__isnull=True)
@@ -483,6 +513,20 @@ def thread_subject_erase(
             memory_redact(
                 memory=memory,
                 reason=f"learned only from erased thread events ({reason})"[:500],
+                actor=actor,
+                agent=agent,
+                action=MemoryAudit.Action.REDACT,
+                now=now,
+            )
+            derived += 1
+        # Episodes keep an event's words: every episode of an erased event goes with it.
+        for memory in Memory.objects.filter(
+            organisation=organisation, source_event_id__in=event_ids, redacted_at__isnull=True
+        ).order_by("created_at", "id"):
+            derived_vectors += memory.embedding is not None
+            memory_redact(
+                memory=memory,
+                reason=f"episode of an erased thread event ({reason})"[:500],
                 actor=actor,
                 agent=agent,
                 action=MemoryAudit.Action.REDACT,
