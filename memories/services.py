@@ -158,7 +158,7 @@ def memory_supersede(
     with transaction.atomic():
         # Two corrections of the same row at once would both pass the "is it
         # live" check; the row lock makes the second one see the first.
-        old = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        old = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
         if old.bucket == Bucket.SYSTEM:
             raise ValidationError({"memory": ["A system claim is replaced by promotion, not corrected."]})
         if old.redacted_at is not None:
@@ -222,7 +222,7 @@ def memory_redact(
     if not reason:
         raise ValidationError({"reason": ["An erasure needs a reason for its receipt."]})
     with transaction.atomic():
-        row = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        row = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
         if row.redacted_at is not None:
             return row  # erasing twice is a no-op; the first receipt stands
         row.body = ""
@@ -248,7 +248,7 @@ def memory_redact(
 
 def memory_set_pinned(*, memory: Memory, pinned: bool, actor: User | None = None, agent: Agent | None = None) -> Memory:
     with transaction.atomic():
-        row = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        row = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
         if row.redacted_at is not None:
             raise ValidationError({"memory": ["An erased memory cannot be pinned."]})
         if row.pinned != pinned:
@@ -275,7 +275,7 @@ def memory_point_to_replacement(
     with transaction.atomic():
         # A second writer pointing the same row elsewhere would pass the
         # "not yet superseded" check too; the lock makes it see the first.
-        old = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        old = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
         if replacement.pk == old.pk:
             raise ValidationError({"replacement": ["A memory cannot replace itself."]})
         if replacement.organisation_id != old.organisation_id:

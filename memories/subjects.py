@@ -60,7 +60,7 @@ def subject_erase(
         # new row about the subject that this erasure never saw.
         rows = list(
             _about(organisation=organisation, subject_type=subject_type, subject_id=subject_id)
-            .select_for_update()
+            .select_for_update(no_key=True)
             .order_by("created_at", "id")
         )
         before = InjectionLine.objects.filter(

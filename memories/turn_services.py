@@ -132,7 +132,7 @@ def channel_upsert(*, organisation: Organisation, place: Place) -> Channel:
         except IntegrityError:
             channel = Channel.objects.get(organisation=organisation, external_id=place.channel)
         # Two turns in one channel at once would each compute the member diff; the lock orders them.
-        channel = Channel.objects.select_for_update().get(pk=channel.pk)
+        channel = Channel.objects.select_for_update(no_key=True).get(pk=channel.pk)
         if channel.kind != place.kind:
             channel.kind = place.kind
             channel.save(update_fields=["kind", "updated_at"])
@@ -290,7 +290,7 @@ def memory_remember_in_place(
         channel_upsert(organisation=organisation, place=place)
         if agent is not None:
             # Two remembers at the limit would both count 1,999; locking the agent row serialises them.
-            Agent.objects.select_for_update().filter(pk=agent.pk).first()
+            Agent.objects.select_for_update(no_key=True).filter(pk=agent.pk).first()
             limit = settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT
             if live_facts_of(agent=agent, now=now) >= limit:
                 raise LimitReached(f"This agent holds {limit} live facts, the most it may: forget before remembering.")

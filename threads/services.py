@@ -131,7 +131,9 @@ def thread_events_ingest(
         except IntegrityError:
             thread = Thread.objects.get(organisation=organisation, external_id=thread_id)
         # Two ingests into one thread at once would hand out the same sequence numbers.
-        thread = Thread.objects.select_for_update().get(pk=thread.pk)
+        # NO KEY UPDATE: the thread's key never changes, so inserts that reference the
+        # thread (events, learnings) are not blocked by this lock (docs/reliability.md).
+        thread = Thread.objects.select_for_update(no_key=True).get(pk=thread.pk)
         if episodes is not None and thread.episodes != episodes:
             thread.episodes = episodes  # the thread's own switch; consolidation reads it per batch
             thread.save(update_fields=["episodes", "updated_at"])
@@ -424,7 +426,13 @@ def thread_consolidate(
         vectors = vectors[: len(candidates)]
         batch_time = now or timezone.now()
         with transaction.atomic():
-            locked = Thread.objects.select_for_update().select_related("organisation").get(pk=thread_id)
+            # Only the thread row: locking the organisation with it (select_related under a plain
+            # FOR UPDATE) blocked every tenant insert's foreign-key check and deadlocked them.
+            locked = (
+                Thread.objects.select_for_update(no_key=True, of=("self",))
+                .select_related("organisation")
+                .get(pk=thread_id)
+            )
             if locked.consolidated_through != watermark:
                 continue  # another run consolidated these events first
             work = _Consolidator(
@@ -502,7 +510,9 @@ def thread_subject_erase(
         )
         if subject_type == SubjectType.USER and subject_id:
             reached |= Q(author_user_id=subject_id) | Q(place_kind="dm", place_people=[str(subject_id)])
-        events = ThreadEvent.objects.select_for_update().filter(organisation=organisation, erased_at__isnull=True)
+        events = ThreadEvent.objects.select_for_update(no_key=True).filter(
+            organisation=organisation, erased_at__isnull=True
+        )
         event_ids = list(events.filter(reached).values_list("pk", flat=True))
         erased_events = ThreadEvent.objects.filter(organisation=organisation, pk__in=event_ids).update(
             text="", erased_at=now, erasure_reason=reason[:500]
