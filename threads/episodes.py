@@ -44,7 +44,7 @@ WORKER_LABEL = "system:consolidation"
 # A rendered block, or one cut off before its end (an agent quoting the start of its context).
 _MEMORY_BLOCK = re.compile(re.escape(FENCE_OPEN) + r".*?(?:" + re.escape(FENCE_CLOSE) + r"|\Z)", re.DOTALL)
 _STRAY_CLOSE = re.compile(re.escape(FENCE_CLOSE))
-_BLANK_LINES = re.compile(r"\n[ \t]*\n(?:[ \t]*\n)+")
+_GAP = re.compile(r"[ \t]*\n\s*")
 # A sentence ends at . ! ? (with closing quotes or brackets) followed by space, or at a line break.
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n+")
 
@@ -53,8 +53,8 @@ def strip_memory_blocks(text: str) -> str:
     """The event's text without any rendered `<memory>` block: recalled memories are never learned again."""
     if FENCE_OPEN not in text and FENCE_CLOSE not in text:
         return text
-    text = _STRAY_CLOSE.sub(" ", _MEMORY_BLOCK.sub(" ", text))
-    return _BLANK_LINES.sub("\n\n", text).strip()
+    text = _STRAY_CLOSE.sub("\n", _MEMORY_BLOCK.sub("\n", text))
+    return _GAP.sub("\n", text).strip()
 
 
 def _hard_split(text: str, limit: int) -> list[str]:
