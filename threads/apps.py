@@ -11,3 +11,11 @@ class ThreadsConfig(AppConfig):
         from threads import services
 
         subject_erased.connect(services.on_subject_erased, dispatch_uid="threads.erase_derived")
+
+        # A person's own fact gets the key consolidation computes, when it is written (issue 16).
+        from django.db.models.signals import post_save
+
+        from memories.models import Memory
+        from threads import conflicts
+
+        post_save.connect(conflicts.on_memory_saved, sender=Memory, dispatch_uid="threads.user_fact_key")

@@ -139,7 +139,14 @@ class Learning(models.Model):
     id = models.BigAutoField(primary_key=True)
     organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
     memory = models.OneToOneField("memories.Memory", on_delete=models.PROTECT, related_name="learning")
-    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="learnings")
+    thread = models.ForeignKey(
+        Thread,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="learnings",
+        help_text="Empty for a person's own fact: its learning only keeps its key (threads.conflicts).",
+    )
     key = models.CharField(max_length=200)
     extractor = models.CharField(max_length=16)
     events = models.ManyToManyField(ThreadEvent, through="LearningSource", related_name="learnings")

@@ -26,8 +26,9 @@ from accounts.models import Agent, Membership, Organisation, User
 from memories.embedding import EmbeddingError, get_embedder
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
 from memories.scopes import WORKSPACE, Place, scope_for
-from memories.services import memory_redact, memory_supersede
+from memories.services import memory_point_to_replacement, memory_redact, memory_supersede
 from memories.turn_services import LimitReached, ResolvedPlace, channel_upsert, memory_remember_in_place, place_resolve
+from threads.conflicts import own_fact_for, pending_already, says_the_same, user_fact_keyed
 from threads.episodes import drafts_for, episodes_enabled, episodes_write, strip_memory_blocks
 from threads.extraction import (
     ABOUT_AUTHOR,
@@ -275,7 +276,13 @@ class _Consolidator:
             superseded_by__isnull=True,
         ).exclude(bucket=Bucket.SYSTEM)
         audience = audience.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=self.now))
-        target = self.replaced_by(candidate, audience)
+        # A person's own fact with this subject and key is never replaced by an inference: one
+        # that says otherwise waits beside it as a pending conflict (threads.conflicts).
+        own = self.own_fact_contradicted(candidate, last.author)
+        if own is False:
+            self.result.duplicates += 1
+            return
+        target = None if own is not None else self.replaced_by(candidate, audience)
         if target is not None and normalise(target.body) == normalise(candidate.body):
             self.result.duplicates += 1
             return
@@ -317,13 +324,20 @@ class _Consolidator:
                         occurred_at=last.occurred_at,
                         now=self.now,
                     )
-                    self.result.written.append(str(memory.pk))
+                    if own is not None:
+                        # Written already superseded by the person's fact: not recalled, rendered or counted.
+                        memory_point_to_replacement(memory=memory, replacement=own, now=self.now)
+                        self.result.conflicts.append(str(memory.pk))
+                    else:
+                        self.result.written.append(str(memory.pk))
                 learning = Learning.objects.create(
                     organisation_id=self.thread.organisation_id,
                     memory=memory,
                     thread=self.thread,
                     key=candidate.key[:200],
                     extractor=self.extractor,
+                    conflict=Learning.Conflict.PENDING if own is not None else Learning.Conflict.NONE,
+                    conflicts_with=own,
                 )
                 LearningSource.objects.bulk_create(
                     [
@@ -337,8 +351,25 @@ class _Consolidator:
             logger.warning("thread %s: candidate %r not kept: %s", self.thread.pk, candidate.body[:80], error)
             self.result.skipped += 1
             return
-        if vector is not None:
+        if vector is not None and own is None:
             self.fresh.append(((choice.scope, choice.ref, *subject), vector, candidate.body))
+
+    def own_fact_contradicted(self, candidate: Candidate, name: str):
+        """The person's own fact this candidate contradicts; False when it merely repeats it (or
+        the same conflict already waits); None when there is none."""
+        if candidate.about != ABOUT_AUTHOR or not (candidate.exclusive or candidate.negated):
+            return None
+        own = own_fact_for(organisation_id=self.thread.organisation_id, candidate=candidate, now=self.now)
+        if own is None:
+            return None
+        if says_the_same(own, candidate, name) or pending_already(own=own, candidate=candidate):
+            return False
+        if candidate.negated and candidate.retracts:
+            keyed = user_fact_keyed(own.body, name)
+            said = normalise(keyed.body if keyed else own.body)
+            if normalise(candidate.retracts) not in said:
+                return None  # it denies something the person's fact does not say
+        return own
 
     def replaced_by(self, candidate: Candidate, audience) -> Memory | None:
         """The live learned memory this candidate contradicts (same key, or the family it corrects), if any."""
