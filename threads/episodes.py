@@ -28,18 +28,16 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.db import connection
 
 from accounts.models import User
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
 from memories.render import FENCE_CLOSE, FENCE_OPEN
 from memories.scopes import Place, scope_for
-from memories.services import default_expiry
+from memories.services import default_expiry, memory_redact
 from threads.models import Thread, ThreadEvent
 
 EPISODE_MAX_CHARS = 500  # the render clamp: a memory is a sentence, not a document
 EPISODE_ROLES = ("user", "assistant")
-WORKER_LABEL = "system:consolidation"
 
 # A rendered block, or one cut off before its end (an agent quoting the start of its context).
 _MEMORY_BLOCK = re.compile(re.escape(FENCE_OPEN) + r".*?(?:" + re.escape(FENCE_CLOSE) + r"|\Z)", re.DOTALL)
@@ -254,25 +252,8 @@ def episodes_bound_enforce(*, organisation_id, scope: str, scope_ref: str, now: 
         here.order_by("occurred_at", "created_at", "id").values_list("pk", flat=True)[:excess]
     )  # occurred_at is always set on an episode
     reason = f"expired: more than {bound} episodes in this place; the oldest go first"
-    with connection.cursor() as cursor:
-        # Emptied as the nightly purge empties an expired row: body and vector go, the row and a
-        # `purge` audit entry stay as the receipt (the injection scrub trigger fires on redacted_at).
-        cursor.execute(
-            "UPDATE memories_memory SET body = '', embedding = NULL, expires_at = %s, redacted_at = %s,"
-            " redacted_by_label = %s, redaction_reason = %s, updated_at = %s"
-            " WHERE id = ANY(%s::uuid[]) AND redacted_at IS NULL",
-            [now, now, WORKER_LABEL, reason, now, [str(pk) for pk in oldest]],
-        )
-    MemoryAudit.objects.bulk_create(
-        [
-            MemoryAudit(
-                organisation_id=organisation_id,
-                memory_id=pk,
-                action=MemoryAudit.Action.PURGE,
-                actor_label=WORKER_LABEL,
-                detail={"reason": reason},
-            )
-            for pk in oldest
-        ]
-    )
+    # Emptied as the nightly purge empties an expired row, through the same audited path: body and
+    # vector go, the row and a `purge` audit entry stay as the receipt.
+    for memory in Memory.objects.filter(pk__in=oldest).order_by("occurred_at", "created_at", "id"):
+        memory_redact(memory=memory, reason=reason, action=MemoryAudit.Action.PURGE, now=now)
     return len(oldest)
