@@ -99,6 +99,12 @@ def arguments() -> argparse.Namespace:
         help="remember each turn (memories), or post each conversation as thread events and let consolidation "
         "keep them (threads; implies --no-ablations and --modes contextual unless given)",
     )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --via threads: reuse the data folder a run left consolidated (after the stack died while "
+        "asking), reading its load and consolidation figures back from its stack.log, and ask the questions",
+    )
     return parser.parse_args()
 
 
@@ -398,6 +404,41 @@ def warm_up_worker(conv: Conversation, base: str) -> None:
             return
         time.sleep(0.5)
     raise SystemExit("the worker did not consolidate the warm-up event in 10 minutes")
+
+
+_ACCESS_TIME = re.compile(r"\[(\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d) [+-]\d{4}\] \"POST /api/v1/threads/(\S+)/events")
+_TASK_TIME = re.compile(
+    r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+): INFO/ForkPoolWorker-\d+\] Task threads\.tasks\."
+    r"consolidate_thread\[[^\]]+\] succeeded in [\d.]+s: \{'events': (\d+)",
+    re.M,
+)
+
+
+def resume_threads(conversations: list[Conversation], log: Path) -> tuple[int, tuple[float, float, float]]:
+    """New tokens for the bench agents of an earlier run, and its load figures read back from its log:
+    (log offset after the warm-up, (posting seconds, last post to all consolidated, first post to all))."""
+    from accounts.models import Agent, AgentToken, Organisation
+
+    for conv in conversations:
+        conv.slug = "locomo-" + re.sub(r"[^a-z0-9-]+", "-", conv.sample_id.lower()).strip("-")
+        organisation = Organisation.objects.get(slug=conv.slug)
+        agent = Agent.objects.get(organisation=organisation, name="bench-agent")
+        conv.organisation_id, conv.agent_id = str(organisation.pk), str(agent.pk)
+        conv.token = AgentToken.issue(agent=agent)[1]
+    text = log.read_text(errors="replace")
+    posts = [
+        datetime.strptime(when, "%d/%b/%Y:%H:%M:%S").replace(tzinfo=UTC)
+        for when, thread in _ACCESS_TIME.findall(text)
+        if thread != "warm-up"
+    ]
+    tasks = [
+        (datetime.strptime(when, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC), int(events))
+        for when, events in _TASK_TIME.findall(text)
+    ]
+    warm_up_end = len(text[: next(m for m in _TASK_TIME.finditer(text) if m[2] == "1").end()].encode())
+    done = max(when for when, events in tasks if events)
+    first, last = min(posts), max(posts)
+    return warm_up_end, ((last - first).total_seconds(), (done - last).total_seconds(), (done - first).total_seconds())
 
 
 def consolidation_tasks(log: Path, offset: int = 0) -> tuple[int, float]:
@@ -826,6 +867,8 @@ def main() -> None:
         if args.modes == "contextual,hybrid":  # the default: one mode, the one auto uses
             args.modes = "contextual"
         args.keep = False  # the load is what is measured
+        if args.resume and not (args.data_dir / "stack.log").exists():
+            raise SystemExit("--resume needs the data folder of an earlier --via threads run")
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     data_dir = args.data_dir.resolve()
     # Before anything imports `config`, whose settings start or join the embedded
@@ -840,7 +883,7 @@ def main() -> None:
     if args.keep and marker.exists():
         saved = json.loads(marker.read_text())
         reuse = saved.get("data") == fingerprint(args.data)
-    if not reuse:
+    if not reuse and not (threads and args.resume):
         say(f"resetting {data_dir}")
         reset(data_dir)
     port = args.port or free_port()
@@ -857,6 +900,11 @@ def main() -> None:
             load_seconds, embed_seconds = saved["load_seconds"], saved["embed_seconds"]
             refused = saved["refused"]
             say("reusing the loaded turns of the previous run")
+        elif threads and args.resume:
+            log_offset, (load_seconds, embed_seconds, end_to_end) = resume_threads(
+                conversations, data_dir / "stack.log"
+            )
+            say(f"resuming: {embed_seconds:.1f} s from the last event posted to all consolidated (from the log)")
         elif threads:
             create_tenants(conversations)
             warm_up_worker(conversations[0], base)

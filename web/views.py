@@ -4,6 +4,7 @@ reads go through selectors and writes through memories.services."""
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 
 from django.contrib import messages
@@ -334,9 +335,18 @@ def about_me_erased(request: HttpRequest) -> HttpResponse:
 
 
 def _conflict_people(account: Account) -> list[str]:
-    """Whose pending conflicts this person decides: their own (owners: also directory people's,
-    once people records exist, see issue 12)."""
-    return [str(account.user.pk)]
+    """Whose pending conflicts this person decides: their own, and for an owner also those of the
+    organisation's directory people (issue 12), who cannot sign in to decide them themselves."""
+    people = [str(account.user.pk)]
+    directory = any(field.name == "directory" for field in Membership._meta.get_fields())
+    if account.viewer.is_owner and directory:
+        people += [
+            str(user_id)
+            for user_id in Membership.objects.filter(organisation=account.organisation, directory=True)
+            .exclude(user=account.user)
+            .values_list("user_id", flat=True)
+        ]
+    return people
 
 
 def _tell_of_conflicts(request: HttpRequest, account: Account) -> None:
@@ -353,6 +363,13 @@ def _tell_of_conflicts(request: HttpRequest, account: Account) -> None:
 def conflict_list(request: HttpRequest) -> HttpResponse:
     account = _account(request)
     conflicts = list(pending_conflicts(organisation=account.organisation, subject_ids=_conflict_people(account)))
+    names = dict(
+        User.objects.filter(pk__in={c.conflicts_with.subject_id for c in conflicts}).values_list("pk", "username")
+    )
+    for conflict in conflicts:
+        # Whose fact it is, when it is not the signed-in person's (an owner deciding for a directory person).
+        mine = conflict.conflicts_with.subject_id == str(account.user.pk)
+        conflict.for_whom = "" if mine else names.get(uuid.UUID(conflict.conflicts_with.subject_id), "")
     return render(request, "web/conflict_list.html", {"section": "memories", "conflicts": conflicts})
 
 
