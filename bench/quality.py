@@ -866,6 +866,8 @@ def main() -> None:
         args.no_ablations = True
         if args.modes == "contextual,hybrid":  # the default: one mode, the one auto uses
             args.modes = "contextual"
+        global LATENCY_EVERY
+        LATENCY_EVERY = 10**9  # quality and the load are measured here; recall latency is the other run's
         args.keep = False  # the load is what is measured
         if args.resume and not (args.data_dir / "stack.log").exists():
             raise SystemExit("--resume needs the data folder of an earlier --via threads run")
