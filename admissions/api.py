@@ -15,6 +15,7 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from admissions.labels import UNNAMED_STEWARD, claimant_label, steward_label
 from admissions.selectors import claim_history, claim_visible_to
 from admissions.services import claim_submit
 from config.api import Principal, principal_of, refuse_principal_fields
@@ -69,7 +70,12 @@ class RecordOutputSerializer(serializers.Serializer):
     decision = serializers.CharField()
     reason = serializers.CharField()
     at = serializers.DateTimeField()
-    steward = serializers.CharField(allow_null=True, help_text="Shown to stewards only.")
+    steward = serializers.CharField(
+        help_text=(
+            "'steward <display name>' to stewards and to the claim's own organisation; "
+            "other organisations see only 'steward'."
+        )
+    )
     stance = serializers.CharField(allow_null=True)
 
 
@@ -88,18 +94,17 @@ class ClaimOutputSerializer(serializers.Serializer):
     erased = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     organisation = serializers.CharField(allow_null=True, help_text="Shown to the claim's organisation and stewards.")
-    author = serializers.CharField(allow_null=True, help_text="Shown to the claim's organisation and stewards.")
+    author = serializers.CharField(
+        allow_null=True,
+        help_text="'agent <name>' or 'person <username>'; shown to the claim's organisation and stewards.",
+    )
+    promoted_to = serializers.CharField(allow_null=True, help_text="The stance this claim was promoted to, if any.")
     history = RecordOutputSerializer(many=True)
 
 
 def claim_output(claim, principal: Principal) -> dict:
     insider = principal.is_steward or claim.organisation_id == principal.organisation.pk
-    if claim.agent_id:
-        author = f"agent:{claim.agent.name}"
-    elif claim.written_by_id:
-        author = f"user:{claim.written_by.username}"
-    else:
-        author = claim.source_label or "system"
+    superseded_by = claim.superseded_by if claim.superseded_by_id else None
     return {
         "id": claim.pk,
         "body": claim.body,
@@ -115,13 +120,14 @@ def claim_output(claim, principal: Principal) -> dict:
         "erased": claim.redacted_at is not None,
         "created_at": claim.created_at,
         "organisation": claim.organisation.slug if insider else None,
-        "author": author if insider else None,
+        "author": claimant_label(claim) if insider else None,
+        "promoted_to": superseded_by.stance if superseded_by is not None else None,
         "history": [
             {
                 "decision": record.decision,
                 "reason": record.reason,
                 "at": record.at,
-                "steward": record.steward.username if principal.is_steward else None,
+                "steward": steward_label(record.steward) if insider else UNNAMED_STEWARD,
                 "stance": record.stance_id,
             }
             for record in claim_history(claim=claim)
@@ -197,13 +203,14 @@ class SystemClaimDetailApi(APIView):
                     "erased": False,
                     "created_at": "2026-11-02T09:00:00Z",
                     "organisation": "acme",
-                    "author": "agent:helper",
+                    "author": "agent helper",
+                    "promoted_to": None,
                     "history": [
                         {
                             "decision": "admit",
                             "reason": "Matches the published rate",
                             "at": "2026-11-02T10:00:00Z",
-                            "steward": None,
+                            "steward": "steward Fern Ortiz",
                             "stance": None,
                         }
                     ],

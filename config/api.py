@@ -43,6 +43,7 @@ class Principal:
     agent: Agent | None = None
     user: User | None = None
     role: str | None = None
+    token: AgentToken | None = None  # an agent's token: its directory right and its channel restriction
 
     @property
     def is_agent(self) -> bool:
@@ -107,7 +108,7 @@ class BearerTokenAuthentication(BaseAuthentication):
         # Recording last use at most once a minute keeps a hot token from writing on every call.
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
             AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        request.principal = Principal(organisation=token.organisation, agent=token.agent)
+        request.principal = Principal(organisation=token.organisation, agent=token.agent, token=token)
         return AgentPrincipalUser(token.agent), token
 
     def authenticate_header(self, request):
@@ -214,12 +215,6 @@ class PrincipalRateThrottle(SimpleRateThrottle):
         except Exception as error:  # noqa: BLE001 - any cache failure lets the request through
             logger.warning("rate limiter unavailable, letting %s through: %s", request.path, error)
             return True
-
-
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the current state."
-    default_code = "conflict"
 
 
 def _flatten(detail, prefix: str = "") -> dict[str, list[str]]:

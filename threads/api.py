@@ -203,6 +203,7 @@ class ThreadEventsApi(_ThreadApi):
             thread_id=thread_id,
             events=data["events"],
             episodes=data.get("episodes"),
+            token=principal.token,
         )
         accepted = sum(not event.duplicate for event in outcome)
         body = {

@@ -20,7 +20,8 @@ from rest_framework.renderers import JSONRenderer
 
 from accounts.models import Membership, Organisation, User
 from memories import embedding, scopes
-from memories.models import Memory, SubjectType
+from memories.models import Channel, Memory, SubjectType
+from memories.places import member_labels, places_for
 from memories.selectors import memories_visible_to, memory_supersede_chain, viewer_for
 from memories.serializers import SubjectEraseOutputSerializer, memory_output
 from memories.services import memory_redact, memory_set_pinned, memory_supersede
@@ -28,7 +29,7 @@ from memories.subjects import subject_erase, subject_export
 from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts
 from web.forms import CorrectForm, EraseEverythingForm, ForgetForm, MemoryFilterForm
 from web.provenance import why_remembered
-from web.selectors import memories_filtered, memory_search, memory_usage
+from web.selectors import memories_filtered, memory_search, memory_usage, owner_changes_seen_by, removals_of
 
 USAGE_TURNS_SHOWN = 20
 ERASE_REASON = "Erased at the person's request from their Everything about me page."
@@ -397,3 +398,28 @@ def conflict_accept_view(request: HttpRequest, learning_id: int) -> HttpResponse
 @require_POST
 def conflict_dismiss_view(request: HttpRequest, learning_id: int) -> HttpResponse:
     return _decide(request, learning_id, conflict_dismiss, "Dismissed: the inference was forgotten; a receipt stays.")
+
+
+@login_required
+def my_places(request: HttpRequest) -> HttpResponse:
+    """The places this person may act in, from their records, with the owners' recent changes to them."""
+    account = _account(request)
+    changes = owner_changes_seen_by(organisation=account.organisation, user=account.user)
+    places = []
+    for record in places_for(organisation=account.organisation, user=account.user):
+        listed = str(account.user.pk) in record.member_ids
+        places.append(
+            {
+                "record": record,
+                # Who is in a public channel decides nothing: anyone in the organisation reads it.
+                "people": member_labels(record) if record.channel.kind != Channel.Kind.PUBLIC else [],
+                "listed": listed,
+                "changes": changes.get(record.channel.external_id, []) if listed else [],
+            }
+        )
+    context = {
+        "section": "places-mine",
+        "places": places,
+        "removals": removals_of(organisation=account.organisation, user=account.user),
+    }
+    return render(request, "web/my_places.html", context)

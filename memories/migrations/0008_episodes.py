@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("accounts", "0001_initial"),
-        ("memories", "0003_recall_pinned_index"),
+        ("memories", "0006_verbose_names"),
         ("threads", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
