@@ -8,8 +8,9 @@ from django.test import Client
 from django.utils import timezone
 
 from memories.models import Bucket, Memory, MemoryAudit
+from memories.places import place_for_turn
 from memories.recall import recall
-from memories.turn_services import live_facts_of, memory_remember_in_place, place_resolve
+from memories.turn_services import live_facts_of, memory_remember_in_place
 from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts, user_fact_keyed
 from threads.models import Learning
 from threads.services import thread_consolidate
@@ -18,8 +19,10 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def dm(org, member):
-    return place_resolve(organisation=org, channel="D-mona", kind="dm", people=[member.username])
+def dm(org, member, agent):
+    # An agent with the directory right records the DM at first sight; a person never creates a place.
+    place_for_turn(organisation=org, channel="D-mona", kind="dm", people=[member.username], agent=agent)
+    return place_for_turn(organisation=org, channel="D-mona", kind="dm", people=[member.username], user=member)
 
 
 @pytest.fixture

@@ -11,10 +11,11 @@ from django.utils import timezone
 
 from memories import contextual
 from memories.models import Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType
+from memories.places import place_for_turn
 from memories.recall import _execute
 from memories.scopes import Place
 from memories.subjects import subject_erase, subject_export
-from memories.turn_services import LimitReached, memory_remember_in_place, place_resolve
+from memories.turn_services import LimitReached, memory_remember_in_place
 from threads.episodes import EPISODE_MAX_CHARS, split_text, strip_memory_blocks
 from threads.models import ThreadEvent
 from threads.services import thread_consolidate
@@ -177,7 +178,7 @@ def test_episodes_do_not_count_toward_the_agents_fact_cap(episodes_on, post_even
     settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT = 2
     thread = post_events("T-cap", [("mona", f"Line {n}.") for n in range(5)], place=dm_with)
     assert len(thread_consolidate(thread_id=thread.pk).episodes) == 5
-    resolved = place_resolve(organisation=org, channel="D-mona", kind="dm", people=["mona"])
+    resolved = place_for_turn(organisation=org, channel="D-mona", kind="dm", people=["mona"], agent=agent)
     for n in range(2):
         memory_remember_in_place(organisation=org, resolved=resolved, body=f"fact {n}", agent=agent)
     with pytest.raises(LimitReached):  # positive control: facts do count
@@ -266,9 +267,11 @@ def test_a_threads_episodes_are_neighbours_whatever_order_and_time_they_arrive(
     post_events("T-ctx", [("arthur", "Congratulations, what breed?")], place=private_channel)
     thread_consolidate(thread_id=first.pk)
     # A fact written two days ago in the same place, by the same agent, that is not an episode.
-    resolved = place_resolve(organisation=org, channel="C-private", kind="private", people=["mona", "max"])
+    resolved = place_for_turn(
+        organisation=org, channel="C-private", kind="private", people=["mona", "max"], agent=agent
+    )
     other, _ = memory_remember_in_place(
-        organisation=org, resolved=resolved, body="Biscuit food is in stock", agent=agent
+        organisation=org, resolved=resolved, body="Biscuit food is in stock", agent=agent, subject_type="workspace"
     )
     Memory.objects.filter(pk=other.pk).update(created_at=timezone.now() - timedelta(days=2))
     puppy = Memory.objects.get(body__contains="Biscuit", source_kind=SourceKind.EPISODE)
@@ -303,8 +306,12 @@ def test_episodes_render_only_when_the_question_recalls_them_and_fade_after_14_d
     settings.EMBEDDER = "none"
     thread = post_events("T-r", [("mona", "The boat is called Seagull.")], place=private_channel)
     thread_consolidate(thread_id=thread.pk)
-    resolved = place_resolve(organisation=org, channel="C-private", kind="private", people=["mona", "max"])
-    memory_remember_in_place(organisation=org, resolved=resolved, body="The office closes at 6", agent=agent)
+    resolved = place_for_turn(
+        organisation=org, channel="C-private", kind="private", people=["mona", "max"], agent=agent
+    )
+    memory_remember_in_place(
+        organisation=org, resolved=resolved, body="The office closes at 6", agent=agent, subject_type="workspace"
+    )
     plain = render_turn()
     assert "The office closes at 6" in plain and "Seagull" not in plain  # never filler
     asked = render_turn("What is the boat called? Seagull?")
