@@ -10,7 +10,7 @@ from memories.models import Author, Bucket, SourceKind
 from memories.services import memory_remember
 
 # The browser harness: gunicorn on the test database, Chromium, a screenshot on failure.
-pytest_plugins = ["web.tests.browser"]
+pytest_plugins = ["web.tests.browser", "tests.leftovers"]
 
 
 @pytest.fixture
