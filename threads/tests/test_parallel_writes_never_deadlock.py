@@ -63,6 +63,8 @@ class LiveServer:
             f"127.0.0.1:{self.port}",
             "--workers",
             str(workers),
+            # No control socket: ~/.gunicorn/gunicorn.ctl is shared by every gunicorn on the machine.
+            "--no-control-socket",
             "--graceful-timeout",
             "5",
             "--timeout",

@@ -114,6 +114,8 @@ def gunicorn_server(request, django_db_setup, django_db_blocker):
         "2",
         "--access-logfile",
         "-",
+        # No control socket: ~/.gunicorn/gunicorn.ctl is shared by every gunicorn on the machine.
+        "--no-control-socket",
         "--graceful-timeout",
         "5",
     ]
