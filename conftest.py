@@ -13,6 +13,26 @@ from memories.services import memory_remember
 pytest_plugins = ["web.tests.browser", "tests.leftovers"]
 
 
+def _clear_signin_counts() -> None:
+    from django.core.cache import caches
+
+    try:
+        client = caches["signin"]._cache.get_client(write=True)
+        keys = list(client.scan_iter("signin:*"))
+        if keys:
+            client.delete(*keys)
+    except Exception:  # noqa: BLE001 - a test that stopped Redis has no counts to clear
+        pass
+
+
+@pytest.fixture(autouse=True)
+def _signin_counts_cleared():
+    """Sign-in failure counts live in Redis, outside every test's transaction: each test starts with none."""
+    _clear_signin_counts()
+    yield
+    _clear_signin_counts()
+
+
 @pytest.fixture
 def org(db):
     return organisation_create(slug="acme", name="Acme")
