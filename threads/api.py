@@ -175,7 +175,11 @@ class ThreadEventsApi(_ThreadApi):
         thread_id = self.checked_thread_id(thread_id)
         data = self.validated(IngestInputSerializer)
         thread, outcome = thread_events_ingest(
-            organisation=principal.organisation, agent=principal.agent, thread_id=thread_id, events=data["events"]
+            organisation=principal.organisation,
+            agent=principal.agent,
+            thread_id=thread_id,
+            events=data["events"],
+            token=principal.token,
         )
         accepted = sum(not event.duplicate for event in outcome)
         body = {
