@@ -14,6 +14,11 @@ from threads.services import thread_consolidate
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def no_embedder(settings):
+    settings.EMBEDDER = "none"  # duplicates are judged on text; loading the model would only cost time
+
+
 class ErasedMidway:
     """The rules extractor, with the subject's erasure committing during the first extraction."""
 
