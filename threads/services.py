@@ -24,6 +24,7 @@ from pgvector.django import CosineDistance
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User
 from memories.embedding import EmbeddingError, get_embedder
+from memories.locks import memories_rewrite_lock
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
 from memories.places import PlaceInTurn, place_for_turn
 from memories.scopes import WORKSPACE, Place, scope_for
@@ -475,6 +476,8 @@ def thread_consolidate(
         vectors = vectors[: len(candidates)]
         batch_time = now or timezone.now()
         with transaction.atomic():
+            # Before the thread: subject erasure locks memory rows in another order (memories/locks.py).
+            memories_rewrite_lock(organisation_id=thread.organisation_id, exclusive=False)
             # Only the thread row: locking the organisation with it (select_related under a plain
             # FOR UPDATE) blocked every tenant insert's foreign-key check and deadlocked them.
             locked = (
@@ -484,6 +487,10 @@ def thread_consolidate(
             )
             if locked.consolidated_through != watermark:
                 continue  # another run consolidated these events first
+            # An erasure that committed after the events were read (it holds the lock above
+            # exclusively, so none runs now) took their words: read the batch again.
+            if live and ThreadEvent.objects.filter(pk__in=[e.pk for e in live], erased_at__isnull=False).exists():
+                continue
             work = _Consolidator(
                 thread=locked, events={e.sequence: e for e in batch}, extractor=extractor.name, now=batch_time
             )

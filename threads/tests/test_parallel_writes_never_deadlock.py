@@ -11,17 +11,12 @@ from __future__ import annotations
 
 import http.cookiejar
 import json
-import os
 import re
-import signal
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -30,55 +25,12 @@ from accounts.models import Membership
 from accounts.services import agent_create, user_create
 from memories.tests import processes
 from threads.models import Thread
-from web.tests.browser import _free_port, _wait_until_serving, database_url
+from web.tests.browser import Gunicorn
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-REPO = Path(__file__).resolve().parent.parent.parent
 ROUNDS = 25
 PARALLEL_INGESTS = 4
-
-
-class LiveServer:
-    """gunicorn with as many workers as requests in flight, as the web process runs it (archivist_app)."""
-
-    def __init__(self, log: Path, workers: int):
-        self.log = log
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        env = dict(
-            os.environ,
-            DJANGO_SETTINGS_MODULE="config.settings.test",
-            DATABASE_URL=database_url(connection.settings_dict),
-            REDIS_URL=os.environ["REDIS_URL"],
-            DJANGO_DEBUG="0",
-            DATABASE_CONN_MAX_AGE="0",
-            ARCHIVIST_EMBEDDER="none",
-            ARCHIVIST_DB_ROLE="archivist_app",
-        )
-        command = [
-            str(Path(sys.executable).parent / "gunicorn"),
-            "config.wsgi:application",
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--workers",
-            str(workers),
-            "--graceful-timeout",
-            "5",
-            "--timeout",
-            "120",
-        ]
-        with log.open("wb") as output:
-            self.process = subprocess.Popen(command, cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT)
-        _wait_until_serving(f"{self.url}/accounts/login/", self.process, log)
-
-    def stop(self) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=5)
 
 
 def call(url: str, body: dict, *, token: str | None = None, opener=None, headers=None) -> tuple[int, str]:
@@ -117,7 +69,13 @@ def test_parallel_ingest_consolidation_remember_and_erasure_never_answer_5xx(org
     ]
     tokens = [agent_create(organisation=org, name=f"helper-{i}")[1] for i in range(PARALLEL_INGESTS + 1)]
     channel = {"channel": "C-busy", "kind": "private", "people": [p.username for p in people]}
-    server = LiveServer(tmp_path / "gunicorn.log", workers=PARALLEL_INGESTS + 3)
+    # As many workers as requests in flight, under row-level security as the run command's web process.
+    server = Gunicorn(
+        tmp_path / "gunicorn.log",
+        settings_dict=connection.settings_dict,
+        workers=PARALLEL_INGESTS + 3,
+        ARCHIVIST_DB_ROLE="archivist_app",
+    )
     worker = processes.worker(
         tmp_path / "worker.log", queues="consolidate", concurrency=2, ARCHIVIST_EMBEDDER="none"
     ).start()
