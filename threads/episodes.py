@@ -29,7 +29,8 @@ from datetime import datetime
 
 from django.conf import settings
 
-from accounts.models import User
+from accounts.models import Membership, User
+from accounts.people import display_name_of
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
 from memories.render import FENCE_CLOSE, FENCE_OPEN
 from memories.scopes import Place, scope_for
@@ -139,7 +140,17 @@ class EpisodeDraft:
 def drafts_for(events: Sequence[ThreadEvent], texts: dict[int, str]) -> list[EpisodeDraft]:
     """The episodes these events become (`texts`: each event's text with echoed blocks stripped)."""
     people = {str(e.author_user_id) for e in events if e.author_user_id}
-    names = {str(pk): name for pk, name in User.objects.filter(pk__in=people).values_list("pk", "username")}
+    # A person's display name (issue 12's records), else their handle or username.
+    names = (
+        {
+            str(membership.user_id): display_name_of(membership)
+            for membership in Membership.objects.select_related("user").filter(
+                organisation_id=events[0].organisation_id, user_id__in=people
+            )
+        }
+        if people
+        else {}
+    )
     out = []
     for event in events:
         if event.role not in EPISODE_ROLES or event.agent_id is None or not texts.get(event.sequence):

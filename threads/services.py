@@ -23,6 +23,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User
+from accounts.people import people_by_name
 from memories.embedding import EmbeddingError, get_embedder
 from memories.locks import memories_rewrite_lock
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
@@ -136,11 +137,10 @@ def thread_events_ingest(
         _check_text(event["text"], index)
     places = _resolve_places(organisation=organisation, agent=agent, token=token, events=events)
     names = {event.get("author") or "" for event in events} - {""}
-    accounts = dict(
-        Membership.objects.filter(organisation=organisation, user__username__in=names).values_list(
-            "user__username", "user_id"
-        )
-    )
+    # Authors are named as the places' people are: a handle or a username of a person record (issue 12).
+    accounts = {
+        name: membership.user_id for name, membership in people_by_name(organisation=organisation, names=names).items()
+    }
     with transaction.atomic():
         try:
             with transaction.atomic():

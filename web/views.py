@@ -4,7 +4,6 @@ reads go through selectors and writes through memories.services."""
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 
 from django.contrib import messages
@@ -19,6 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.renderers import JSONRenderer
 
 from accounts.models import Membership, Organisation, User
+from accounts.people import display_name_of
 from memories import embedding, scopes
 from memories.models import Channel, Memory, SubjectType
 from memories.places import member_labels, places_for
@@ -364,13 +364,16 @@ def _tell_of_conflicts(request: HttpRequest, account: Account) -> None:
 def conflict_list(request: HttpRequest) -> HttpResponse:
     account = _account(request)
     conflicts = list(pending_conflicts(organisation=account.organisation, subject_ids=_conflict_people(account)))
-    names = dict(
-        User.objects.filter(pk__in={c.conflicts_with.subject_id for c in conflicts}).values_list("pk", "username")
-    )
+    names = {
+        str(membership.user_id): display_name_of(membership)
+        for membership in Membership.objects.select_related("user").filter(
+            organisation=account.organisation, user_id__in={c.conflicts_with.subject_id for c in conflicts}
+        )
+    }
     for conflict in conflicts:
         # Whose fact it is, when it is not the signed-in person's (an owner deciding for a directory person).
         mine = conflict.conflicts_with.subject_id == str(account.user.pk)
-        conflict.for_whom = "" if mine else names.get(uuid.UUID(conflict.conflicts_with.subject_id), "")
+        conflict.for_whom = "" if mine else names.get(conflict.conflicts_with.subject_id, "")
     return render(request, "web/conflict_list.html", {"section": "memories", "conflicts": conflicts})
 
 

@@ -143,3 +143,33 @@ def test_the_person_sees_accepts_and_dismisses_on_their_pages(inferred, own_fact
     learning.refresh_from_db()
     assert learning.conflict == Learning.Conflict.ACCEPTED
     assert "Nothing to decide" in browser.get("/me/conflicts").content.decode()
+
+
+def test_owners_decide_the_conflicts_of_directory_people_who_cannot_sign_in(org, owner, member, agent, post_events):
+    from accounts.people import person_upsert
+    from memories.services import memory_remember
+
+    person, _ = person_upsert(organisation=org, handle="U123", display_name="Mona Lisa")
+    memory_remember(
+        organisation=org,
+        bucket=Bucket.USER,
+        author="person",
+        body="My timezone is CET",
+        source_kind="person",
+        owner=person.user,
+        subject_type="user",
+        subject_id=str(person.user_id),
+        scope="person",
+        scope_ref=str(person.user_id),
+    )
+    thread = post_events(
+        "T-dir", [("U123", "My timezone is PST")], place={"channel": "D-u123", "kind": "dm", "people": ["U123"]}
+    )
+    assert len(thread_consolidate(thread_id=thread.pk).conflicts) == 1
+    as_owner = Client()
+    as_owner.force_login(owner)
+    page = as_owner.get("/me/conflicts").content.decode()
+    assert "Mona Lisa (who cannot sign in) said" in page and "mona&#x27;s" not in page
+    as_member = Client()  # control: a member does not see someone else's conflicts
+    as_member.force_login(member)
+    assert "Nothing to decide" in as_member.get("/me/conflicts").content.decode()

@@ -318,3 +318,16 @@ def test_episodes_render_only_when_the_question_recalls_them_and_fade_after_14_d
     assert "mona: The boat is called Seagull." in asked
     Memory.objects.filter(source_kind=SourceKind.EPISODE).update(created_at=timezone.now() - timedelta(days=15))
     assert "Seagull" not in render_turn("What is the boat called? Seagull?")  # faded like a note
+
+
+def test_an_author_named_by_handle_is_the_person_record_with_their_display_name(
+    episodes_on, org, post_events, private_channel
+):
+    from accounts.people import person_upsert
+
+    person, _ = person_upsert(organisation=org, handle="U123", display_name="Mona Lisa")
+    thread = post_events("T-handle", [("U123", "Hello from the directory.")], place=private_channel)
+    thread_consolidate(thread_id=thread.pk)
+    episode = episodes().get()
+    assert episode.body == "Mona Lisa: Hello from the directory."
+    assert (episode.subject_type, episode.subject_id) == (SubjectType.USER, str(person.user_id))
