@@ -10,7 +10,27 @@ from memories.models import Author, Bucket, SourceKind
 from memories.services import memory_remember
 
 # The browser harness: gunicorn on the test database, Chromium, a screenshot on failure.
-pytest_plugins = ["web.tests.browser"]
+pytest_plugins = ["web.tests.browser", "tests.leftovers"]
+
+
+def _clear_signin_counts() -> None:
+    from django.core.cache import caches
+
+    try:
+        client = caches["signin"]._cache.get_client(write=True)
+        keys = list(client.scan_iter("signin:*"))
+        if keys:
+            client.delete(*keys)
+    except Exception:  # noqa: BLE001 - a test that stopped Redis has no counts to clear
+        pass
+
+
+@pytest.fixture(autouse=True)
+def _signin_counts_cleared():
+    """Sign-in failure counts live in Redis, outside every test's transaction: each test starts with none."""
+    _clear_signin_counts()
+    yield
+    _clear_signin_counts()
 
 
 @pytest.fixture

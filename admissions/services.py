@@ -148,7 +148,7 @@ def _locked_claim(*, claim: Memory, steward: User, decision: str) -> SystemClaim
         raise PermissionDenied("Only a steward records decisions on system claims.")
     # Two stewards deciding the same claim at once would each pass the
     # transition check against the same status; the row lock serialises them.
-    Memory.objects.select_for_update().filter(pk=claim.pk).first()
+    Memory.objects.select_for_update(no_key=True).filter(pk=claim.pk).first()
     row = with_status(SystemClaim.objects.filter(pk=claim.pk)).first()
     if row is None:
         raise DecisionRefused("Only a system claim can be decided.", DecisionRefused.NOT_A_CLAIM)

@@ -21,6 +21,17 @@ What it does, in its own data folder (var/bench-quality, emptied first):
 6. measures each rule of contextual ranking switched off alone (in process,
    same database, same code path as the API, timed the same way).
 
+`--via threads` (issue 16) loads each conversation as a thread instead:
+every session's turns posted to `POST /api/v1/threads/{conversation}/events`
+(speaker as author, role `user`, the session's date as time, the turn's
+dia_id as event id, one private place per conversation), consolidation by
+the worker awaited (every event consolidated and every episode embedded),
+then the same questions through `POST /api/v1/recall`. It reports the
+consolidation throughput (events per second of the worker's consolidation
+tasks, embedding included, and end to end from the first event posted) and
+the time from the last event posted to all of it recallable; its figures go
+to their own section, "Conversations as memory (threads)".
+
 Figures are printed, and written between markers in docs/benchmarks.md
 ("Recall quality") unless `--no-docs`. Nothing is cached between runs:
 `--keep` reuses the loaded data folder of the previous run (for iterating on
@@ -81,6 +92,19 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--no-docs", action="store_true", help="print only; leave docs/benchmarks.md alone")
     parser.add_argument("--keep", action="store_true", help="reuse the previous run's loaded data folder")
     parser.add_argument("--label", default="", help="name of the data set in the report (default: the file name)")
+    parser.add_argument(
+        "--via",
+        choices=("memories", "threads"),
+        default="memories",
+        help="remember each turn (memories), or post each conversation as thread events and let consolidation "
+        "keep them (threads; implies --no-ablations and --modes contextual unless given)",
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --via threads: reuse the data folder a run left consolidated (after the stack died while "
+        "asking), reading its load and consolidation figures back from its stack.log, and ask the questions",
+    )
     return parser.parse_args()
 
 
@@ -96,6 +120,8 @@ class Turn:
     dia_id: str
     body: str
     occurred_at: datetime
+    speaker: str = ""
+    text: str = ""
 
 
 @dataclass
@@ -130,7 +156,9 @@ def load_conversations(path: Path) -> list[Conversation]:
         for key in sessions:
             when = session_date(conv[f"{key}_date_time"])
             for turn in conv[key]:
-                turns.append(Turn(turn["dia_id"], f"{turn['speaker']}: {turn['text']}", when))
+                turns.append(
+                    Turn(turn["dia_id"], f"{turn['speaker']}: {turn['text']}", when, turn["speaker"], turn["text"])
+                )
         known = {turn.dia_id for turn in turns}
         questions = []
         for qa in sample["qa"]:
@@ -283,6 +311,219 @@ def wait_for_embeddings(conversations: list[Conversation], timeout: float = 3600
             say(f"waiting for the worker: {pending} turns not embedded yet")
             last = pending
         time.sleep(5)
+
+
+# --- Loading as threads (issue 16) -------------------------------------------------
+
+THREAD_BATCH = 100  # the API's most events per call
+
+
+def post_thread(conv: Conversation, base: str) -> tuple[list[str], float, float]:
+    """Post the conversation as one thread, session by session; returns refusals, first and last post times."""
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {conv.token}"
+    refused = []
+    first = last = 0.0
+    events = [
+        {
+            "id": turn.dia_id,
+            "role": "user",
+            "author": turn.speaker,
+            "text": turn.text,
+            "time": turn.occurred_at.isoformat(),
+            "place": PLACE,
+        }
+        for turn in conv.turns
+        if turn.text.strip()
+    ]
+    for start in range(0, len(events), THREAD_BATCH):
+        if not first:
+            first = time.monotonic()
+        response = session.post(
+            f"{base}/api/v1/threads/{thread_id(conv)}/events", json={"events": events[start : start + THREAD_BATCH]}
+        )
+        last = time.monotonic()
+        if response.status_code not in (200, 201):
+            refused.append(f"{conv.sample_id} events {start}..: {response.status_code} {response.text[:200]}")
+    return refused, first, last
+
+
+def thread_id(conv: Conversation) -> str:
+    return re.sub(r"[^A-Za-z0-9._:@-]+", "-", conv.sample_id)
+
+
+def wait_for_threads(conversations: list[Conversation], timeout: float = 3600) -> float:
+    """Until every thread is consolidated and every episode embedded; returns when (monotonic)."""
+    from memories.models import Memory
+    from threads.models import Thread
+
+    ids = [conv.organisation_id for conv in conversations]
+    started = time.monotonic()
+    last = None
+    while True:
+        behind = sum(
+            thread.last_sequence - thread.consolidated_through
+            for thread in Thread.objects.filter(organisation_id__in=ids)
+        )
+        unembedded = Memory.objects.filter(
+            organisation_id__in=ids, source_kind="episode", embedding__isnull=True, redacted_at__isnull=True
+        ).count()
+        if behind == 0 and unembedded == 0 and Thread.objects.filter(organisation_id__in=ids).count() > len(ids):
+            return time.monotonic()
+        if time.monotonic() - started > timeout:
+            raise SystemExit(f"{behind} events not consolidated, {unembedded} episodes not embedded after {timeout} s")
+        if (behind, unembedded) != last:
+            say(f"waiting for the worker: {behind} events not consolidated, {unembedded} episodes not embedded")
+            last = (behind, unembedded)
+        time.sleep(0.5)
+
+
+_TASK_DONE = re.compile(r"consolidate_thread\[[^\]]+\] succeeded in ([\d.]+)s: \{'events': (\d+)")
+
+
+def warm_up_worker(conv: Conversation, base: str) -> None:
+    """One event in another place, consolidated and embedded before timing: the worker's child
+    imports torch and loads the model on its first task (20 s on a loaded machine)."""
+    from threads.models import Thread
+
+    event = {
+        "id": "warm-up",
+        "role": "user",
+        "author": "warm-up",
+        "text": "Warming up.",
+        "time": datetime.now(UTC).isoformat(),
+        "place": {"channel": "warm-up", "kind": "private", "people": []},
+    }
+    requests.post(
+        f"{base}/api/v1/threads/warm-up/events",
+        json={"events": [event]},
+        headers={"Authorization": f"Bearer {conv.token}"},
+        timeout=60,
+    ).raise_for_status()
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline:
+        if Thread.objects.filter(organisation_id=conv.organisation_id, external_id="warm-up", consolidated_through=1):
+            return
+        time.sleep(0.5)
+    raise SystemExit("the worker did not consolidate the warm-up event in 10 minutes")
+
+
+_ACCESS_TIME = re.compile(r"\[(\d\d/\w{3}/\d{4}:\d\d:\d\d:\d\d) [+-]\d{4}\] \"POST /api/v1/threads/(\S+)/events")
+_TASK_TIME = re.compile(
+    r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+): INFO/ForkPoolWorker-\d+\] Task threads\.tasks\."
+    r"consolidate_thread\[[^\]]+\] succeeded in [\d.]+s: \{'events': (\d+)",
+    re.M,
+)
+
+
+def resume_threads(conversations: list[Conversation], log: Path) -> tuple[int, tuple[float, float, float]]:
+    """New tokens for the bench agents of an earlier run, and its load figures read back from its log:
+    (log offset after the warm-up, (posting seconds, last post to all consolidated, first post to all))."""
+    from accounts.models import Agent, AgentToken, Organisation
+
+    for conv in conversations:
+        conv.slug = "locomo-" + re.sub(r"[^a-z0-9-]+", "-", conv.sample_id.lower()).strip("-")
+        organisation = Organisation.objects.get(slug=conv.slug)
+        agent = Agent.objects.get(organisation=organisation, name="bench-agent")
+        conv.organisation_id, conv.agent_id = str(organisation.pk), str(agent.pk)
+        conv.token = AgentToken.issue(agent=agent)[1]
+    text = log.read_text(errors="replace")
+    posts = [
+        datetime.strptime(when, "%d/%b/%Y:%H:%M:%S").replace(tzinfo=UTC)
+        for when, thread in _ACCESS_TIME.findall(text)
+        if thread != "warm-up"
+    ]
+    tasks = [
+        (datetime.strptime(when, "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC), int(events))
+        for when, events in _TASK_TIME.findall(text)
+    ]
+    warm_up_end = len(text[: next(m for m in _TASK_TIME.finditer(text) if m[2] == "1").end()].encode())
+    done = max(when for when, events in tasks if events)
+    first, last = min(posts), max(posts)
+    return warm_up_end, ((last - first).total_seconds(), (done - last).total_seconds(), (done - first).total_seconds())
+
+
+def consolidation_tasks(log: Path, offset: int = 0) -> tuple[int, float]:
+    """Events and seconds of the worker's consolidation tasks after `offset`, from its log (Celery's own timing)."""
+    events = seconds = 0.0
+    with log.open("rb") as handle:
+        handle.seek(offset)
+        text = handle.read().decode(errors="replace")
+    for match in _TASK_DONE.finditer(text):
+        seconds += float(match[1])
+        events += int(match[2])
+    return int(events), seconds
+
+
+def threads_report(
+    *,
+    label: str,
+    conversations: list[Conversation],
+    api: dict[str, Score],
+    base: dict[str, Score],
+    figures: dict,
+) -> str:
+    turns = sum(len(conv.turns) for conv in conversations)
+    questions = sum(len(conv.questions) for conv in conversations)
+    lines = [
+        f"Data: `{label}`, {len(conversations)} conversations as {len(conversations)} threads, {turns} turns posted "
+        f"as events in {figures['post_seconds']:.0f} s ({figures['refused']} batches refused); "
+        f"{figures['episodes']} episodes kept ({figures['split']} events split), {figures['facts']} learned facts; "
+        f"{questions} questions. Run on {datetime.now(UTC):%Y-%m-%d}, {os.cpu_count()} cores, one worker process.",
+        "",
+        "| recall | hit@5 | hit@10 | recall@10 | "
+        + " | ".join(f"{name} h@5/h@10" for name in CATEGORIES.values())
+        + " | p50 / p95 ms |",
+        "| --- | --- | --- | --- | " + " | ".join("---" for _ in CATEGORIES) + " | --- |",
+    ]
+    for name, score in [
+        *((f"**threads → episodes, API `{m}`**", s) for m, s in api.items()),
+        *((f"baseline over the episodes: {n}", s) for n, s in base.items()),
+    ]:
+        h5, h10, r10, _ = score.metric()
+        cats = " | ".join(f"{fmt(score.metric(c)[0])}/{fmt(score.metric(c)[1])}" for c in CATEGORIES)
+        latency = f"{ms(percentile(score.latency, 0.5))} / {ms(percentile(score.latency, 0.95))}"
+        lines.append(f"| {name} | {fmt(h5)} | {fmt(h10)} | {fmt(r10)} | {cats} | {latency} |")
+    rate = figures["task_events"] / figures["task_seconds"] if figures["task_seconds"] else math.nan
+    lines += [
+        "",
+        "| consolidation | figure |",
+        "| --- | --- |",
+        f"| worker throughput (events / seconds inside `consolidate_thread`, embedding included) | "
+        f"{rate:.0f} events/s ({figures['task_events']} events in {figures['task_seconds']:.1f} s) |",
+        f"| end to end (first event posted → all consolidated and embedded) | "
+        f"{turns / figures['end_to_end']:.0f} events/s ({figures['end_to_end']:.1f} s) |",
+        f"| last event posted → all of it recallable | {figures['lag']:.1f} s |",
+    ]
+    return "\n".join(lines)
+
+
+def write_threads_docs(text: str, key: str) -> None:
+    """This run's figures in their own section, between their own markers."""
+    start, end = MARKER.format(key=f"threads-{key}", end="start"), MARKER.format(key=f"threads-{key}", end="end")
+    block = f"{start}\n<!-- written by bench/quality.py --via threads; rerun it rather than editing -->\n{text}\n{end}"
+    current = DOCS.read_text() if DOCS.exists() else "# Benchmarks\n"
+    if start in current and end in current:
+        head, rest = current.split(start, 1)
+        _, tail = rest.split(end, 1)
+        DOCS.write_text(head + block + tail)
+        return
+    heading = "\n## Conversations as memory (threads)\n"
+    if heading in current:
+        head, rest = current.split(heading, 1)
+        following = re.search(r"^## ", rest, flags=re.MULTILINE)
+        cut = following.start() if following else len(rest)
+        DOCS.write_text(head + heading + rest[:cut].rstrip("\n") + "\n\n" + block + "\n\n" + rest[cut:].lstrip("\n"))
+    else:
+        DOCS.write_text(current.rstrip("\n") + "\n" + heading + "\n" + THREADS_INTRO + "\n\n" + block + "\n")
+
+
+THREADS_INTRO = """Issue 16: a conversation posted as thread events becomes recallable episodes (one transcript line
+per turn, split at sentences past 500 characters), neighbours of each other in contextual recall, with
+facts extracted beside them. `HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py --via threads`: each
+LoCoMo conversation is one thread in one private place (speaker as author, the session's date as time,
+the turn's dia_id as event id); the worker consolidates and embeds; the same questions as above go
+through `POST /api/v1/recall`. Targets: hit@10 ≥ 0.80, hit@5 ≥ 0.70, ≥ 200 events/s."""
 
 
 # --- Scoring -----------------------------------------------------------------------
@@ -622,6 +863,16 @@ def main() -> None:
     if not args.data.exists():
         raise SystemExit(f"no data file at {args.data} (set --data or ARCHIVIST_LOCOMO)")
     conversations = load_conversations(args.data)
+    threads = args.via == "threads"
+    if threads:
+        args.no_ablations = True
+        if args.modes == "contextual,hybrid":  # the default: one mode, the one auto uses
+            args.modes = "contextual"
+        global LATENCY_EVERY
+        LATENCY_EVERY = 10**9  # quality and the load are measured here; recall latency is the other run's
+        args.keep = False  # the load is what is measured
+        if args.resume and not (args.data_dir / "stack.log").exists():
+            raise SystemExit("--resume needs the data folder of an earlier --via threads run")
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     data_dir = args.data_dir.resolve()
     # Before anything imports `config`, whose settings start or join the embedded
@@ -636,7 +887,7 @@ def main() -> None:
     if args.keep and marker.exists():
         saved = json.loads(marker.read_text())
         reuse = saved.get("data") == fingerprint(args.data)
-    if not reuse:
+    if not reuse and not (threads and args.resume):
         say(f"resetting {data_dir}")
         reset(data_dir)
     port = args.port or free_port()
@@ -653,6 +904,30 @@ def main() -> None:
             load_seconds, embed_seconds = saved["load_seconds"], saved["embed_seconds"]
             refused = saved["refused"]
             say("reusing the loaded turns of the previous run")
+        elif threads and args.resume:
+            log_offset, (load_seconds, embed_seconds, end_to_end) = resume_threads(
+                conversations, data_dir / "stack.log"
+            )
+            say(f"resuming: {embed_seconds:.1f} s from the last event posted to all consolidated (from the log)")
+        elif threads:
+            create_tenants(conversations)
+            warm_up_worker(conversations[0], base)
+            log_offset = (data_dir / "stack.log").stat().st_size
+            say(f"posting {sum(len(c.turns) for c in conversations)} turns as thread events")
+            with ThreadPoolExecutor(max_workers=2) as pool:
+                posted = list(pool.map(lambda conv: post_thread(conv, base), conversations))
+            refused = [problem for problems, _, _ in posted for problem in problems]
+            first = min(p[1] for p in posted)
+            last = max(p[2] for p in posted)
+            for problem in refused[:10]:
+                say(f"refused: {problem}")
+            done = wait_for_threads(conversations)
+            load_seconds, embed_seconds = last - first, done - last
+            end_to_end = done - first
+            say(
+                f"all {sum(len(c.turns) for c in conversations)} events consolidated and embedded "
+                f"{embed_seconds:.1f} s after the last was posted"
+            )
         else:
             create_tenants(conversations)
             say(f"remembering {sum(len(c.turns) for c in conversations)} turns through the API")
@@ -688,6 +963,24 @@ def main() -> None:
             say(f"API {mode}: hit@5 {h5:.3f} hit@10 {h10:.3f} recall@10 {r10:.3f} over {n} questions")
         scored = baselines(conversations)
         ablated = [] if args.no_ablations else ablations(conversations)
+        if threads:
+            from memories.models import Memory
+
+            org_ids = [conv.organisation_id for conv in conversations]
+            episodes = Memory.objects.filter(organisation_id__in=org_ids, source_kind="episode")
+            time.sleep(2)  # the worker's log lines of the last tasks
+            task_events, task_seconds = consolidation_tasks(data_dir / "stack.log", log_offset)
+            figures = {
+                "post_seconds": load_seconds,
+                "refused": len(refused),
+                "episodes": episodes.count(),
+                "split": episodes.values("source_event").count() - episodes.values("source_event").distinct().count(),
+                "facts": Memory.objects.filter(organisation_id__in=org_ids, source_kind="thread_event").count(),
+                "task_events": task_events,
+                "task_seconds": task_seconds,
+                "end_to_end": end_to_end,
+                "lag": embed_seconds,
+            }
     finally:
         say("stopping Archivist")
         from django.db import connections
@@ -696,6 +989,16 @@ def main() -> None:
         stop_stack(stack)
         # The run command stopped PostgreSQL; this process's handle would try again on exit and log it.
         logging.getLogger("pgserver").setLevel(logging.CRITICAL)
+    if threads:
+        text = threads_report(
+            label=args.label or args.data.name, conversations=conversations, api=api, base=scored, figures=figures
+        )
+        print()
+        print(text)
+        if not args.no_docs:
+            write_threads_docs(text, re.sub(r"[^a-z0-9-]+", "-", args.data.stem.lower()))
+            say(f"figures written to {DOCS.relative_to(ROOT)}")
+        return
     text = report(
         label=args.label or args.data.name,
         conversations=conversations,

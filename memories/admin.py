@@ -90,6 +90,21 @@ class MemoryAdmin(admin.ModelAdmin):
         # Memories are written through the API and its services, which check the rules.
         return False
 
+    def has_change_permission(self, request, obj=None):
+        # A memory's scope, tier and expiry decide who is shown it and for how long; the
+        # services change them with an audit row, a form save would not. The page is view-only.
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        # Rows are never deleted by hand: forgetting erases the text and keeps the receipt
+        # (the API's forget and subject erasure), and the nightly purge removes expired rows.
+        return False
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
 
 class ChannelMemberInline(admin.TabularInline):
     model = ChannelMember

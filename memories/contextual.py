@@ -105,6 +105,21 @@ def build_plan(*, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG, **plan
             f"    ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s) x"
         )
 
+    # Issue 16: a thread's episodes are neighbours by their events' order in the thread, not by
+    # when they were written (a thread consolidated in several runs, or events posted late).
+    # Parts of one split event are each other's nearest neighbours (step 1, never 0).
+    episodes = (
+        "SELECT a.id AS anchor, x.id, x.step FROM anchor a\n"
+        f"  JOIN threads_threadevent e ON e.id = a.source_event_id AND e.organisation_id = {tenant}\n"
+        "  CROSS JOIN LATERAL (\n"
+        "    SELECT m.id, (CASE WHEN f.sequence = e.sequence THEN 1"
+        " ELSE f.sequence::bigint - e.sequence::bigint END) AS step\n"
+        "    FROM threads_threadevent f\n"
+        f"    JOIN memories_memory m ON m.source_event_id = f.id AND m.organisation_id = {tenant}\n"
+        f"    WHERE f.organisation_id = {tenant} AND f.thread_id = e.thread_id AND %(window)s > 0\n"
+        "      AND f.sequence BETWEEN e.sequence - %(window)s AND e.sequence + %(window)s\n"
+        f"      AND m.id <> a.id AND {base} AND {same_place}) x"
+    )
     similarity = (
         "CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
         " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
@@ -117,11 +132,11 @@ def build_plan(*, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG, **plan
         # The candidates, in the hybrid order, with what the neighbour walk needs.
         "anchor AS MATERIALIZED (\n"
         "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank,\n"
-        "    m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id\n"
+        "    m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id, m.source_event_id\n"
         f"  FROM cand c JOIN memories_memory m ON m.id = c.id AND m.organisation_id = {tenant}\n"
         "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
         "  LIMIT %(candidates)s\n)",
-        f"nb AS MATERIALIZED (\n  {side('before')}\n  UNION ALL\n  {side('after')}\n)",
+        f"nb AS MATERIALIZED (\n  {side('before')}\n  UNION ALL\n  {side('after')}\n  UNION ALL\n  {episodes}\n)",
         # Each fact once, a candidate with its ranks (grouped: a hash, where a join to anchor loops).
         "pool AS (\n"
         "  SELECT id, min(pin_rank) AS pin_rank, min(semantic_rank) AS semantic_rank,\n"

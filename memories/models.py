@@ -62,6 +62,9 @@ class SourceKind(models.TextChoices):
     RUN = "run", "Run"
     THREAD_EVENT = "thread_event", "Thread event"
     PERSON = "person", "Person"
+    # Issue 16: a thread event kept as a transcript line by consolidation. Only consolidation
+    # writes it (memories/serializers.py refuses it from callers); `source_event` names the event.
+    EPISODE = "episode", "Episode"
 
 
 class Tier(models.TextChoices):
@@ -144,6 +147,12 @@ class Memory(models.Model):
     source_ref = models.CharField(max_length=SOURCE_REF_MAX_CHARS, blank=True, default="")
     source_label = models.CharField(max_length=200, blank=True, default="")
     source_run_id = models.CharField(max_length=200, blank=True, default="")
+    # Issue 16: the thread event an episode keeps (several when a long event was split).
+    # PROTECT: erasure never deletes an event, it empties it and keeps its receipt, and an
+    # erased episode's receipt must keep pointing at that receipt.
+    source_event = models.ForeignKey(
+        "threads.ThreadEvent", null=True, blank=True, on_delete=models.PROTECT, related_name="episodes"
+    )
 
     tier = models.CharField(max_length=16, choices=Tier.choices, default=Tier.LOG)
     pinned = models.BooleanField(default=False)

@@ -49,7 +49,7 @@ import functools
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
@@ -555,6 +555,9 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
     organisation_id = organisation.pk if hasattr(organisation, "pk") else organisation
     agent_id = getattr(agent, "pk", agent)
     base = base_predicate(organisation_id=organisation_id, place=place, agent_id=agent_id)
+    # Issue 16: episodes (transcript lines) are never section filler; `with_recalled_episodes`
+    # adds those the turn's question recalls.
+    base += " AND m.source_kind <> 'episode'"
     fetch = {
         scope: {
             "profile": caps[scope].profile_limit * RENDER_FETCH_FACTOR,
@@ -594,3 +597,16 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
         cursor.execute(totals_sql, params)
         totals = dict(cursor.fetchall())
     return rows, totals
+
+
+def with_recalled_episodes(rows: list[dict], recalled: list[dict], *, now: datetime, fade_days: int) -> list[dict]:
+    """Issue 16: render's rows plus the episodes the question recalled, except those older than
+    the fade window (they fade like notes, from when they were written)."""
+    have = {str(row["id"]) for row in rows}
+    oldest = now - timedelta(days=fade_days)
+    extra = [
+        {name: row[name] for name in RESULT_COLUMNS}
+        for row in recalled
+        if row["source_kind"] == "episode" and str(row["id"]) not in have and row["created_at"] >= oldest
+    ]
+    return rows + extra

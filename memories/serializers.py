@@ -142,6 +142,15 @@ class _ProvenanceFields(StrictSerializer):
     source_label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     run_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
+    def validate_source_kind(self, value: str) -> str:
+        # Issue 16: episodes are written by consolidation alone, each linked to its thread event.
+        if value == SourceKind.EPISODE:
+            raise serializers.ValidationError(
+                "source_kind 'episode' is written only by consolidation of thread events; "
+                "post the conversation to /api/v1/threads/{thread_id}/events instead."
+            )
+        return value
+
     def validate(self, attrs):
         if attrs.get("expires_at") is not None and attrs.get("ttl_days") is not None:
             raise serializers.ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})

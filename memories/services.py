@@ -37,12 +37,13 @@ def default_expiry(*, tier: str, now: datetime) -> datetime:
 
 
 def live_facts(*, organisation_id, now: datetime, agent: Agent | None = None, person: User | None = None) -> int:
-    """Live facts an agent wrote, or a person wrote: not erased, not corrected, not expired, not system claims."""
+    """Live facts an agent wrote, or a person wrote: not erased, not corrected, not expired, not system claims,
+    not episodes (what was said, kept by consolidation under its own bound)."""
     rows = Memory.objects.filter(
         organisation_id=organisation_id, redacted_at__isnull=True, superseded_by__isnull=True
     ).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
     rows = rows.filter(agent=agent) if agent is not None else rows.filter(written_by=person, agent__isnull=True)
-    return rows.exclude(bucket=Bucket.SYSTEM).count()
+    return rows.exclude(bucket=Bucket.SYSTEM).exclude(source_kind=SourceKind.EPISODE).count()
 
 
 def _hold_live_cap(
@@ -186,14 +187,15 @@ def memory_remember(
         exclude=["search_vector", "promoted", "embedding"], validate_unique=False, validate_constraints=False
     )
     with transaction.atomic():
-        _hold_live_cap(
-            organisation_id=organisation.pk,
-            agent=agent,
-            person=written_by,
-            bucket=bucket,
-            now=now,
-            frees=1 if replaces_live else 0,
-        )
+        if source_kind != SourceKind.EPISODE:  # episodes are not facts: they have their own bound per place
+            _hold_live_cap(
+                organisation_id=organisation.pk,
+                agent=agent,
+                person=written_by,
+                bucket=bucket,
+                now=now,
+                frees=1 if replaces_live else 0,
+            )
         memory.save(force_insert=True)
         audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=written_by, agent=agent)
         enqueue_embedding([memory.id])
@@ -219,7 +221,7 @@ def memory_supersede(
     with transaction.atomic():
         # Two corrections of the same row at once would both pass the "is it
         # live" check; the row lock makes the second one see the first.
-        old = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        old = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
         if old.bucket == Bucket.SYSTEM:
             raise ValidationError({"memory": ["A system claim is replaced by promotion, not corrected."]})
         if old.redacted_at is not None:
@@ -285,7 +287,7 @@ def memory_redact(
     if not reason:
         raise ValidationError({"reason": ["An erasure needs a reason for its receipt."]})
     with transaction.atomic():
-        row = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        row = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
         if row.redacted_at is not None:
             return row  # erasing twice is a no-op; the first receipt stands
         row.body = ""
@@ -339,7 +341,7 @@ def memory_forget(
 
 def memory_set_pinned(*, memory: Memory, pinned: bool, actor: User | None = None, agent: Agent | None = None) -> Memory:
     with transaction.atomic():
-        row = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        row = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
         if row.redacted_at is not None:
             raise ValidationError({"memory": ["An erased memory cannot be pinned."]})
         if row.pinned != pinned:
@@ -366,7 +368,7 @@ def memory_point_to_replacement(
     with transaction.atomic():
         # A second writer pointing the same row elsewhere would pass the
         # "not yet superseded" check too; the lock makes it see the first.
-        old = Memory.objects.select_for_update().get(pk=memory.pk, organisation_id=memory.organisation_id)
+        old = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
         if replacement.pk == old.pk:
             raise ValidationError({"replacement": ["A memory cannot replace itself."]})
         if replacement.organisation_id != old.organisation_id:

@@ -33,7 +33,7 @@ from memories.models import (
     SubjectType,
 )
 from memories.places import PlaceInTurn
-from memories.recall import recall, render_candidates
+from memories.recall import recall, render_candidates, with_recalled_episodes
 from memories.scopes import PERSON, SCOPE_ORDER, WORKSPACE, Place, ScopeChoice, scope_for, solo_person
 from memories.services import memory_remember, memory_set_pinned, memory_supersede
 
@@ -375,6 +375,8 @@ def injection_render(
             now=now,
         )
         notices.append(ranked.notice)
+        # Issue 16: episodes reach render only when the question recalls them (never as filler).
+        rows = with_recalled_episodes(rows, ranked.rows, now=now, fade_days=settings.MEMORY_NOTE_FADE_DAYS)
         order = {str(row["id"]): position for position, row in enumerate(ranked.rows)}
         # The facts the question recalls lead their sections; the rest keep recency order.
         rows.sort(key=lambda row: order.get(str(row["id"]), len(order)))

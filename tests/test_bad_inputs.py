@@ -768,3 +768,52 @@ def test_an_owner_cannot_read_a_members_person_facts(owner, member, make_memory,
     assert page.get(f"/me/memories/{person_fact.pk}").status_code == 404
     assert person_fact.body not in page.get("/me/memories").content.decode()
     check()
+
+
+# --- Paths no route takes: malformed ids and unknown endpoints ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "field"),
+    [
+        ("get", "/api/v1/memories/not-a-uuid", "memory_id"),
+        ("delete", "/api/v1/memories/not-a-uuid", "memory_id"),
+        ("post", "/api/v1/memories/12345/supersede", "memory_id"),
+        ("post", "/api/v1/memories/x/pin", "memory_id"),
+        ("post", "/api/v1/memories/00000000-0000-0000-0000-00000000000g/unpin", "memory_id"),
+        ("get", "/api/v1/system-claims/xyz", "claim_id"),
+        ("patch", "/api/v1/system-claims/%F0%9F%92%A9", "claim_id"),
+    ],
+)
+def test_a_malformed_id_in_the_path_answers_json_404_naming_it(agent_api, unchanged, method, path, field):
+    check = unchanged()
+    response = getattr(agent_api, method)(path, {}, format="json")
+    data = refused(response, 404, field, contains="UUID")
+    assert data["error"] == "not_found"
+    assert response["Content-Type"] == "application/json"
+    check()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/api/v1/nothing-here", "/api/v1/memories/", "/api/v2/memories", "/api/", "/api/v1/threads/T-1/events/more"],
+)
+@pytest.mark.parametrize("debug", [False, True])
+def test_an_unknown_api_path_answers_json_404_not_an_html_page(agent_api, settings, unchanged, path, debug):
+    settings.DEBUG = debug
+    check = unchanged()
+    for method in ("get", "post", "delete"):
+        response = getattr(agent_api, method)(path, {}, format="json")
+        assert response.status_code == 404, (method, path, response.content[:200])
+        assert response["Content-Type"] == "application/json"
+        assert set(response.json()) == {"error", "detail", "fields"}
+        assert response.json()["error"] == "not_found"
+    check()
+
+
+def test_the_site_keeps_its_html_404_and_the_api_docs_their_slash_redirect(client):
+    page = client.get("/no-such-page")
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
+    assert b"Nothing here" in page.content
+    docs = client.get("/api/docs")
+    assert docs.status_code == 301 and docs["Location"] == "/api/docs/"

@@ -105,3 +105,51 @@ def test_run_command_serves_and_stops_cleanly_and_keeps_its_data(tmp_path):
         second_output = _interrupt(process)
     assert "with password:" not in second_output
     assert _servers_in(data_dir) == []
+
+
+def test_one_run_per_data_folder_a_second_is_refused_and_one_after_ctrl_c_waits_then_serves(tmp_path):
+    data_dir = tmp_path / "var"
+    port = _free_port()
+    first = _start(data_dir, port)
+    try:
+        _wait_healthy(port, first)
+        state = json.loads((data_dir / "run.json").read_text())
+        assert state["pid"] == first.pid and state["phase"] == "running"
+        assert (data_dir / "gunicorn.ctl").exists(), "gunicorn's control socket belongs in the data folder"
+
+        # A second run on the same folder is refused at once, naming the holder.
+        second = _start(data_dir, _free_port())
+        output, _ = second.communicate(timeout=30)
+        assert second.returncode == 1, output
+        assert f"pid {first.pid}" in output and "not started" in output
+        assert "embedded PostgreSQL" not in output, "the refused run touched the folder's servers"
+
+        # manage.py never takes the lock: it works beside the running server.
+        env = {key: value for key, value in os.environ.items() if key not in {"DATABASE_URL", "REDIS_URL"}}
+        env.update(ARCHIVIST_DATA_DIR=str(data_dir), DJANGO_SETTINGS_MODULE="config.settings.dev")
+        beside = subprocess.run(
+            [sys.executable, "manage.py", "showmigrations", "accounts"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert beside.returncode == 0, beside.stdout + beside.stderr
+        assert _wait_healthy(port, first)["status"] == "ok"
+
+        # Ctrl-C, and at once another run: it waits for the stopping one, then comes up healthy.
+        os.killpg(first.pid, signal.SIGINT)
+        third = _start(data_dir, port)
+    except BaseException:
+        _interrupt(first)
+        raise
+    try:
+        first_output, _ = first.communicate(timeout=60)
+        assert first.returncode == 0, first_output
+        health = _wait_healthy(port, third)
+        assert health["status"] == "ok", health
+        assert all(check["ok"] for check in health["checks"].values()), health
+        assert json.loads((data_dir / "run.json").read_text())["pid"] == third.pid
+    finally:
+        third_output = _interrupt(third)
+    assert "waiting for the run that is stopping" in third_output, third_output
+    assert third.returncode == 0, third_output
+    assert json.loads((data_dir / "run.json").read_text())["phase"] == "stopped"
+    assert _servers_in(data_dir) == []

@@ -17,6 +17,7 @@ from memories.api import ERROR_EXAMPLE, PLACE_EXAMPLE, TurnApi
 from memories.fields import StrictDateTimeField
 from memories.serializers import PlaceSerializer, StrictSerializer
 from threads.models import THREAD_ID_PATTERN, Learning, Thread, ThreadEvent
+from threads.selectors import thread_episodes_status
 from threads.services import thread_events_ingest
 
 MAX_EVENTS_PER_CALL = 100
@@ -65,6 +66,11 @@ class IngestInputSerializer(StrictSerializer):
             "max_length": f"At most {MAX_EVENTS_PER_CALL} events per call; send the rest in another.",
         },
     )
+    episodes = serializers.BooleanField(
+        required=False,
+        help_text="Keep this thread's events as recallable episodes (default true); false keeps facts only. "
+        "Remembered for the thread; the organisation's policy can also turn episodes off.",
+    )
 
 
 class IngestedEventSerializer(serializers.Serializer):
@@ -88,6 +94,21 @@ class LearnedOutputSerializer(serializers.Serializer):
     sources = serializers.ListField(child=serializers.IntegerField(), help_text="Sequences of the events.")
 
 
+class EpisodesOutputSerializer(serializers.Serializer):
+    enabled = serializers.BooleanField(help_text="Both the organisation's policy and the thread keep episodes.")
+    kept = serializers.IntegerField(help_text="Live episodes of this thread.")
+    bound_per_place = serializers.IntegerField()
+    expired_by_bound = serializers.IntegerField(help_text="Episodes expired early because a place was full.")
+    notice = serializers.CharField()
+
+
+class ConflictOutputSerializer(serializers.Serializer):
+    memory = serializers.UUIDField(help_text="The inferred fact, kept aside.")
+    conflicts_with = serializers.UUIDField(help_text="The person's own fact it contradicts.")
+    key = serializers.CharField()
+    state = serializers.CharField()
+
+
 class ThreadOutputSerializer(serializers.Serializer):
     thread = serializers.CharField()
     last_sequence = serializers.IntegerField()
@@ -95,6 +116,8 @@ class ThreadOutputSerializer(serializers.Serializer):
     consolidated_at = serializers.DateTimeField(allow_null=True)
     consolidation_error = serializers.CharField()
     learned = LearnedOutputSerializer(many=True)
+    episodes = EpisodesOutputSerializer()
+    conflicts = ConflictOutputSerializer(many=True)
 
 
 INGEST_EXAMPLE = {
@@ -185,6 +208,7 @@ class ThreadEventsApi(_ThreadApi):
             agent=principal.agent,
             thread_id=thread_id,
             events=data["events"],
+            episodes=data.get("episodes"),
             token=principal.token,
         )
         accepted = sum(not event.duplicate for event in outcome)
@@ -218,6 +242,14 @@ class ThreadDetailApi(_ThreadApi):
                     "learned": [
                         {"memory": "5f0c8a52-1e8e-4a7a-9f3c-3a1f1b0f9d21", "key": "called", "sources": [1]},
                     ],
+                    "episodes": {
+                        "enabled": True,
+                        "kept": 2,
+                        "bound_per_place": 20000,
+                        "expired_by_bound": 0,
+                        "notice": "",
+                    },
+                    "conflicts": [],
                 },
                 response_only=True,
             )
@@ -226,7 +258,7 @@ class ThreadDetailApi(_ThreadApi):
     def get(self, request, thread_id: str):
         principal = self.agent_principal()
         thread = self.thread_or_404(self.checked_thread_id(thread_id))
-        learnings = (
+        learnings = list(
             Learning.objects.filter(organisation=principal.organisation, thread=thread, memory__agent=principal.agent)
             .prefetch_related("events")
             .order_by("created_at", "id")
@@ -245,6 +277,18 @@ class ThreadDetailApi(_ThreadApi):
                         "sources": sorted(event.sequence for event in learning.events.all()),
                     }
                     for learning in learnings
+                    if not learning.conflict
+                ],
+                "episodes": thread_episodes_status(thread=thread, agent=principal.agent),
+                "conflicts": [
+                    {
+                        "memory": learning.memory_id,
+                        "conflicts_with": learning.conflicts_with_id,
+                        "key": learning.key,
+                        "state": learning.conflict,
+                    }
+                    for learning in learnings
+                    if learning.conflict
                 ],
             }
         )

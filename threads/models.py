@@ -30,6 +30,12 @@ class Thread(models.Model):
     )
     consolidated_at = models.DateTimeField(null=True, blank=True)
     consolidation_error = models.TextField(blank=True, default="")
+    episodes = models.BooleanField(
+        default=True, help_text="Keep this thread's events as episodes (off: facts only); see THREAD_EPISODES too."
+    )
+    episodes_expired = models.PositiveIntegerField(
+        default=0, help_text="Episodes of this thread's places expired early by the per-place bound."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -133,15 +139,54 @@ class Learning(models.Model):
     id = models.BigAutoField(primary_key=True)
     organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
     memory = models.OneToOneField("memories.Memory", on_delete=models.PROTECT, related_name="learning")
-    thread = models.ForeignKey(Thread, on_delete=models.PROTECT, related_name="learnings")
+    thread = models.ForeignKey(
+        Thread,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="learnings",
+        help_text="Empty for a person's own fact: its learning only keeps its key (threads.conflicts).",
+    )
     key = models.CharField(max_length=200)
     extractor = models.CharField(max_length=16)
     events = models.ManyToManyField(ThreadEvent, through="LearningSource", related_name="learnings")
     created_at = models.DateTimeField(auto_now_add=True)
 
+    class Conflict(models.TextChoices):
+        NONE = "", "No conflict"
+        PENDING = "pending", "Pending: the person's own fact says otherwise"
+        ACCEPTED = "accepted", "Accepted: it replaced the person's fact"
+        DISMISSED = "dismissed", "Dismissed: forgotten"
+
+    # A learned fact contradicting a person's own fact (bucket `user`, same subject and key)
+    # never replaces it: it is written already superseded by that fact (so it is neither
+    # recalled, rendered nor counted), and waits here for the person to accept or dismiss it.
+    conflict = models.CharField(max_length=16, choices=Conflict.choices, blank=True, default="")
+    conflicts_with = models.ForeignKey(
+        "memories.Memory", null=True, blank=True, on_delete=models.PROTECT, related_name="conflicting_learnings"
+    )
+    conflict_decided_at = models.DateTimeField(null=True, blank=True)
+    conflict_decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["organisation", "memory"], name="threads_learning_unique")]
-        indexes = [models.Index(fields=["organisation", "key"], name="threads_learning_key_idx")]
+        constraints = [
+            models.UniqueConstraint(fields=["organisation", "memory"], name="threads_learning_unique"),
+            models.CheckConstraint(
+                condition=(Q(conflict="") & Q(conflicts_with__isnull=True))
+                | (Q(conflict__in=["pending", "accepted", "dismissed"]) & Q(conflicts_with__isnull=False)),
+                name="threads_learning_conflict_shape",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["organisation", "key"], name="threads_learning_key_idx"),
+            models.Index(
+                fields=["organisation", "conflicts_with"],
+                name="threads_learning_pending_idx",
+                condition=Q(conflict="pending"),
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.key} → {self.memory_id}"

@@ -6,6 +6,12 @@ It recognises, in what people (role `user`) write:
 - "call me …" (and "don't call me …");
 - "my X is Y" (and "my X is not Y anymore", "my X is no longer Y");
 - "I prefer …", "I'd rather …" (and "I no longer prefer …");
+- where people live and work (issue 16): "I live in …", "I moved to …",
+  "I work at / for / as …", each with its negation ("I don't live in … anymore",
+  "I no longer work at …"); "I'm allergic to …" (and "I'm not allergic to …").
+  Past and future forms ("I lived in", "I used to work at", "I'm moving to")
+  are not facts about now and are left alone, and so are passing states
+  ("I am tired": there is no rule for "I am X");
 - "from now on …";
 - retractions: "I'm not X anymore", "I no longer X", "I don't X anymore";
 - corrections: "actually, …", "no, …", "now …", "…, actually" make the
@@ -126,6 +132,51 @@ _I_DO_NOT = re.compile(
 )
 _NOT_ANYMORE = re.compile(r"^not\s+(?P<y>.+?)\s+(?:anymore|any more)$", re.IGNORECASE)
 
+# Where people live and work, and what they are allergic to (issue 16). Present forms only:
+# "I lived in", "I used to work at", "I'm moving to" are not facts about now.
+_STILL = r"(?:(?:currently|now|still|also|actually|really|just|recently|finally|already)\s+)*"
+_LIVE = re.compile(
+    rf"^I\s+{_STILL}(?P<neg>do not\s+(?:really\s+)?|no longer\s+|am not\s+|am no longer\s+)?"
+    r"(?P<verb>live|am living|have been living|have lived|living)\s+in\s+(?P<y>.+?)"
+    r"(?P<anymore>\s+(?:anymore|any more))?$"
+)
+_MOVED = re.compile(rf"^I\s+{_STILL}(?:moved|have moved|have just moved|relocated|have relocated)\s+to\s+(?P<y>.+?)$")
+_WORK = re.compile(
+    rf"^I\s+{_STILL}(?P<neg>do not\s+|no longer\s+|am not\s+|am no longer\s+)?"
+    r"(?P<verb>work|am working|have been working|working)\s+(?P<prep>at|for|as)\s+(?P<y>.+?)"
+    r"(?P<anymore>\s+(?:anymore|any more))?$"
+)
+_ALLERGIC = re.compile(
+    r"^I\s+am\s+(?P<neg>not\s+|no longer\s+)?(?:(?:very|really|severely|also|super|deathly|extremely|mildly|"
+    r"slightly|so|quite)\s+)*allergic\s+to\s+(?P<y>.+?)(?P<anymore>\s+(?:anymore|any more))?$"
+)
+# A value ends where another clause begins: "Lisbon, and I love it", "a bank because …".
+_VALUE_BREAK = re.compile(
+    r"\s*(?:[,;:(]|\s[-–—]\s|\s(?:and|but|because|since|so|which|where|when|while|with|who|until|after|before|"
+    r"though|although|if|for\s+(?:a|an|the|about|almost|over|nearly|\d+)|now that)\b)",
+    re.IGNORECASE,
+)
+# A list of what one is allergic to goes on past "and" and "with": "cats and animals with fur".
+_LIST_BREAK = re.compile(
+    r"\s*(?:[,;:(]|\s[-–—]\s|\s(?:but|because|since|so|which|when|while|though|although|if|now that)\b)", re.I
+)
+_VALUE_TAIL = re.compile(
+    r"\s+(?:as well|too|now|already|these days|at the moment|right now|currently|again|recently|yesterday|"
+    r"(?:last|this) (?:year|month|week|summer|spring|fall|autumn|winter|weekend)|"
+    r"(?:a|one|two|three|a few|a couple of|several) (?:years?|months?|weeks?|days?) ago)$",
+    re.IGNORECASE,
+)
+# Where one lives or works, spoken idiomatically: not a place.
+_NOT_PLACES = {
+    "the moment", "the present", "the past", "the future", "fear", "hope", "denial", "peace", "harmony",
+    "a bubble", "a dream", "a dream world", "the now", "the shadows", "the dark", "style", "luxury", "comfort",
+    "the same way", "the city of my dreams", "progress", "a team", "a group", "shifts", "night", "nights",
+    "home", "the weekend", "weekends", "free", "nothing", "fun", "a living", "peace and quiet",
+}  # fmt: skip
+_PAST_CONTEXT = re.compile(
+    r"\b(?:when I was|as a (?:kid|child|teen)|years ago|back then|growing up|in (?:19|20)\d\d)\b"
+)
+
 _VOCATIVE = re.compile(r"^[A-Z][\w'-]*,")
 _EXHORTATIONS = {
     "just", "always", "never", "keep", "stay", "be", "do", "try", "take", "go", "believe", "trust", "stop",
@@ -240,6 +291,24 @@ def _strip_leads(sentence: str) -> tuple[str, bool]:
     return sentence.strip().rstrip(".!").strip(), correction
 
 
+# Advice and truisms introduced by "remember that …": modal or sweeping words, and nothing specific.
+_GENERIC = re.compile(
+    r"\b(can|could|may|might|should|must|will|would|sometimes|always|never|even|every|everyone|everything|"
+    r"anything|nothing|anyone|nobody|somebody|important|matters?|worth|possible|okay|ok|fine|best|better|life|"
+    r"people|things)\b",
+    re.IGNORECASE,
+)
+
+
+def _aphorism(clause: str) -> bool:
+    """A general truth rather than a fact: sweeping or modal, with no number, time or name to pin it down."""
+    words = clause.split()
+    specific = re.search(r"\d", clause) or any(word[:1].isupper() for word in words[1:])
+    if specific:
+        return False
+    return bool(_GENERIC.search(clause)) or words[0].lower().endswith("ing")
+
+
 def _too_long(value: str) -> bool:
     return len(value.split()) > _MAX_WORDS
 
@@ -304,6 +373,10 @@ class RulesExtractor:
                 tier="profile",
                 **base,
             )
+
+        lasting = self._lasting(text, name, base, correction)
+        if lasting is not False:
+            return lasting
 
         mine = _MY_X_IS_Y.match(text)
         if mine:
@@ -414,6 +487,104 @@ class RulesExtractor:
             )
         return None
 
+    def _lasting(self, text: str, name: str, base: dict, correction: bool) -> Candidate | None | bool:
+        """Where the speaker lives or works, or what they are allergic to; False when the text is none of these."""
+
+        def value_of(raw: str, *, place: bool) -> str | None:
+            cut = (_VALUE_BREAK if place else _LIST_BREAK).split(raw, maxsplit=1)[0]
+            value = _clean_value(_VALUE_TAIL.sub("", _clean_value(cut)))
+            if not value or len(value.split()) > 8 or _FIRST_PERSON.search(value) or _SECOND_PERSON.search(value):
+                return None
+            if place:
+                lower = value.lower()
+                if lower in _NOT_PLACES:
+                    return None
+                # A place or an organisation is a name ("Lisbon", "Google") or a noun phrase ("a small town").
+                if not (value[:1].isupper() or re.match(r"^(?:a|an|the)\s+\w", lower)):
+                    return None
+            return value
+
+        lived = _LIVE.match(text)
+        if lived:
+            negative = lived.group("neg") or ""
+            # "I am not living in …" pairs "am" with "living"; "I living in …" and "I am not live in …" are not English.
+            if negative.startswith("am") != (lived.group("verb") == "living"):
+                return None
+            value = value_of(lived.group("y"), place=True)
+            if value is None:
+                return None
+            if negative:
+                gone = negative.startswith(("no longer", "am no longer")) or lived.group("anymore")
+                body = f"{name} no longer lives in {value}" if gone else f"{name} does not live in {value}"
+                return Candidate(
+                    body=body, key="lives-in", negated=True, retracts=f"lives in {value}", tier="profile", **base
+                )
+            return Candidate(
+                body=f"{name} lives in {value}",
+                key="lives-in",
+                exclusive=True,
+                correction=correction,
+                tier="profile",
+                **base,
+            )
+
+        moved = _MOVED.match(text)
+        if moved:
+            if _PAST_CONTEXT.search(text):
+                return None  # "I moved to Ohio when I was five": where they lived then, not now
+            value = value_of(moved.group("y"), place=True)
+            if value is None:
+                return None
+            return Candidate(
+                body=f"{name} moved to {value}", key="lives-in", exclusive=True, correction=True, tier="profile", **base
+            )
+
+        worked = _WORK.match(text)
+        if worked:
+            negative = worked.group("neg") or ""
+            if negative.startswith("am") != (worked.group("verb") == "working"):
+                return None
+            preposition = worked.group("prep")
+            value = value_of(worked.group("y"), place=preposition != "as")
+            if value is None:
+                return None
+            if preposition == "as" and not re.match(r"^(?:a|an)\s+\w", value.lower()):
+                return None  # "I work as hard as I can"
+            key = "works-as" if preposition == "as" else "works-at"
+            if negative:
+                gone = negative.startswith(("no longer", "am no longer")) or worked.group("anymore")
+                body = (
+                    f"{name} no longer works {preposition} {value}"
+                    if gone
+                    else f"{name} does not work {preposition} {value}"
+                )
+                return Candidate(
+                    body=body, key=key, negated=True, retracts=f"works {preposition} {value}", tier="profile", **base
+                )
+            return Candidate(
+                body=f"{name} works {preposition} {value}",
+                key=key,
+                exclusive=True,
+                correction=correction,
+                tier="profile",
+                **base,
+            )
+
+        allergic = _ALLERGIC.match(text)
+        if allergic:
+            value = value_of(allergic.group("y"), place=False)
+            if value is None:
+                return None
+            key = f"allergic:{normalise(value)[:100]}"
+            if allergic.group("neg"):
+                gone = allergic.group("neg").startswith("no longer") or allergic.group("anymore")
+                body = f"{name} is no longer allergic to {value}" if gone else f"{name} is not allergic to {value}"
+                return Candidate(
+                    body=body, key=key, negated=True, retracts=f"allergic to {value}", tier="profile", **base
+                )
+            return Candidate(body=f"{name} is allergic to {value}", key=key, tier="profile", **base)
+        return False
+
     def _remembered(self, clause: str, event: EventView, correction: bool) -> Candidate | None:
         """What follows "remember that": a known shape, a fact about the speaker, or a workspace fact."""
         if not clause or len(clause.split()) < 2 or clause.lower().startswith("to "):
@@ -427,6 +598,8 @@ class RulesExtractor:
             return shaped
         if _SECOND_PERSON.search(clause):
             return None  # "remember, I'm always here for you": said to someone, ambiguous
+        if not _FIRST_PERSON.search(clause) and _aphorism(clause):
+            return None  # "remember that staying positive is important": advice, not a fact about anything
         if _FIRST_PERSON.search(clause):
             if not event.author_id or not event.author:
                 return None

@@ -34,3 +34,32 @@ def learned_memories_orphaned_by(*, organisation: Organisation, event_ids: Itera
         .exclude(learning__sources__event__erased_at__isnull=True)
         .distinct()
     )
+
+
+def thread_episodes_status(*, thread: Thread, agent=None, now: datetime | None = None) -> dict:
+    """Issue 16: whether the thread keeps episodes, how many it holds, and what the per-place bound expired."""
+    from threads.episodes import episode_bound, episodes_enabled, live_episodes, organisation_keeps_episodes
+
+    now = now or timezone.now()
+    kept = live_episodes(organisation_id=thread.organisation_id, now=now).filter(source_event__thread=thread)
+    if agent is not None:
+        kept = kept.filter(agent=agent)
+    bound = episode_bound(thread.organisation_id)
+    enabled = episodes_enabled(thread)
+    notices = []
+    if not organisation_keeps_episodes(thread.organisation):
+        notices.append("Episodes are off for this organisation (facts only)")
+    elif not thread.episodes:
+        notices.append("Episodes are off for this thread (facts only)")
+    if thread.episodes_expired:
+        notices.append(
+            f"{thread.episodes_expired} older episode(s) of this thread's places expired early: a place keeps at most"
+            f" {bound} episodes, the oldest going first (each keeps its receipt)"
+        )
+    return {
+        "enabled": enabled,
+        "kept": kept.count(),
+        "bound_per_place": bound,
+        "expired_by_bound": thread.episodes_expired,
+        "notice": "; ".join(notices) + ("." if notices else ""),
+    }

@@ -23,12 +23,16 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User
+from accounts.people import people_by_name
 from memories.embedding import EmbeddingError, get_embedder
+from memories.locks import memories_rewrite_lock
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
 from memories.places import PlaceInTurn, place_for_turn
 from memories.scopes import WORKSPACE, Place, scope_for
-from memories.services import memory_redact, memory_supersede
+from memories.services import memory_point_to_replacement, memory_redact, memory_supersede
 from memories.turn_services import LimitReached, memory_remember_in_place
+from threads.conflicts import own_fact_for, pending_already, says_the_same, user_fact_keyed
+from threads.episodes import drafts_for, episodes_enabled, episodes_write, strip_memory_blocks
 from threads.extraction import (
     ABOUT_AUTHOR,
     Candidate,
@@ -121,6 +125,7 @@ def thread_events_ingest(
     thread_id: str,
     events: Sequence[dict],
     token: AgentToken | None = None,
+    episodes: bool | None = None,
 ) -> tuple[Thread, list[IngestedEvent]]:
     """Store events of a thread in order, skip ones already stored (same event id), and queue consolidation.
 
@@ -132,11 +137,10 @@ def thread_events_ingest(
         _check_text(event["text"], index)
     places = _resolve_places(organisation=organisation, agent=agent, token=token, events=events)
     names = {event.get("author") or "" for event in events} - {""}
-    accounts = dict(
-        Membership.objects.filter(organisation=organisation, user__username__in=names).values_list(
-            "user__username", "user_id"
-        )
-    )
+    # Authors are named as the places' people are: a handle or a username of a person record (issue 12).
+    accounts = {
+        name: membership.user_id for name, membership in people_by_name(organisation=organisation, names=names).items()
+    }
     with transaction.atomic():
         try:
             with transaction.atomic():
@@ -144,7 +148,12 @@ def thread_events_ingest(
         except IntegrityError:
             thread = Thread.objects.get(organisation=organisation, external_id=thread_id)
         # Two ingests into one thread at once would hand out the same sequence numbers.
-        thread = Thread.objects.select_for_update().get(pk=thread.pk)
+        # NO KEY UPDATE: the thread's key never changes, so inserts that reference the
+        # thread (events, learnings) are not blocked by this lock (docs/reliability.md).
+        thread = Thread.objects.select_for_update(no_key=True).get(pk=thread.pk)
+        if episodes is not None and thread.episodes != episodes:
+            thread.episodes = episodes  # the thread's own switch; consolidation reads it per batch
+            thread.save(update_fields=["episodes", "updated_at"])
         given = [event.get("id") or "" for event in events]
         stored = set(
             ThreadEvent.objects.filter(
@@ -198,15 +207,18 @@ class ConsolidationResult:
     skipped: int = 0
     watermark: int = 0
     capped: str = ""  # why candidates stopped being kept: the writer's live-fact cap
+    episodes: list[str] = field(default_factory=list)
+    episodes_expired: int = 0
+    conflicts: list[str] = field(default_factory=list)
 
 
-def _view(event: ThreadEvent) -> EventView:
+def _view(event: ThreadEvent, text: str | None = None) -> EventView:
     return EventView(
         sequence=event.sequence,
         role=event.role,
         author=event.author,
         author_id=str(event.author_user_id) if event.author_user_id else None,
-        text=event.text,
+        text=event.text if text is None else text,
         occurred_at=event.occurred_at,
     )
 
@@ -284,7 +296,13 @@ class _Consolidator:
             superseded_by__isnull=True,
         ).exclude(bucket=Bucket.SYSTEM)
         audience = audience.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=self.now))
-        target = self.replaced_by(candidate, audience)
+        # A person's own fact with this subject and key is never replaced by an inference: one
+        # that says otherwise waits beside it as a pending conflict (threads.conflicts).
+        own = self.own_fact_contradicted(candidate, last.author)
+        if own is False:
+            self.result.duplicates += 1
+            return
+        target = None if own is not None else self.replaced_by(candidate, audience)
         if target is not None and normalise(target.body) == normalise(candidate.body):
             self.result.duplicates += 1
             return
@@ -326,13 +344,20 @@ class _Consolidator:
                         occurred_at=last.occurred_at,
                         now=self.now,
                     )
-                    self.result.written.append(str(memory.pk))
+                    if own is not None:
+                        # Written already superseded by the person's fact: not recalled, rendered or counted.
+                        memory_point_to_replacement(memory=memory, replacement=own, now=self.now)
+                        self.result.conflicts.append(str(memory.pk))
+                    else:
+                        self.result.written.append(str(memory.pk))
                 learning = Learning.objects.create(
                     organisation_id=self.thread.organisation_id,
                     memory=memory,
                     thread=self.thread,
                     key=candidate.key[:200],
                     extractor=self.extractor,
+                    conflict=Learning.Conflict.PENDING if own is not None else Learning.Conflict.NONE,
+                    conflicts_with=own,
                 )
                 LearningSource.objects.bulk_create(
                     [
@@ -351,8 +376,25 @@ class _Consolidator:
             logger.warning("thread %s: candidate %r not kept: %s", self.thread.pk, candidate.body[:80], error)
             self.result.skipped += 1
             return
-        if vector is not None:
+        if vector is not None and own is None:
             self.fresh.append(((choice.scope, choice.ref, *subject), vector, candidate.body))
+
+    def own_fact_contradicted(self, candidate: Candidate, name: str):
+        """The person's own fact this candidate contradicts; False when it merely repeats it (or
+        the same conflict already waits); None when there is none."""
+        if candidate.about != ABOUT_AUTHOR or not (candidate.exclusive or candidate.negated):
+            return None
+        own = own_fact_for(organisation_id=self.thread.organisation_id, candidate=candidate, now=self.now)
+        if own is None:
+            return None
+        if says_the_same(own, candidate, name) or pending_already(own=own, candidate=candidate):
+            return False
+        if candidate.negated and candidate.retracts:
+            keyed = user_fact_keyed(own.body, name)
+            said = normalise(keyed.body if keyed else own.body)
+            if normalise(candidate.retracts) not in said:
+                return None  # it denies something the person's fact does not say
+        return own
 
     def replaced_by(self, candidate: Candidate, audience) -> Memory | None:
         """The live learned memory this candidate contradicts (same key, or the family it corrects), if any."""
@@ -425,20 +467,45 @@ def thread_consolidate(
             ).order_by("-sequence")[:CONTEXT_EVENTS]
         )[::-1]
         live = [event for event in batch if event.erased_at is None]
+        # An agent echoing its rendered <memory> block: the block goes before anything is kept
+        # or extracted, so recalled memories are never learned again as new ones.
+        texts = {event.sequence: strip_memory_blocks(event.text) for event in live}
+        views = [_view(event, texts[event.sequence]) for event in live if texts[event.sequence]]
+        earlier = [_view(event, strip_memory_blocks(event.text)) for event in context]
         # The extractor (perhaps a remote model) runs outside the transaction; the
         # watermark check below makes a slow or doubled run harmless.
-        candidates = extractor.extract([_view(e) for e in live], context=[_view(e) for e in context])
-        vectors = _embed([candidate.body for candidate in candidates])
+        candidates = extractor.extract(views, context=[view for view in earlier if view.text])
+        drafts = drafts_for(live, texts) if episodes_enabled(thread) else []
+        # One encode for the candidates' cosine check and the episodes' vectors.
+        vectors = _embed([candidate.body for candidate in candidates] + [draft.body for draft in drafts])
+        episode_vectors = vectors[len(candidates) :]
+        vectors = vectors[: len(candidates)]
         batch_time = now or timezone.now()
         with transaction.atomic():
-            locked = Thread.objects.select_for_update().select_related("organisation").get(pk=thread_id)
+            # Before the thread: subject erasure locks memory rows in another order (memories/locks.py).
+            memories_rewrite_lock(organisation_id=thread.organisation_id, exclusive=False)
+            # Only the thread row: locking the organisation with it (select_related under a plain
+            # FOR UPDATE) blocked every tenant insert's foreign-key check and deadlocked them.
+            locked = (
+                Thread.objects.select_for_update(no_key=True, of=("self",))
+                .select_related("organisation")
+                .get(pk=thread_id)
+            )
             if locked.consolidated_through != watermark:
                 continue  # another run consolidated these events first
+            # An erasure that committed after the events were read (it holds the lock above
+            # exclusively, so none runs now) took their words: read the batch again.
+            if live and ThreadEvent.objects.filter(pk__in=[e.pk for e in live], erased_at__isnull=False).exists():
+                continue
             work = _Consolidator(
                 thread=locked, events={e.sequence: e for e in batch}, extractor=extractor.name, now=batch_time
             )
             for candidate, vector in zip(candidates, vectors, strict=True):
                 work.apply(candidate, vector)
+            if drafts:
+                work.result.episodes, work.result.episodes_expired = episodes_write(
+                    thread=locked, drafts=drafts, vectors=episode_vectors, model=work.model, now=batch_time
+                )
             locked.consolidated_through = batch[-1].sequence
             locked.consolidated_at = batch_time
             locked.consolidation_error = work.result.capped
@@ -449,14 +516,18 @@ def thread_consolidate(
         total.duplicates += work.result.duplicates
         total.skipped += work.result.skipped
         total.capped = work.result.capped or total.capped
+        total.episodes += work.result.episodes
+        total.episodes_expired += work.result.episodes_expired
+        total.conflicts += work.result.conflicts
         total.watermark = locked.consolidated_through
         logger.info(
-            "thread %s consolidated through %d: %d written, %d superseded, %d duplicates",
+            "thread %s consolidated through %d: %d written, %d superseded, %d duplicates, %d episodes",
             thread_id,
             locked.consolidated_through,
             len(work.result.written),
             len(work.result.superseded),
             work.result.duplicates,
+            len(work.result.episodes),
         )
 
 
@@ -537,7 +608,15 @@ def thread_subject_erase(
         reached = events_about_subject(
             organisation=organisation, subject_type=subject_type, subject_id=subject_id, memory_ids=memory_ids
         )
-        events = ThreadEvent.objects.select_for_update().filter(organisation=organisation, erased_at__isnull=True)
+        # An erased episode takes its event's words with it (and so the event's other parts).
+        reached |= Q(
+            pk__in=Memory.objects.filter(
+                organisation=organisation, pk__in=list(memory_ids), source_event__isnull=False
+            ).values("source_event_id")
+        )
+        events = ThreadEvent.objects.select_for_update(no_key=True).filter(
+            organisation=organisation, erased_at__isnull=True
+        )
         event_ids = list(events.filter(reached).values_list("pk", flat=True))
         erased_events = ThreadEvent.objects.filter(organisation=organisation, pk__in=event_ids).update(
             text="", erased_at=now, erasure_reason=reason[:500]
@@ -548,6 +627,20 @@ def thread_subject_erase(
             memory_redact(
                 memory=memory,
                 reason=f"learned only from erased thread events ({reason})"[:500],
+                actor=actor,
+                agent=agent,
+                action=MemoryAudit.Action.REDACT,
+                now=now,
+            )
+            derived += 1
+        # Episodes keep an event's words: every episode of an erased event goes with it.
+        for memory in Memory.objects.filter(
+            organisation=organisation, source_event_id__in=event_ids, redacted_at__isnull=True
+        ).order_by("created_at", "id"):
+            derived_vectors += memory.embedding is not None
+            memory_redact(
+                memory=memory,
+                reason=f"episode of an erased thread event ({reason})"[:500],
                 actor=actor,
                 agent=agent,
                 action=MemoryAudit.Action.REDACT,

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.renderers import JSONRenderer
 
 from accounts.models import Membership, Organisation, User
+from accounts.people import display_name_of
 from memories import embedding, scopes
 from memories import services as memory_services
 from memories.models import Channel, Memory, SubjectType
@@ -26,6 +27,7 @@ from memories.selectors import memories_visible_to, memory_supersede_chain, view
 from memories.serializers import SubjectEraseOutputSerializer
 from memories.services import memory_set_pinned, memory_supersede
 from memories.subjects import subject_erase, subject_export, subject_export_document
+from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts
 from web.forms import CorrectForm, EraseEverythingForm, ForgetForm, MemoryFilterForm
 from web.provenance import why_remembered
 from web.selectors import memories_filtered, memory_search, memory_usage, owner_changes_seen_by, removals_of
@@ -120,6 +122,7 @@ def memory_list(request: HttpRequest) -> HttpResponse:
             page_number=request.GET.get("page"),
             **_meaning(data),
         )
+    _tell_of_conflicts(request, account)
     return render(
         request,
         "web/memory_list.html",
@@ -326,6 +329,77 @@ def about_me_erased(request: HttpRequest) -> HttpResponse:
     for item in receipt["receipts"]:
         item["erased_at"] = parse_datetime(item["erased_at"]) if item.get("erased_at") else None
     return render(request, "web/about_me_erased.html", {"section": "about-me", "receipt": receipt})
+
+
+# --- Conflicts (issue 16): an agent's inference against the person's own fact ----------------
+
+
+def _conflict_people(account: Account) -> list[str]:
+    """Whose pending conflicts this person decides: their own, and for an owner also those of the
+    organisation's directory people (issue 12), who cannot sign in to decide them themselves."""
+    people = [str(account.user.pk)]
+    directory = any(field.name == "directory" for field in Membership._meta.get_fields())
+    if account.viewer.is_owner and directory:
+        people += [
+            str(user_id)
+            for user_id in Membership.objects.filter(organisation=account.organisation, directory=True)
+            .exclude(user=account.user)
+            .values_list("user_id", flat=True)
+        ]
+    return people
+
+
+def _tell_of_conflicts(request: HttpRequest, account: Account) -> None:
+    count = pending_conflicts(organisation=account.organisation, subject_ids=_conflict_people(account)).count()
+    if count:
+        messages.info(
+            request,
+            f"An agent inferred {count} thing(s) that contradict what you said; your own facts are used until you "
+            "decide. Review them under /me/conflicts.",
+        )
+
+
+@login_required
+def conflict_list(request: HttpRequest) -> HttpResponse:
+    account = _account(request)
+    conflicts = list(pending_conflicts(organisation=account.organisation, subject_ids=_conflict_people(account)))
+    names = {
+        str(membership.user_id): display_name_of(membership)
+        for membership in Membership.objects.select_related("user").filter(
+            organisation=account.organisation, user_id__in={c.conflicts_with.subject_id for c in conflicts}
+        )
+    }
+    for conflict in conflicts:
+        # Whose fact it is, when it is not the signed-in person's (an owner deciding for a directory person).
+        mine = conflict.conflicts_with.subject_id == str(account.user.pk)
+        conflict.for_whom = "" if mine else names.get(conflict.conflicts_with.subject_id, "")
+    return render(request, "web/conflict_list.html", {"section": "memories", "conflicts": conflicts})
+
+
+def _decide(request: HttpRequest, learning_id: int, decide, done: str) -> HttpResponse:
+    account = _account(request)
+    allowed = pending_conflicts(organisation=account.organisation, subject_ids=_conflict_people(account))
+    if not allowed.filter(pk=learning_id).exists():
+        raise Http404("No pending conflict of yours has this id.")
+    try:
+        decide(organisation=account.organisation, learning_id=learning_id, actor=account.user)
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return redirect("web:conflict-list")
+    messages.success(request, done)
+    return redirect("web:conflict-list")
+
+
+@login_required
+@require_POST
+def conflict_accept_view(request: HttpRequest, learning_id: int) -> HttpResponse:
+    return _decide(request, learning_id, conflict_accept, "Accepted: the agent's inference replaced what you said.")
+
+
+@login_required
+@require_POST
+def conflict_dismiss_view(request: HttpRequest, learning_id: int) -> HttpResponse:
+    return _decide(request, learning_id, conflict_dismiss, "Dismissed: the inference was forgotten; a receipt stays.")
 
 
 @login_required

@@ -1,5 +1,6 @@
 """Settings shared by every mode. Values come from the environment through config.env."""
 
+from datetime import timedelta
 from pathlib import Path
 
 from config import embedded
@@ -41,6 +42,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Turns a locked-out sign-in into the lockout page. Outside the request's transaction,
+    # which rolls back on a 4xx: the failure that reaches the limit must stay counted.
+    "axes.middleware.AxesMiddleware",
     # One transaction per request with the tenant set inside it (tenancy/middleware.py).
     "tenancy.middleware.TenantTransactionMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
@@ -68,6 +72,29 @@ TEMPLATES = [
         },
     },
 ]
+
+# --- Signing in: guessing passwords is throttled (django-axes, docs/SECURITY.md) --------
+# Failures count per account and address together: one address guessing one account is
+# stopped, while the other accounts behind a shared address (an office, a proxy) sign in.
+# The account pages and the admin both sign in through django.contrib.auth, so both count.
+INSTALLED_APPS += ["axes"]
+AUTHENTICATION_BACKENDS = ["accounts.signin.SignInThrottleBackend", "django.contrib.auth.backends.ModelBackend"]
+# Counts in the shared cache (Redis), which a rolled-back request does not undo (accounts/signin.py).
+AXES_HANDLER = "accounts.signin.SignInThrottle"
+AXES_CACHE = "signin"
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_FAILURE_LIMIT = env_int("ARCHIVIST_LOGIN_FAILURE_LIMIT", 10, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("ARCHIVIST_LOGIN_COOLOFF_MINUTES", 15, minimum=1))
+AXES_RESET_ON_SUCCESS = True
+# The cool-off runs from the last failure, so guessing on through a lockout keeps it locked.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = True
+AXES_LOCKOUT_TEMPLATE = "web/locked_out.html"
+AXES_HTTP_RESPONSE_CODE = 429
+# The address is REMOTE_ADDR: behind a proxy that is the proxy's, so the lock is then per account.
+AXES_IPWARE_META_PRECEDENCE_ORDER = ("REMOTE_ADDR",)
+# The cache handler keeps no rows, so axes' admin screens would only ever be empty.
+AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False
 
 # --- Data folder and services -------------------------------------------------
 # With no DATABASE_URL the embedded PostgreSQL (pgserver) is started in
@@ -233,6 +260,11 @@ CONSOLIDATION_SWEEP_SECONDS = env_int("ARCHIVIST_CONSOLIDATION_SWEEP_SECONDS", 6
 # with all-MiniLM-L6-v2 by bench/dedupe_threshold.py: distinct facts up to 0.889, repeats from 0.931).
 DEDUPE_COSINE_THRESHOLD = env_float("ARCHIVIST_DEDUPE_COSINE_THRESHOLD", 0.91)
 THREAD_EVENT_MAX_CHARS = env_int("ARCHIVIST_THREAD_EVENT_MAX_CHARS", 8_000, minimum=100)
+# Issue 16: thread events kept as episodes: on or off by default, off for these organisations (slugs),
+# and a thread can turn them off itself; the live episodes kept per place before the oldest expire.
+THREAD_EPISODES = env_bool("ARCHIVIST_THREAD_EPISODES", True)
+THREAD_EPISODES_OFF_FOR = env_list("ARCHIVIST_THREAD_EPISODES_OFF_FOR", [])
+THREAD_EPISODES_PER_PLACE = env_int("ARCHIVIST_THREAD_EPISODES_PER_PLACE", 20_000, minimum=1)
 INSTALLED_APPS += ["threads"]
 
 # --- The agent-turn API: recall, render, the schema and its docs -----------------
@@ -316,3 +348,5 @@ CACHES = {
         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
     }
 }
+# Sign-in failure counts (AXES_CACHE): the same Redis, their own key prefix.
+CACHES["signin"] = {**CACHES["default"], "KEY_PREFIX": "signin"}

@@ -13,18 +13,29 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parent.parent.parent
 os.environ["ARCHIVIST_DATA_DIR"] = os.environ.get("ARCHIVIST_TEST_DATA_DIR", str(_ROOT / "var" / "test"))
 
+TEST_REDIS = None
+TEST_REDIS_FOLDER = None
 if not os.environ.get("REDIS_URL"):
-    from config.embedded import EmbeddedRedis
+    import psutil
 
-    _redis_folder = Path(os.environ["ARCHIVIST_DATA_DIR"]) / "redis" / str(os.getpid())
-    TEST_REDIS = EmbeddedRedis(_redis_folder)
+    from config.embedded import EmbeddedRedis, stop_stale_redis
+
+    _redis_parent = Path(os.environ["ARCHIVIST_DATA_DIR"]) / "redis"
+    # A session that was killed (no atexit) left its server and folder: stop and remove them.
+    for _stale in _redis_parent.glob("*") if _redis_parent.is_dir() else ():
+        if _stale.name.isdigit() and not psutil.pid_exists(int(_stale.name)):
+            stop_stale_redis(_stale)
+            shutil.rmtree(_stale, ignore_errors=True)
+    TEST_REDIS_FOLDER = _redis_parent / str(os.getpid())
+    TEST_REDIS = EmbeddedRedis(TEST_REDIS_FOLDER)
     os.environ["REDIS_URL"] = TEST_REDIS.url
 
-    def _stop_test_redis() -> None:
+    def stop_test_redis() -> None:
+        """Stop this session's Redis (idempotent); the root conftest calls it at session end, atexit again."""
         TEST_REDIS.stop()
-        shutil.rmtree(_redis_folder, ignore_errors=True)
+        shutil.rmtree(TEST_REDIS_FOLDER, ignore_errors=True)
 
-    atexit.register(_stop_test_redis)
+    atexit.register(stop_test_redis)
 
 from config.settings.base import *  # noqa: E402, F403
 from config.settings.base import DATABASES  # noqa: E402

@@ -13,6 +13,17 @@ from threads.services import thread_events_ingest
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
 
+@pytest.fixture(autouse=True)
+def facts_only_unless_asked(request, settings):
+    """The fact tests count learned facts alone: episodes are on only for tests using `episodes_on`."""
+    settings.THREAD_EPISODES = "episodes_on" in request.fixturenames
+
+
+@pytest.fixture
+def episodes_on(settings):
+    settings.THREAD_EPISODES = True
+
+
 @pytest.fixture
 def post_events(org, agent):
     """post_events(thread_id, [(author, text), ...], place=...) stores user events through the service."""

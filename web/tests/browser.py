@@ -79,6 +79,64 @@ def _wait_until_serving(url: str, process: subprocess.Popen, log: Path) -> None:
     raise RuntimeError(f"gunicorn did not answer {url} within {SERVER_START_SECONDS}s:\n{log.read_text()[-4000:]}")
 
 
+class Gunicorn:
+    """gunicorn on 127.0.0.1:<free port>, on this run's test database and Redis, logging to `log`.
+
+    `env` adds to (or overrides) the server's environment, e.g. ARCHIVIST_DB_ROLE.
+    """
+
+    def __init__(self, log: Path, *, settings_dict: dict, workers: int = 2, **env: str):
+        self.log = log
+        port = _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        server_env = dict(
+            os.environ,
+            DJANGO_SETTINGS_MODULE="config.settings.test",
+            DATABASE_URL=database_url(settings_dict),
+            REDIS_URL=os.environ["REDIS_URL"],
+            DJANGO_DEBUG="0",
+            # Each request closes its connection, so the flush after a test and
+            # the drop at the end never wait on an idle gunicorn connection.
+            DATABASE_CONN_MAX_AGE="0",
+            ARCHIVIST_EMBEDDER="none",
+        )
+        server_env.update(env)
+        command = [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(workers),
+            "--access-logfile",
+            "-",
+            # No control socket: ~/.gunicorn/gunicorn.ctl is shared by every gunicorn on the machine.
+            "--no-control-socket",
+            "--graceful-timeout",
+            "5",
+            "--timeout",
+            "120",
+        ]
+        with log.open("wb") as output:
+            self.process = subprocess.Popen(command, cwd=REPO, env=server_env, stdout=output, stderr=subprocess.STDOUT)
+        try:
+            _wait_until_serving(f"{self.url}/accounts/login/", self.process, log)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        # SIGTERM to the master (the process started here) stops its workers too.
+        if self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=5)
+
+
 @pytest.fixture(scope="session")
 def gunicorn_server(request, django_db_setup, django_db_blocker):
     """The real server on 127.0.0.1:<free port>, using this run's test database and Redis.
@@ -90,47 +148,14 @@ def gunicorn_server(request, django_db_setup, django_db_blocker):
     from django.db import connection
 
     with django_db_blocker.unblock():
-        url = database_url(connection.settings_dict)
-    port = _free_port()
+        settings_dict = dict(connection.settings_dict)
     ARTIFACTS.mkdir(exist_ok=True)
     log = ARTIFACTS / f"gunicorn-{os.getpid()}.log"
-    env = dict(
-        os.environ,
-        DJANGO_SETTINGS_MODULE="config.settings.test",
-        DATABASE_URL=url,
-        REDIS_URL=os.environ["REDIS_URL"],
-        DJANGO_DEBUG="0",
-        # Each request closes its connection, so the flush after a test and
-        # the drop at the end never wait on an idle gunicorn connection.
-        DATABASE_CONN_MAX_AGE="0",
-        ARCHIVIST_EMBEDDER="none",
-    )
-    command = [
-        str(Path(sys.executable).parent / "gunicorn"),
-        "config.wsgi:application",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        "2",
-        "--access-logfile",
-        "-",
-        "--graceful-timeout",
-        "5",
-    ]
-    with log.open("wb") as output:
-        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}"
+    server = Gunicorn(log, settings_dict=settings_dict)
     try:
-        _wait_until_serving(f"{base_url}/accounts/login/", process, log)
-        yield base_url
+        yield server.url
     finally:
-        # SIGTERM to the master (the process started here) stops its workers too.
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+        server.stop()
         if not request.session.testsfailed:
             log.unlink(missing_ok=True)
 

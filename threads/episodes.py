@@ -1,0 +1,270 @@
+"""Episodes: what was said in a thread, kept as transcript lines that recall can find (issue 16).
+
+Consolidation keeps each `user` and `assistant` event as a `learned` memory in
+the `log` tier with source kind `episode` (which callers cannot send), linked
+to its event by `Memory.source_event`:
+
+- body `Display name: text`, split at sentence boundaries so that no line is
+  longer than the render clamp (500 characters); the parts point at the same event;
+- scoped by the event's place by the usual rules (`memories.scopes.scope_for`);
+  the subject is the author when the author is a person, else what the scope implies;
+- `occurred_at` the event's time, `source_ref` the caller's event id (or
+  `<thread>#<sequence>` when it gave none), written by the agent that posted it,
+  with the ordinary expiry;
+- embedded in the consolidation run itself (one `embed` audit row per vector,
+  as the worker writes), so a thread is recallable by meaning once consolidated;
+- bounded per place (`ARCHIVIST_THREAD_EPISODES_PER_PLACE`): past it the oldest episodes there expire at
+  once, each keeping its receipt, and the thread counts them.
+
+A rendered `<memory>` block inside an event (an agent echoing its own context)
+is stripped before anything is kept or extracted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+
+from accounts.models import Membership, User
+from accounts.people import display_name_of
+from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
+from memories.render import FENCE_CLOSE, FENCE_OPEN
+from memories.scopes import Place, scope_for
+from memories.services import default_expiry, memory_redact
+from threads.models import Thread, ThreadEvent
+
+EPISODE_MAX_CHARS = 500  # the render clamp: a memory is a sentence, not a document
+EPISODE_ROLES = ("user", "assistant")
+
+# A rendered block, or one cut off before its end (an agent quoting the start of its context).
+_MEMORY_BLOCK = re.compile(re.escape(FENCE_OPEN) + r".*?(?:" + re.escape(FENCE_CLOSE) + r"|\Z)", re.DOTALL)
+_STRAY_CLOSE = re.compile(re.escape(FENCE_CLOSE))
+_GAP = re.compile(r"[ \t]*\n\s*")
+# A sentence ends at . ! ? (with closing quotes or brackets) followed by space, or at a line break.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+|\n+")
+
+
+def strip_memory_blocks(text: str) -> str:
+    """The event's text without any rendered `<memory>` block: recalled memories are never learned again."""
+    if FENCE_OPEN not in text and FENCE_CLOSE not in text:
+        return text
+    text = _STRAY_CLOSE.sub("\n", _MEMORY_BLOCK.sub("\n", text))
+    return _GAP.sub("\n", text).strip()
+
+
+def _hard_split(text: str, limit: int) -> list[str]:
+    """A sentence longer than the limit, cut at word boundaries (or anywhere, for one enormous word)."""
+    parts, current = [], ""
+    for word in text.split():
+        while len(word) > limit:
+            if current:
+                parts.append(current)
+                current = ""
+            parts.append(word[:limit])
+            word = word[limit:]
+        candidate = f"{current} {word}" if current else word
+        if len(candidate) > limit:
+            parts.append(current)
+            current = word
+        else:
+            current = candidate
+    if current:
+        parts.append(current)
+    return parts
+
+
+def split_text(text: str, limit: int = EPISODE_MAX_CHARS) -> list[str]:
+    """Text in parts of at most `limit` characters, cut between sentences wherever one fits."""
+    text = text.strip()
+    if len(text) <= limit:
+        return [text] if text else []
+    pieces: list[str] = []
+    for sentence in _SENTENCE_END.split(text):
+        sentence = sentence.strip()
+        if sentence:
+            pieces.extend([sentence] if len(sentence) <= limit else _hard_split(sentence, limit))
+    parts, current = [], ""
+    for piece in pieces:
+        candidate = f"{current} {piece}" if current else piece
+        if len(candidate) > limit:
+            parts.append(current)
+            current = piece
+        else:
+            current = candidate
+    if current:
+        parts.append(current)
+    return parts
+
+
+def display_name(event: ThreadEvent, names: dict[str, str]) -> str:
+    """Who said it, as a transcript shows it: the person's name, else the label the caller gave."""
+    if event.author_user_id and names.get(str(event.author_user_id)):
+        return names[str(event.author_user_id)]
+    return event.author or ("assistant" if event.role == "assistant" else "someone")
+
+
+def episode_bodies(event: ThreadEvent, text: str, name: str) -> list[str]:
+    prefix = f"{name}: "
+    return [prefix + part for part in split_text(text, max(EPISODE_MAX_CHARS - len(prefix), 100))]
+
+
+def organisation_keeps_episodes(organisation) -> bool:
+    """The organisation's switch: `ARCHIVIST_THREAD_EPISODES`, unless its slug is listed in
+    `ARCHIVIST_THREAD_EPISODES_OFF_FOR`."""
+    return settings.THREAD_EPISODES and organisation.slug not in settings.THREAD_EPISODES_OFF_FOR
+
+
+def episodes_enabled(thread: Thread) -> bool:
+    """Both switches: the organisation's and the thread's own."""
+    return thread.episodes and organisation_keeps_episodes(thread.organisation)
+
+
+def episode_bound(organisation_id) -> int:
+    return settings.THREAD_EPISODES_PER_PLACE
+
+
+def source_ref_of(thread: Thread, event: ThreadEvent) -> str:
+    return (event.external_id or f"{thread.external_id}#{event.sequence}")[:200]
+
+
+@dataclass
+class EpisodeDraft:
+    event: ThreadEvent
+    body: str
+
+
+def drafts_for(events: Sequence[ThreadEvent], texts: dict[int, str]) -> list[EpisodeDraft]:
+    """The episodes these events become (`texts`: each event's text with echoed blocks stripped)."""
+    people = {str(e.author_user_id) for e in events if e.author_user_id}
+    # A person's display name (issue 12's records), else their handle or username.
+    names = (
+        {
+            str(membership.user_id): display_name_of(membership)
+            for membership in Membership.objects.select_related("user").filter(
+                organisation_id=events[0].organisation_id, user_id__in=people
+            )
+        }
+        if people
+        else {}
+    )
+    out = []
+    for event in events:
+        if event.role not in EPISODE_ROLES or event.agent_id is None or not texts.get(event.sequence):
+            continue
+        name = display_name(event, names)
+        out.extend(EpisodeDraft(event, body) for body in episode_bodies(event, texts[event.sequence], name))
+    return out
+
+
+def episodes_write(
+    *, thread: Thread, drafts: Sequence[EpisodeDraft], vectors: Sequence[list[float] | None], model: str, now: datetime
+) -> tuple[list[str], int]:
+    """Write the episodes (inside the consolidation transaction); returns their ids and how many
+    older episodes the per-place bound expired."""
+    if not drafts:
+        return [], 0
+    usernames: dict[str, str] = {}
+    people = {person for draft in drafts for person in draft.event.place_people}
+    if people:
+        usernames = {str(pk): name for pk, name in User.objects.filter(pk__in=people).values_list("pk", "username")}
+    agents = {draft.event.agent_id: draft.event.agent for draft in drafts}
+    rows: list[Memory] = []
+    for draft in drafts:
+        event = draft.event
+        place = Place(
+            channel=event.place_channel, kind=event.place_kind, people=tuple(str(p) for p in event.place_people)
+        )
+        choice = scope_for(place, None)
+        if event.author_user_id:
+            subject = (SubjectType.USER, str(event.author_user_id))
+        elif choice.scope == Scope.PERSON:
+            subject = (SubjectType.USER, choice.ref)
+        else:
+            subject = (SubjectType.WORKSPACE, "")
+        label = ""
+        if choice.scope == Scope.CHANNEL:
+            label = place.channel
+        elif choice.scope == Scope.PERSON:
+            label = usernames.get(choice.ref, "")
+        memory = Memory(
+            organisation_id=thread.organisation_id,
+            agent=agents[event.agent_id],
+            bucket=Bucket.LEARNED,
+            author=Author.MODEL,
+            body=draft.body,
+            subject_type=subject[0],
+            subject_id=subject[1],
+            scope=choice.scope,
+            scope_ref=choice.ref,
+            scope_label=label[:200],
+            source_kind=SourceKind.EPISODE,
+            source_ref=source_ref_of(thread, event),
+            source_label=f"thread {thread.external_id}"[:200],
+            source_event=event,
+            tier=Tier.LOG,
+            occurred_at=event.occurred_at,
+            expires_at=default_expiry(tier=Tier.LOG, now=now),
+        )
+        # The model's own rules, by field (its constraints hold them in PostgreSQL too); the
+        # foreign keys were just read, so their existence queries are left out.
+        memory.clean()
+        rows.append(memory)
+    Memory.objects.bulk_create(rows)
+    MemoryAudit.objects.bulk_create(
+        [
+            MemoryAudit(
+                organisation_id=row.organisation_id,
+                memory=row,
+                action=MemoryAudit.Action.REMEMBER,
+                actor_label=f"agent:{agents[row.agent_id].name}",
+                detail={"episode_of": row.source_event_id},
+            )
+            for row in rows
+        ]
+    )
+    embedded = [(row, vector) for row, vector in zip(rows, vectors, strict=True) if vector is not None]
+    if embedded:
+        from memories.vectors import _write_vectors  # the worker's conditional write, with its audit rows
+
+        _write_vectors(rows=[row for row, _ in embedded], vectors=[vector for _, vector in embedded], model=model)
+    places = {(row.scope, row.scope_ref) for row in rows}
+    expired = sum(
+        episodes_bound_enforce(organisation_id=thread.organisation_id, scope=scope, scope_ref=ref, now=now)
+        for scope, ref in places
+    )
+    if expired:
+        Thread.objects.filter(pk=thread.pk).update(episodes_expired=thread.episodes_expired + expired)
+        thread.episodes_expired += expired
+    return [str(row.pk) for row in rows], expired
+
+
+def live_episodes(*, organisation_id, now: datetime):
+    return Memory.objects.filter(
+        organisation_id=organisation_id,
+        source_kind=SourceKind.EPISODE,
+        redacted_at__isnull=True,
+        superseded_by__isnull=True,
+        expires_at__gt=now,
+    )
+
+
+def episodes_bound_enforce(*, organisation_id, scope: str, scope_ref: str, now: datetime) -> int:
+    """Expire the oldest live episodes of one place beyond its bound; each keeps its receipt."""
+    bound = episode_bound(organisation_id)
+    here = live_episodes(organisation_id=organisation_id, now=now).filter(scope=scope, scope_ref=scope_ref)
+    excess = here.count() - bound
+    if excess <= 0:
+        return 0
+    oldest = list(
+        here.order_by("occurred_at", "created_at", "id").values_list("pk", flat=True)[:excess]
+    )  # occurred_at is always set on an episode
+    reason = f"expired: more than {bound} episodes in this place; the oldest go first"
+    # Emptied as the nightly purge empties an expired row, through the same audited path: body and
+    # vector go, the row and a `purge` audit entry stay as the receipt.
+    for memory in Memory.objects.filter(pk__in=oldest).order_by("occurred_at", "created_at", "id"):
+        memory_redact(memory=memory, reason=reason, action=MemoryAudit.Action.PURGE, now=now)
+    return len(oldest)
