@@ -70,6 +70,16 @@ def people_by_name(*, organisation: Organisation, names: Iterable[str]) -> dict[
     return found
 
 
+def people_labels(*, organisation: Organisation, ids: Iterable[str]) -> list[str]:
+    """Each person id as answers name it (handle, else username); an id of nobody here stays as it is."""
+    ids = [str(person_id) for person_id in ids]
+    found = {
+        str(membership.user_id): membership.label
+        for membership in Membership.objects.select_related("user").filter(organisation=organisation, user_id__in=ids)
+    }
+    return [found.get(person_id, person_id) for person_id in ids]
+
+
 def person_lookup(*, organisation: Organisation, name: str) -> Membership | None:
     """The person of the organisation this handle, username or id names, or None."""
     found = people_by_name(organisation=organisation, names=[name])

@@ -15,30 +15,40 @@ from urllib.parse import urlsplit
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Count, Q, QuerySet
+from django.db.models import BooleanField, Count, OuterRef, Q, QuerySet, Subquery, UUIDField, Value
 from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.safestring import SafeString
+from django.utils.timesince import timesince
 
-from admissions.forms import PromoteForm, ReasonForm
-from admissions.models import AdmissionRecord, Decision, Stance, Status, SystemClaim
-from admissions.selectors import claim_history, claim_queue
+from admissions.forms import PromoteForm, ReasonForm, ReviseForm
+from admissions.labels import claimant_label, steward_label
+from admissions.models import AdmissionRecord, Decision, Stance, StanceVersion, Status, SystemClaim
+from admissions.selectors import claim_history, claim_queue, related_claims, stance_versions
 from admissions.services import (
     ALLOWED_FROM,
     DecisionRefused,
     admission_decide,
     claim_promote,
-    is_author,
+    decision_blocker,
     is_steward,
     stance_create,
+    stance_retire,
+    stance_retire_blocker,
+    stance_revise,
 )
 from memories.models import EVIDENCE_KINDS
 from memories.selectors import memory_supersede_chain
 
-BODY_PREVIEW_CHARS = 90
+BODY_PREVIEW_CHARS = 160
+# The keys a steward decides with on the claim page (Alt+key in Chromium and Firefox on Linux and Windows).
+ACCESS_KEYS = {Decision.ADMIT: "a", Decision.REJECT: "r", Decision.CHALLENGE: "c", Decision.REVOKE: "v"}
+# The decisions offered on each row of the queue, in this order.
+ROW_DECISIONS = (Decision.ADMIT, Decision.REJECT, Decision.CHALLENGE, Decision.REVOKE)
 # What each refusal code reads as in a bulk action's report.
 REFUSAL_WORDS = {
     DecisionRefused.OWN_CLAIM: "your own",
@@ -103,12 +113,12 @@ def evidence_links(refs) -> SafeString:
     return format_html("<ul>{}</ul>", format_html_join("", "<li>{}: {}</li>", items))
 
 
-def author_label(claim) -> str:
-    if claim.agent_id:
-        return f"agent {claim.agent.name}"
-    if claim.written_by_id:
-        return f"person {claim.written_by.username}"
-    return claim.source_label or "system"
+def safe_next(request: HttpRequest) -> str | None:
+    """Where a decision form asked to go back to, if it is on this site."""
+    target = request.POST.get("next") or ""
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        return target
+    return None
 
 
 class ConditionFilter(admin.SimpleListFilter):
@@ -131,14 +141,31 @@ class ConditionFilter(admin.SimpleListFilter):
 
 
 class StatusFilter(ConditionFilter):
+    """Tombstones are pointers at stances, not claims to decide: hidden unless this filter asks for them."""
+
     title = "derived status"
     parameter_name = "status"
+    EVERYTHING = "all"
 
     def lookups(self, request, model_admin):
-        return Status.choices
+        return [*Status.choices, (self.EVERYTHING, "Everything, tombstones too")]
 
     def condition(self, value):
-        return Q(derived_status=value) if value in Status.values else None
+        if value in Status.values:
+            return Q(derived_status=value)
+        if value == self.EVERYTHING:
+            return Q()
+        return None
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset.exclude(derived_status=Status.TOMBSTONE)
+        return super().queryset(request, queryset)
+
+    def choices(self, changelist):
+        choices = list(super().choices(changelist))
+        choices[0]["display"] = "Claims to review (no tombstones)"
+        return choices
 
 
 class AsOfAgeFilter(ConditionFilter):
@@ -173,19 +200,8 @@ class EvidenceKindFilter(ConditionFilter):
 class SystemClaimAdmin(StewardOnlyAdmin):
     """The queue: candidates first, oldest first; each filter's choices show how many claims match."""
 
-    list_display = [
-        "claim_text",
-        "slug",
-        "entity",
-        "transparency",
-        "as_of",
-        "status",
-        "evidence_count",
-        "claimed_by",
-        "organisation",
-        "created_at",
-    ]
-    list_display_links = ["claim_text"]
+    list_display = ["claim_cell", "status", "evidence_cell", "organisation", "claimed_by", "age", "decide_cell"]
+    list_display_links = None
     list_filter = [StatusFilter, "transparency", "entity", AsOfAgeFilter, EvidenceKindFilter]
     show_facets = admin.ShowFacets.ALWAYS
     search_fields = ["slug", "entity", "body"]
@@ -194,32 +210,35 @@ class SystemClaimAdmin(StewardOnlyAdmin):
     fieldsets = [
         (
             "Claim",
-            {"fields": ["body", "slug", "entity", "transparency", "as_of", "status", "claimed_admission", "stance"]},
-        ),
-        ("Evidence", {"fields": ["evidence"]}),
-        (
-            "Author and provenance",
             {
                 "fields": [
-                    "claimed_by",
-                    "author",
-                    "organisation",
-                    "source_kind",
-                    "source_ref",
-                    "source_label",
-                    "source_run_id",
-                    "created_at",
+                    "body",
+                    "slug",
+                    "entity",
+                    "transparency",
+                    "as_of",
+                    "status",
+                    "claimed_admission",
+                    "promoted_to",
                 ]
             },
         ),
+        ("Evidence", {"fields": ["evidence"]}),
+        ("Other claims with the same slug or entity", {"fields": ["related"]}),
+        ("Who claimed it", {"fields": ["claimed_by", "organisation", "source", "created_at"]}),
         ("Supersede chain", {"fields": ["supersede_chain"]}),
         ("Admission history", {"fields": ["history"]}),
     ]
-    # Every field on the page is read-only; decisions have their own pages.
+    # Every field on the page is read-only; decisions go through the services.
     readonly_fields = [name for _, options in fieldsets for name in options["fields"]]
 
     def get_queryset(self, request) -> QuerySet:
-        return claim_queue()
+        # Who is looking, annotated once, so each row can say whether this
+        # steward may decide it without a query per row.
+        return claim_queue().annotate(
+            viewer_id=Value(request.user.pk, output_field=UUIDField()),
+            viewer_may_decide=Value(self.has_decide_permission(request), output_field=BooleanField()),
+        )
 
     def get_ordering(self, request):
         return ["status_rank", "created_at", "id"]
@@ -236,21 +255,137 @@ class SystemClaimAdmin(StewardOnlyAdmin):
         body = claim.body
         return body if len(body) <= BODY_PREVIEW_CHARS else body[: BODY_PREVIEW_CHARS - 1] + "…"
 
+    @admin.display(description="claim", ordering="created_at")
+    def claim_cell(self, claim) -> SafeString:
+        url = reverse("admin:admissions_systemclaim_change", args=[claim.pk])
+        meta = " · ".join(
+            part for part in (claim.slug, claim.entity, claim.transparency, f"as of {claim.as_of:%Y-%m-%d}") if part
+        )
+        return format_html(
+            '<a class="claim-link" href="{}">{}</a><div class="claim-meta">{}</div>', url, self.claim_text(claim), meta
+        )
+
     @admin.display(description="status", ordering="status_rank")
     def status(self, claim) -> str:
         label = Status(claim.derived_status).label
         if claim.superseded_by_id and claim.superseded_by and claim.superseded_by.stance:
             return f"{label}, promoted to {claim.superseded_by.stance}"
+        if claim.stance:
+            return f"{label} for {claim.stance}"
         return label
 
     @admin.display(description="evidence")
     def evidence_count(self, claim) -> int:
         return claim.evidence_count
 
+    @admin.display(description="evidence")
+    def evidence_cell(self, claim) -> str:
+        kinds = sorted({str(ref.get("kind", "")) for ref in claim.evidence_refs or [] if isinstance(ref, dict)})
+        return f"{claim.evidence_count}: {', '.join(kinds)}" if kinds else str(claim.evidence_count)
+
+    @admin.display(description="age", ordering="created_at")
+    def age(self, claim) -> str:
+        return timesince(claim.created_at, depth=1)
+
+    @admin.display(description="decide")
+    def decide_cell(self, claim) -> SafeString:
+        """A small form per row: a required reason and a button per decision the status takes.
+
+        The inputs belong to a form element outside the changelist's own form
+        (the `form` attribute), since forms cannot nest.
+        """
+        why = self._why_not(claim, claim.viewer_id, claim.viewer_may_decide)
+        if why:
+            return format_html('<p class="decide-blocked">{}</p>', why)
+        form_id = f"decide-{claim.pk}"
+        buttons = format_html_join(
+            "",
+            '<button type="submit" form="{}" formaction="{}" class="decide-button decide-{}">{}</button>',
+            (
+                (form_id, reverse("admin:admissions_systemclaim_decide", args=[claim.pk, d.value]), d.value, d.label)
+                for d in ROW_DECISIONS
+                if claim.derived_status in ALLOWED_FROM[d]
+            ),
+        )
+        # Enter in the reason field must not pick a decision: implicit submission
+        # uses the form's first submit button, and a disabled one submits nothing.
+        return format_html(
+            '<div class="decide-row"><input type="text" name="reason" form="{}" required maxlength="2000" '
+            'placeholder="Reason (required)" aria-label="Reason for deciding: {}">'
+            '<button type="submit" form="{}" disabled hidden aria-hidden="true"></button>{}</div>',
+            form_id,
+            self.claim_text(claim),
+            form_id,
+            buttons,
+        )
+
+    @staticmethod
+    def _why_not(claim, user_id, may_decide: bool) -> str | None:
+        """The sentence shown in place of the decision buttons, or None when some decision is open."""
+        if not may_decide:
+            return "You may view claims but not decide them."
+        blocker = decision_blocker(claim=claim, user_id=user_id)
+        if blocker is not None:
+            return blocker.sentence
+        if not any(claim.derived_status in ALLOWED_FROM[d] for d in (*ROW_DECISIONS, Decision.PROMOTE)):
+            return "No decision applies to a claim in this state."
+        return None
+
     # Not named `author`: the model has a field of that name (person or model).
     @admin.display(description="claimed by")
     def claimed_by(self, claim) -> str:
-        return author_label(claim)
+        return claimant_label(claim)
+
+    @admin.display(description="source")
+    def source(self, claim) -> str:
+        given = [
+            f"{name} {value}"
+            for name, value in (
+                ("ref", claim.source_ref),
+                ("label", claim.source_label),
+                ("run", claim.source_run_id),
+            )
+            if value
+        ]
+        return ", ".join(given) or "None given"
+
+    @admin.display(description="promoted to")
+    def promoted_to(self, claim) -> SafeString | str:
+        stance_id = claim.superseded_by.stance if claim.superseded_by_id and claim.superseded_by else None
+        if claim.stance:
+            stance_id, text = claim.stance, "This row is the promotion tombstone for {}"
+        else:
+            text = "{}"
+        if not stance_id:
+            return "Not promoted"
+        url = reverse("admin:admissions_stance_change", args=[stance_id])
+        return format_html('<a href="{}">' + text + "</a>", url, stance_id)
+
+    @admin.display(description="claims that may duplicate or contradict this one")
+    def related(self, claim) -> SafeString:
+        rows = related_claims(claim=claim)
+        if not rows:
+            return format_html("<p>{}</p>", "No other claim has this slug or entity.")
+        body = format_html_join(
+            "",
+            '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+            (
+                (
+                    reverse("admin:admissions_systemclaim_change", args=[other.pk]),
+                    self.claim_text(other),
+                    "same slug" if other.slug == claim.slug else "same entity",
+                    self.status(other),
+                    other.organisation.slug,
+                    f"{other.as_of:%Y-%m-%d}",
+                )
+                for other in rows
+            ),
+        )
+        return format_html(
+            '<table class="related-claims"><thead><tr><th>claim</th><th>shares</th><th>status</th>'
+            "<th>organisation</th><th>as of</th></tr></thead><tbody>{}</tbody></table>",
+            body,
+        )
 
     @admin.display(description="claimed by its author")
     def claimed_admission(self, claim) -> str:
@@ -285,7 +420,7 @@ class SystemClaimAdmin(StewardOnlyAdmin):
                 (
                     timezone.localtime(record.at).strftime("%Y-%m-%d %H:%M"),
                     record.get_decision_display(),
-                    record.steward.username,
+                    steward_label(record.steward),
                     record.reason,
                     record.stance_id or "",
                 )
@@ -300,9 +435,20 @@ class SystemClaimAdmin(StewardOnlyAdmin):
 
     # The claim page: buttons for the decisions this steward may take now.
 
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(request, {"title": "System claims to decide", **(extra_context or {})})
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         claim = self._claim_or_404(request, object_id)
-        extra_context = {**(extra_context or {}), "decisions": self._available(request, claim)}
+        decisions = self._available(request, claim)
+        why = self._why_not(claim, request.user.pk, self.has_decide_permission(request))
+        extra_context = {
+            **(extra_context or {}),
+            "decisions": decisions,
+            "why_not": why,
+            "claim_text": self.claim_text(claim),
+            "decide_form": ReasonForm(),
+        }
         return super().change_view(request, object_id, form_url, extra_context)
 
     def _claim_or_404(self, request, object_id):
@@ -313,20 +459,20 @@ class SystemClaimAdmin(StewardOnlyAdmin):
             raise Http404("No such system claim.")
         return claim
 
-    def _available(self, request, claim) -> list[tuple[str, str, str]]:
-        """(label, url, decision) for each decision this steward may take on this claim now."""
-        if not self.has_decide_permission(request):
-            return []
-        if claim.stance or claim.superseded_by_id or claim.redacted_at or is_author(claim=claim, user=request.user):
+    def _available(self, request, claim) -> list[dict]:
+        """The decisions this steward may take on this claim now, with their URLs and access keys."""
+        if self._why_not(claim, request.user.pk, self.has_decide_permission(request)):
             return []
         available = []
-        for decision in (Decision.ADMIT, Decision.REJECT, Decision.CHALLENGE, Decision.REVOKE):
+        for decision in ROW_DECISIONS:
             if claim.derived_status in ALLOWED_FROM[decision]:
                 url = reverse("admin:admissions_systemclaim_decide", args=[claim.pk, decision.value])
-                available.append((decision.label, url, decision.value))
+                available.append(
+                    {"label": decision.label, "url": url, "value": decision.value, "key": ACCESS_KEYS[decision]}
+                )
         if claim.derived_status in ALLOWED_FROM[Decision.PROMOTE]:
             url = reverse("admin:admissions_systemclaim_promote", args=[claim.pk])
-            available.append(("Promote to stance", url, "promote"))
+            available.append({"label": "Promote to stance", "url": url, "value": "promote", "key": "p"})
         return available
 
     def get_urls(self):
@@ -373,8 +519,9 @@ class SystemClaimAdmin(StewardOnlyAdmin):
             except DecisionRefused as error:
                 refusal = error.sentence
             else:
-                self.message_user(request, f"Claim {PAST_TENSE[decision]}.", messages.SUCCESS)
-                return HttpResponseRedirect(reverse("admin:admissions_systemclaim_change", args=[claim.pk]))
+                self.message_user(request, f"Claim {PAST_TENSE[decision]}: {self.claim_text(claim)}", messages.SUCCESS)
+                back = safe_next(request) or reverse("admin:admissions_systemclaim_change", args=[claim.pk])
+                return HttpResponseRedirect(back)
         return self._page(
             request,
             claim,
@@ -383,6 +530,7 @@ class SystemClaimAdmin(StewardOnlyAdmin):
             decision=Decision(decision),
             form=form,
             refusal=refusal,
+            next=safe_next(request) or "",
         )
 
     def promote_view(self, request, object_id):
@@ -398,7 +546,10 @@ class SystemClaimAdmin(StewardOnlyAdmin):
                 # A stance created for a promotion that is then refused must not stay behind.
                 with transaction.atomic():
                     stance = data["stance"] or stance_create(
-                        id=data["new_id"], title=data["new_title"], body=data["new_body"], reviewed_by=request.user
+                        id=data["new_id"],
+                        title=data["new_title"],
+                        body=data["new_body"] or claim.body,
+                        reviewed_by=request.user,
                     )
                     claim_promote(claim=claim, steward=request.user, stance=stance, reason=data["reason"])
             except DecisionRefused as error:
@@ -475,14 +626,18 @@ class SystemClaimAdmin(StewardOnlyAdmin):
 class AdmissionRecordAdmin(StewardOnlyAdmin):
     """The audit: every decision by every steward, filterable by steward and by date."""
 
-    list_display = ["at", "decision", "steward", "claim_link", "organisation", "short_reason", "stance"]
+    list_display = ["at", "decision", "steward_name", "claim_link", "organisation", "short_reason", "stance"]
     list_filter = [("steward", admin.RelatedOnlyFieldListFilter), ("at", admin.DateFieldListFilter), "decision"]
     date_hierarchy = "at"
     search_fields = ["reason", "claim__slug"]
     list_select_related = ["steward", "organisation", "claim"]
     list_per_page = 100
-    fields = ["at", "decision", "steward", "claim_link", "organisation", "reason", "stance", "tombstone_link"]
+    fields = ["at", "decision", "steward_name", "claim_link", "organisation", "reason", "stance", "tombstone_link"]
     readonly_fields = fields
+
+    @admin.display(description="steward", ordering="steward__username")
+    def steward_name(self, record) -> str:
+        return steward_label(record.steward)
 
     def get_queryset(self, request):
         return (
@@ -511,17 +666,173 @@ class AdmissionRecordAdmin(StewardOnlyAdmin):
 
 @admin.register(Stance)
 class StanceAdmin(StewardOnlyAdmin):
-    """Reviewed stances; created through the promote form, never edited here."""
+    """Reviewed stances: what each says now, whether it is live, and its versions.
 
-    list_display = ["id", "title", "reviewed_by", "reviewed_at", "promotion_count"]
-    list_select_related = ["reviewed_by"]
+    Created by promoting a claim; revised (a new version) or retired here,
+    never edited in place.
+    """
+
+    list_display = ["id", "title", "current_text", "state", "current_as_of", "version_count", "made_by"]
     search_fields = ["id", "title"]
-    fields = ["id", "title", "body", "reviewed_by", "reviewed_at"]
+    fields = ["id", "title", "body", "created_by", "reviewed_at", "versions"]
     readonly_fields = fields
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(promotion_count=Count("promotions"))
+    @admin.display(description="created by")
+    def created_by(self, stance) -> str:
+        return steward_label(stance.reviewed_by)
 
-    @admin.display(description="promotions", ordering="promotion_count")
-    def promotion_count(self, stance) -> int:
-        return stance.promotion_count
+    def get_queryset(self, request):
+        head = StanceVersion.objects.filter(stance=OuterRef("pk"), superseded_by__isnull=True)
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("reviewed_by")
+            .annotate(
+                version_count=Count("versions", distinct=True),
+                head_text=Subquery(head.values("text")[:1]),
+                head_as_of=Subquery(head.values("as_of")[:1]),
+                head_retired=Subquery(head.values("retired_at")[:1]),
+                head_maker=Subquery(head.values("made_by__first_name")[:1]),
+                head_maker_last=Subquery(head.values("made_by__last_name")[:1]),
+                head_maker_username=Subquery(head.values("made_by__username")[:1]),
+            )
+        )
+
+    def has_manage_permission(self, request) -> bool:
+        return request_is_steward(request) and request.user.has_perm("admissions.manage_stance")
+
+    @admin.display(description="says now")
+    def current_text(self, stance) -> str:
+        text = stance.head_text or ""
+        return text if len(text) <= BODY_PREVIEW_CHARS else text[: BODY_PREVIEW_CHARS - 1] + "…"
+
+    @admin.display(description="state")
+    def state(self, stance) -> str:
+        if stance.head_text is None:
+            return "No version yet"
+        return "Retired" if stance.head_retired else "Live"
+
+    @admin.display(description="as of")
+    def current_as_of(self, stance):
+        return stance.head_as_of
+
+    @admin.display(description="versions", ordering="version_count")
+    def version_count(self, stance) -> int:
+        return stance.version_count
+
+    @admin.display(description="latest version by")
+    def made_by(self, stance) -> str:
+        if stance.head_maker_username is None:
+            return ""
+        name = f"{stance.head_maker or ''} {stance.head_maker_last or ''}".strip()
+        return f"steward {name or stance.head_maker_username}"
+
+    @admin.display(description="versions, newest first")
+    def versions(self, stance) -> SafeString:
+        rows = []
+        for version in stance_versions(stance=stance):
+            if version.retired_at:
+                state = format_html(
+                    "Retired {} by {}: {}",
+                    timezone.localtime(version.retired_at).strftime("%Y-%m-%d %H:%M"),
+                    steward_label(version.retired_by),
+                    version.retire_reason,
+                )
+            elif version.superseded_by_id:
+                state = format_html("Replaced by version {}", version.number + 1)
+            else:
+                state = format_html("<strong>{}</strong>", "Live")
+            sources = format_html_join(
+                ", ",
+                '<a href="{}">claim</a>',
+                (
+                    (reverse("admin:admissions_systemclaim_change", args=[link.claim_id]),)
+                    for link in version.source_links.all()
+                ),
+            )
+            rows.append(
+                (
+                    version.number,
+                    version.text,
+                    f"{version.transparency}, as of {version.as_of:%Y-%m-%d}",
+                    evidence_links(version.evidence_refs),
+                    sources,
+                    format_html(
+                        "{} ({}): {}",
+                        steward_label(version.made_by),
+                        timezone.localtime(version.made_at).strftime("%Y-%m-%d %H:%M"),
+                        version.reason,
+                    ),
+                    state,
+                )
+            )
+        if not rows:
+            return format_html("<p>{}</p>", "No version yet: promote a claim to this stance.")
+        return format_html(
+            '<table class="stance-versions"><thead><tr><th>v</th><th>text</th><th>tier and date</th>'
+            "<th>evidence</th><th>from</th><th>made by</th><th>state</th></tr></thead><tbody>{}</tbody></table>",
+            format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", rows),
+        )
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        stance = self._stance_or_404(request, object_id)
+        head = StanceVersion.objects.filter(stance=stance, superseded_by__isnull=True).first()
+        may = self.has_manage_permission(request)
+        extra_context = {
+            **(extra_context or {}),
+            "head": head,
+            "revise_form": ReviseForm(initial={"text": head.text}) if head is not None and head.is_live else None,
+            "retire_form": ReasonForm(),
+            "may_manage": may,
+            "why_no_retire": stance_retire_blocker(version=head, user=request.user) if may else None,
+            "revise_url": reverse("admin:admissions_stance_revise", args=[stance.pk]),
+            "retire_url": reverse("admin:admissions_stance_retire", args=[stance.pk]),
+        }
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def _stance_or_404(self, request, object_id) -> Stance:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        stance = Stance.objects.filter(pk=object_id).first()
+        if stance is None:
+            raise Http404("No such stance.")
+        return stance
+
+    def get_urls(self):
+        wrap = self.admin_site.admin_view
+        return [
+            path("<str:object_id>/revise/", wrap(self.revise_view), name="admissions_stance_revise"),
+            path("<str:object_id>/retire/", wrap(self.retire_view), name="admissions_stance_retire"),
+            *super().get_urls(),
+        ]
+
+    def _change_url(self, stance) -> str:
+        return reverse("admin:admissions_stance_change", args=[stance.pk])
+
+    def revise_view(self, request, object_id):
+        """POST new text for a live stance: a new version the old one points at."""
+        return self._act(request, object_id, ReviseForm, "revised", stance_revise, with_text=True)
+
+    def retire_view(self, request, object_id):
+        """POST a reason to retire a live stance; refused to the steward who made its live version."""
+        return self._act(request, object_id, ReasonForm, "retired", stance_retire, with_text=False)
+
+    def _act(self, request, object_id, form_class, done: str, service, *, with_text: bool):
+        if not self.has_manage_permission(request):
+            raise PermissionDenied
+        stance = self._stance_or_404(request, object_id)
+        if request.method != "POST":
+            return HttpResponseRedirect(self._change_url(stance))
+        form = form_class(request.POST)
+        if not form.is_valid():
+            problems = "; ".join(f"{name}: {' '.join(errors)}" for name, errors in form.errors.items())
+            self.message_user(request, f"Nothing {done}. {problems}", messages.ERROR)
+            return HttpResponseRedirect(self._change_url(stance))
+        extra = {"text": form.cleaned_data["text"]} if with_text else {}
+        try:
+            service(stance=stance, steward=request.user, reason=form.cleaned_data["reason"], **extra)
+        except ValidationError as error:
+            self.message_user(request, f"Nothing {done}. {' '.join(error.messages)}", messages.ERROR)
+        else:
+            self.message_user(request, f"Stance {stance.pk} {done}.", messages.SUCCESS)
+        return HttpResponseRedirect(self._change_url(stance))

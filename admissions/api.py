@@ -9,17 +9,20 @@ from __future__ import annotations
 
 from datetime import date
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from admissions.labels import UNNAMED_STEWARD, claimant_label, steward_label
 from admissions.selectors import claim_history, claim_visible_to
 from admissions.services import claim_submit
-from config.api import Principal, principal_of, refuse_principal_fields
+from config.api import Principal, principal_of
+from memories.fields import ID_FORBIDDEN, StrictDateField
 from memories.models import (
     BODY_MAX_CHARS,
+    EVIDENCE_KINDS,
     SLUG_MAX_CHARS,
     SLUG_PREFIX,
     SOURCE_REF_MAX_CHARS,
@@ -27,17 +30,52 @@ from memories.models import (
     Transparency,
     evidence_problems,
 )
+from memories.serializers import StrictSerializer
+from memories.text import invisible_problem
+
+# A ref is an id or address: not blank, no control or invisible character (the schema's half of the rule).
+EVIDENCE_REF_PATTERN = rf"^[^\S{ID_FORBIDDEN}]*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"
+# What validate_slug checks, for the schema: the prefix, then something visible after it.
+SLUG_PATTERN = rf"^[^\S{ID_FORBIDDEN}]*{SLUG_PREFIX}[^\S{ID_FORBIDDEN}]*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"
 
 SUBMIT_PERMISSION = "admissions.submit_claim"
 
 
-class ClaimInputSerializer(serializers.Serializer):
+@extend_schema_field(
+    {
+        "type": "array",
+        "minItems": 1,
+        "items": {
+            "type": "object",
+            "required": ["kind", "ref"],
+            "additionalProperties": False,
+            "properties": {
+                "kind": {"type": "string", "enum": list(EVIDENCE_KINDS)},
+                "ref": {"type": "string", "minLength": 1, "maxLength": 500, "pattern": EVIDENCE_REF_PATTERN},
+            },
+        },
+        "example": [{"kind": "url", "ref": "https://bank.example/rates"}],
+    }
+)
+class EvidenceRefsField(serializers.JSONField):
+    """At least one `{kind, ref}`; validated item by item by `evidence_problems` (the database's rule)."""
+
+
+class ClaimInputSerializer(StrictSerializer):
+    identifier_fields = ("slug", "entity", "source_ref")
+    unknown_field_message = "This field is not part of a claim."
+
     body = serializers.CharField(max_length=BODY_MAX_CHARS, help_text="The claim, as one statement.")
-    slug = serializers.CharField(max_length=SLUG_MAX_CHARS, help_text=f"Starts with {SLUG_PREFIX!r}.")
+    slug = serializers.RegexField(
+        SLUG_PATTERN,
+        max_length=SLUG_MAX_CHARS,
+        help_text=f"Starts with {SLUG_PREFIX!r} and names something after it.",
+        error_messages={"invalid": f"The slug must start with {SLUG_PREFIX!r} and name something after it."},
+    )
     entity = serializers.CharField(max_length=200, help_text="What the claim is about.")
     transparency = serializers.ChoiceField(choices=Transparency.choices)
-    as_of = serializers.DateField(help_text="The day the claim is true as of; not in the future.")
-    evidence_refs = serializers.JSONField(help_text="At least one {kind, ref}; kinds: url, document, message, ...")
+    as_of = StrictDateField(help_text="The day the claim is true as of; not in the future.")
+    evidence_refs = EvidenceRefsField(help_text="At least one {kind, ref}; kinds: url, document, message, ...")
     admission = serializers.ChoiceField(
         choices=ClaimedAdmission.choices,
         required=False,
@@ -60,6 +98,11 @@ class ClaimInputSerializer(serializers.Serializer):
 
     def validate_evidence_refs(self, value):
         problems = evidence_problems(value)
+        if not problems:
+            for index, item in enumerate(value):
+                problem = invisible_problem(item["ref"])
+                if problem:
+                    problems.append(f"Item {index}'s ref: {problem}")
         if problems:
             raise serializers.ValidationError(problems)
         return value
@@ -69,7 +112,12 @@ class RecordOutputSerializer(serializers.Serializer):
     decision = serializers.CharField()
     reason = serializers.CharField()
     at = serializers.DateTimeField()
-    steward = serializers.CharField(allow_null=True, help_text="Shown to stewards only.")
+    steward = serializers.CharField(
+        help_text=(
+            "'steward <display name>' to stewards and to the claim's own organisation; "
+            "other organisations see only 'steward'."
+        )
+    )
     stance = serializers.CharField(allow_null=True)
 
 
@@ -88,18 +136,17 @@ class ClaimOutputSerializer(serializers.Serializer):
     erased = serializers.BooleanField()
     created_at = serializers.DateTimeField()
     organisation = serializers.CharField(allow_null=True, help_text="Shown to the claim's organisation and stewards.")
-    author = serializers.CharField(allow_null=True, help_text="Shown to the claim's organisation and stewards.")
+    author = serializers.CharField(
+        allow_null=True,
+        help_text="'agent <name>' or 'person <username>'; shown to the claim's organisation and stewards.",
+    )
+    promoted_to = serializers.CharField(allow_null=True, help_text="The stance this claim was promoted to, if any.")
     history = RecordOutputSerializer(many=True)
 
 
 def claim_output(claim, principal: Principal) -> dict:
     insider = principal.is_steward or claim.organisation_id == principal.organisation.pk
-    if claim.agent_id:
-        author = f"agent:{claim.agent.name}"
-    elif claim.written_by_id:
-        author = f"user:{claim.written_by.username}"
-    else:
-        author = claim.source_label or "system"
+    superseded_by = claim.superseded_by if claim.superseded_by_id else None
     return {
         "id": claim.pk,
         "body": claim.body,
@@ -115,13 +162,14 @@ def claim_output(claim, principal: Principal) -> dict:
         "erased": claim.redacted_at is not None,
         "created_at": claim.created_at,
         "organisation": claim.organisation.slug if insider else None,
-        "author": author if insider else None,
+        "author": claimant_label(claim) if insider else None,
+        "promoted_to": superseded_by.stance if superseded_by is not None else None,
         "history": [
             {
                 "decision": record.decision,
                 "reason": record.reason,
                 "at": record.at,
-                "steward": record.steward.username if principal.is_steward else None,
+                "steward": steward_label(record.steward) if insider else UNNAMED_STEWARD,
                 "stance": record.stance_id,
             }
             for record in claim_history(claim=claim)
@@ -157,12 +205,6 @@ class SystemClaimListApi(APIView):
         principal = principal_of(request)
         if not principal.is_agent and not request.user.has_perm(SUBMIT_PERMISSION):
             raise PermissionDenied(f"Submitting system claims needs the {SUBMIT_PERMISSION} permission.")
-        refuse_principal_fields(request.data)
-        unknown = (
-            sorted(set(request.data) - set(ClaimInputSerializer().fields)) if isinstance(request.data, dict) else []
-        )
-        if unknown:
-            raise serializers.ValidationError({name: ["This field is not part of a claim."] for name in unknown})
         serializer = ClaimInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         claim = claim_submit(
@@ -197,13 +239,14 @@ class SystemClaimDetailApi(APIView):
                     "erased": False,
                     "created_at": "2026-11-02T09:00:00Z",
                     "organisation": "acme",
-                    "author": "agent:helper",
+                    "author": "agent helper",
+                    "promoted_to": None,
                     "history": [
                         {
                             "decision": "admit",
                             "reason": "Matches the published rate",
                             "at": "2026-11-02T10:00:00Z",
-                            "steward": None,
+                            "steward": "steward Fern Ortiz",
                             "stance": None,
                         }
                     ],

@@ -19,7 +19,7 @@ from django.db.models.functions import Length
 from django.db.models.lookups import LessThanOrEqual
 from django.utils import timezone
 
-from memories.models import STANCE_PATTERN, Bucket, Memory
+from memories.models import BODY_MAX_CHARS, STANCE_PATTERN, Bucket, Memory, Transparency, evidence_problems
 
 REASON_MAX_CHARS = 2_000
 STANCE_ID_MAX_CHARS = 200
@@ -100,6 +100,7 @@ class Stance(models.Model):
 
     class Meta:
         ordering = ["id"]
+        permissions = [("manage_stance", "Can revise and retire reviewed stances")]
         constraints = [
             models.CheckConstraint(
                 condition=Q(id__regex=STANCE_PATTERN)
@@ -127,6 +128,120 @@ class Stance(models.Model):
             errors["body"] = [f"The body is {len(self.body)} characters; the limit is {STANCE_BODY_MAX_CHARS}."]
         if errors:
             raise ValidationError(errors)
+
+
+# A version is live while no newer version replaced it and no steward retired it.
+# The one spelling of "live": selectors, the admin and the recall plane all use it.
+LIVE_VERSION = Q(superseded_by__isnull=True, retired_at__isnull=True)
+
+
+class StanceVersionQuerySet(models.QuerySet):
+    def live(self) -> StanceVersionQuerySet:
+        """The one version of each stance the system plane may render: current and not retired."""
+        return self.filter(LIVE_VERSION)
+
+
+class StanceVersion(models.Model):
+    """One version of a stance: what the system plane renders in place of the claims promoted to it.
+
+    Its content (text, entity, transparency, `as_of`, evidence) is taken from
+    those claims when a steward promotes one, and is never edited: a revision
+    or a further promotion writes a new version, and the old one points at it
+    (`superseded_by`). A trigger refuses any other change, so the content a
+    render showed can always be read back. Retiring is the one other change,
+    recorded on the version with the steward and the reason.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    stance = models.ForeignKey(Stance, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField(help_text="1 for the first version of the stance, then 2, 3, ...")
+    text = models.TextField(help_text="What an agent is shown, clamped like any fact.")
+    entity = models.CharField(max_length=200, null=True, blank=True)
+    transparency = models.CharField(max_length=16, choices=Transparency.choices)
+    as_of = models.DateField()
+    evidence_refs = models.JSONField()
+    sources = models.ManyToManyField(Memory, through="StanceSource", related_name="stance_versions")
+    made_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    made_at = models.DateTimeField(default=timezone.now)
+    reason = models.TextField()
+    superseded_by = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.PROTECT, related_name="supersedes"
+    )
+    retired_at = models.DateTimeField(null=True, blank=True)
+    retired_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    retire_reason = models.TextField(blank=True, default="")
+
+    objects = StanceVersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["stance", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["stance", "number"], name="admissions_stance_version_number"),
+            # At most one current version per stance: the head of its chain.
+            models.UniqueConstraint(
+                fields=["stance"], condition=Q(superseded_by__isnull=True), name="admissions_stance_one_current"
+            ),
+            models.CheckConstraint(
+                condition=~Q(text__regex=r"^\s*$")
+                & Q(LessThanOrEqual(Length("text"), BODY_MAX_CHARS))
+                & Q(transparency__in=Transparency.values)
+                & Q(number__gte=1)
+                & ~Q(reason__regex=r"^\s*$")
+                & Q(LessThanOrEqual(Length("reason"), REASON_MAX_CHARS)),
+                name="admissions_stance_version_shape",
+            ),
+            models.CheckConstraint(
+                condition=(Q(retired_at__isnull=True) & Q(retired_by__isnull=True) & Q(retire_reason=""))
+                | (Q(retired_at__isnull=False) & Q(retired_by__isnull=False) & ~Q(retire_reason__regex=r"^\s*$")),
+                name="admissions_stance_retired_together",
+            ),
+            models.CheckConstraint(
+                condition=Q(superseded_by__isnull=True) | ~Q(superseded_by=models.F("id")),
+                name="admissions_stance_version_not_itself",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.stance_id} v{self.number}"
+
+    @property
+    def is_live(self) -> bool:
+        return self.superseded_by_id is None and self.retired_at is None
+
+    def clean(self) -> None:
+        errors: dict[str, list[str]] = {}
+        if not (self.text or "").strip():
+            errors["text"] = ["A stance version needs text."]
+        elif len(self.text) > BODY_MAX_CHARS:
+            errors["text"] = [f"The text is {len(self.text)} characters; the limit is {BODY_MAX_CHARS}."]
+        if self.transparency not in Transparency.values:
+            errors["transparency"] = [f"Transparency is one of {', '.join(Transparency.values)}."]
+        problems = evidence_problems(self.evidence_refs)
+        if problems:
+            errors["evidence_refs"] = problems
+        if not (self.reason or "").strip():
+            errors["reason"] = ["A stance version needs a reason for its receipt."]
+        elif len(self.reason) > REASON_MAX_CHARS:
+            errors["reason"] = [f"The reason is {len(self.reason)} characters; the limit is {REASON_MAX_CHARS}."]
+        if errors:
+            raise ValidationError(errors)
+
+
+class StanceSource(models.Model):
+    """A claim a stance version was taken from: the promoted claims, carried forward to each new version."""
+
+    id = models.BigAutoField(primary_key=True)
+    version = models.ForeignKey(StanceVersion, on_delete=models.CASCADE, related_name="source_links")
+    claim = models.ForeignKey(Memory, on_delete=models.PROTECT, related_name="+")
+
+    class Meta:
+        ordering = ["version", "id"]
+        constraints = [models.UniqueConstraint(fields=["version", "claim"], name="admissions_stance_source_once")]
+
+    def __str__(self) -> str:
+        return f"{self.version} from {self.claim_id}"
 
 
 class AdmissionRecord(models.Model):
@@ -188,6 +303,7 @@ class ClaimStatus(models.Model):
     class Meta:
         managed = False
         db_table = "admissions_claim_status"
+        verbose_name_plural = "claim statuses"
 
     def __str__(self) -> str:
         return f"{self.claim_id}: {self.status}"

@@ -2,7 +2,7 @@
 
 A steward gets `is_staff` (to reach the admin at all) and membership of the
 `Stewards` group, which carries the permissions below and nothing else: they
-can view claims, records and stances, decide claims and create stances, and
+can view claims, records and stances, decide claims, create, revise and retire stances, and
 never change or delete a row through the admin. The role on the membership is
 the source of truth; `steward_access_sync` follows it whenever it changes.
 """
@@ -19,4 +19,5 @@ STEWARD_PERMISSIONS = (
     ("admissions", "view_admissionrecord"),
     ("admissions", "view_stance"),
     ("admissions", "add_stance"),
+    ("admissions", "manage_stance"),
 )

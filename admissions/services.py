@@ -10,16 +10,19 @@ from datetime import date, datetime
 
 from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Agent, Membership, Organisation, User
+from admissions.labels import steward_label
 from admissions.models import (
     REASON_MAX_CHARS,
     AdmissionRecord,
     Decision,
     Stance,
+    StanceSource,
+    StanceVersion,
     Status,
     SystemClaim,
 )
@@ -116,6 +119,29 @@ def _clean_reason(reason: str) -> str:
     return reason
 
 
+def decision_blocker(*, claim: Memory, user: User | None = None, user_id=None) -> DecisionRefused | None:
+    """Why this steward may take no decision at all on this claim now, or None.
+
+    The claim page and the queue print its sentence in place of the buttons;
+    the services raise it. Which decisions the status allows is `ALLOWED_FROM`.
+    A list passes `user_id` (the viewer's id, annotated once) to stay at one query.
+    """
+    if claim.stance is not None:
+        return DecisionRefused(
+            "This is a promotion tombstone; it cannot be admitted, rejected or challenged.", DecisionRefused.TOMBSTONE
+        )
+    user_id = user.pk if user is not None else user_id
+    if claim.written_by_id is not None and claim.written_by_id == user_id:
+        return DecisionRefused("You wrote this claim; another steward must decide it.", DecisionRefused.OWN_CLAIM)
+    if claim.redacted_at is not None:
+        return DecisionRefused("This claim was erased.", DecisionRefused.ERASED)
+    if claim.superseded_by_id is not None:
+        return DecisionRefused(
+            "This claim was superseded; decide on its newest version instead.", DecisionRefused.SUPERSEDED
+        )
+    return None
+
+
 def _locked_claim(*, claim: Memory, steward: User, decision: str) -> SystemClaim:
     """The claim, locked and annotated with its status, after every rule but the transition."""
     if not is_steward(steward):
@@ -126,18 +152,9 @@ def _locked_claim(*, claim: Memory, steward: User, decision: str) -> SystemClaim
     row = with_status(SystemClaim.objects.filter(pk=claim.pk)).first()
     if row is None:
         raise DecisionRefused("Only a system claim can be decided.", DecisionRefused.NOT_A_CLAIM)
-    if row.stance is not None:
-        raise DecisionRefused(
-            "This is a promotion tombstone; it cannot be admitted, rejected or challenged.", DecisionRefused.TOMBSTONE
-        )
-    if is_author(claim=row, user=steward):
-        raise DecisionRefused("You wrote this claim; another steward must decide it.", DecisionRefused.OWN_CLAIM)
-    if row.redacted_at is not None:
-        raise DecisionRefused("This claim was erased.", DecisionRefused.ERASED)
-    if row.superseded_by_id is not None:
-        raise DecisionRefused(
-            "This claim was superseded; decide on its newest version instead.", DecisionRefused.SUPERSEDED
-        )
+    blocker = decision_blocker(claim=row, user=steward)
+    if blocker is not None:
+        raise blocker
     if row.derived_status not in ALLOWED_FROM[decision]:
         allowed = ", ".join(sorted(ALLOWED_FROM[decision]))
         raise DecisionRefused(
@@ -210,7 +227,7 @@ def claim_promote(
             # The steward may belong to another organisation, so the row does
             # not name them as its writer; the promotion record does.
             source_ref=f"promotion:{row.pk}",
-            source_label=f"steward:{steward.username}",
+            source_label=steward_label(steward),
             system_fields=dict(
                 slug=row.slug,
                 entity=row.entity,
@@ -235,7 +252,42 @@ def claim_promote(
             stance=stance,
             tombstone=tombstone,
         )
+        _version_from_promotion(stance=stance, claim=row, steward=steward, reason=reason, now=now)
     return tombstone, record
+
+
+def _merged_evidence(*lists) -> list:
+    merged: list = []
+    for refs in lists:
+        for ref in refs or []:
+            if ref not in merged:
+                merged.append(ref)
+    return merged
+
+
+def _write_version(*, previous: StanceVersion | None, sources: list, **fields) -> StanceVersion:
+    """Write the next version of a stance and point the previous head at it, in the caller's transaction."""
+    version = StanceVersion(number=previous.number + 1 if previous else 1, **fields)
+    version.full_clean(exclude=["stance", "made_by", "superseded_by", "retired_by"], validate_unique=False)
+    if previous is not None:
+        # One current version per stance is a unique index, checked row by
+        # row; the foreign key is checked at commit. So the old head points at
+        # the new version's id before that version is inserted.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT nextval(pg_get_serial_sequence('admissions_stanceversion', 'id'))")
+            version.id = cursor.fetchone()[0]
+        StanceVersion.objects.filter(pk=previous.pk).update(superseded_by_id=version.id)
+    version.save(force_insert=True)
+    StanceSource.objects.bulk_create([StanceSource(version=version, claim_id=claim_id) for claim_id in sources])
+    return version
+
+
+def _stance_head(stance: Stance) -> StanceVersion | None:
+    # Two stewards promoting into (or revising) the same stance at once would
+    # both read the same head and both write its successor; the lock on the
+    # stance row makes the second read the first one's version.
+    Stance.objects.select_for_update().filter(pk=stance.pk).first()
+    return StanceVersion.objects.filter(stance_id=stance.pk, superseded_by__isnull=True).first()
 
 
 def stewards_group_ensure() -> Group:
@@ -272,3 +324,96 @@ def steward_access_sync(*, user: User) -> None:
         if user.is_staff and not user.is_superuser:
             user.is_staff = False
             user.save(update_fields=["is_staff"])
+
+
+def _version_from_promotion(
+    *, stance: Stance, claim: SystemClaim, steward: User, reason: str, now: datetime
+) -> StanceVersion:
+    """The stance's next version after a claim is promoted to it.
+
+    A stance with no live version takes the claim's text, entity, transparency,
+    as-of date and evidence. A live stance keeps its text, entity and
+    transparency; it gains the claim's evidence and, if newer, its as-of date.
+    Either way the claim joins its sources.
+    """
+    head = _stance_head(stance)
+    if head is None or not head.is_live:
+        fields = dict(
+            text=claim.body,
+            entity=claim.entity,
+            transparency=claim.transparency,
+            as_of=claim.as_of,
+            evidence_refs=list(claim.evidence_refs),
+        )
+        sources = [claim.pk]
+    else:
+        fields = dict(
+            text=head.text,
+            entity=head.entity,
+            transparency=head.transparency,
+            as_of=max(head.as_of, claim.as_of),
+            evidence_refs=_merged_evidence(head.evidence_refs, claim.evidence_refs),
+        )
+        sources = [*head.source_links.order_by("id").values_list("claim_id", flat=True), claim.pk]
+    return _write_version(
+        previous=head, sources=sources, stance=stance, made_by=steward, made_at=now, reason=reason, **fields
+    )
+
+
+def stance_revise(
+    *, stance: Stance, steward: User, text: str, reason: str, now: datetime | None = None
+) -> StanceVersion:
+    """A new version of a live stance with new text; its evidence, date and sources carry over.
+
+    The text is the only thing a steward writes: what the stance rests on
+    comes from the claims promoted to it.
+    """
+    if not is_steward(steward):
+        raise PermissionDenied("Only a steward revises stances.")
+    reason = _clean_reason(reason)
+    text = (text or "").strip()
+    with transaction.atomic():
+        head = _stance_head(stance)
+        if head is None or not head.is_live:
+            raise ValidationError({"stance": ["Only a live stance can be revised; promote a claim to it again."]})
+        if text == head.text:
+            raise ValidationError({"text": ["The text is unchanged; a revision says something new."]})
+        return _write_version(
+            previous=head,
+            sources=list(head.source_links.order_by("id").values_list("claim_id", flat=True)),
+            stance=stance,
+            text=text,
+            entity=head.entity,
+            transparency=head.transparency,
+            as_of=head.as_of,
+            evidence_refs=head.evidence_refs,
+            made_by=steward,
+            made_at=now or timezone.now(),
+            reason=reason,
+        )
+
+
+def stance_retire_blocker(*, version: StanceVersion | None, user: User) -> str | None:
+    """Why this steward may not retire the stance whose head is `version`, or None."""
+    if version is None or not version.is_live:
+        return "This stance is not live, so there is nothing to retire."
+    if version.made_by_id == user.pk:
+        return "You made this version of the stance; another steward must retire it."
+    return None
+
+
+def stance_retire(*, stance: Stance, steward: User, reason: str, now: datetime | None = None) -> StanceVersion:
+    """Take a live stance out of the system plane. Four eyes: not by the steward who made its live version."""
+    if not is_steward(steward):
+        raise PermissionDenied("Only a steward retires stances.")
+    reason = _clean_reason(reason)
+    with transaction.atomic():
+        head = _stance_head(stance)
+        blocker = stance_retire_blocker(version=head, user=steward)
+        if blocker is not None:
+            raise ValidationError({"stance": [blocker]})
+        head.retired_at = now or timezone.now()
+        head.retired_by = steward
+        head.retire_reason = reason
+        head.save(update_fields=["retired_at", "retired_by", "retire_reason"])
+        return head

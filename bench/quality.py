@@ -254,6 +254,8 @@ def load_turns(conv: Conversation, base: str) -> list[str]:
             json={
                 "body": turn.body,
                 "place": PLACE,
+                # What was said in a conversation of outsiders to the organisation: kept as the place's record.
+                "subject_type": "workspace",
                 "source_ref": turn.dia_id,
                 "source_label": conv.sample_id,
                 "occurred_at": turn.occurred_at.isoformat(),

@@ -419,7 +419,11 @@ def http_remember(args, tokens: dict, ranks: list[int], count: int) -> list[floa
         started = time.perf_counter()
         response = session.post(
             f"http://127.0.0.1:{args.port}/api/v1/memories",
-            json={"body": f"Benchmark fact number {index} about {rng.random():.6f}", "place": PLACE},
+            json={
+                "body": f"Benchmark fact number {index} about {rng.random():.6f}",
+                "place": PLACE,
+                "subject_type": "workspace",
+            },
             headers={"Authorization": f"Bearer {tokens[rank]}"},
             timeout=30,
         )

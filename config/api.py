@@ -217,12 +217,6 @@ class PrincipalRateThrottle(SimpleRateThrottle):
             return True
 
 
-class Conflict(exceptions.APIException):
-    status_code = status.HTTP_409_CONFLICT
-    default_detail = "The request conflicts with the current state."
-    default_code = "conflict"
-
-
 def _flatten(detail, prefix: str = "") -> dict[str, list[str]]:
     """DRF error detail (nested dicts and lists) as {dotted.field: [messages]}."""
     fields: dict[str, list[str]] = {}

@@ -10,6 +10,14 @@ from config.schema import BearerTokenScheme, MemberSessionScheme
 from memories import urls as memories_urls
 from threads import urls as threads_urls
 
+# The admin is Archivist's console for stewards and operators.
+admin.site.site_header = "Archivist"
+admin.site.site_title = "Archivist"
+admin.site.index_title = "Stewards' and operators' console"
+# Rows here are kept for their audit (protected foreign keys, append-only
+# triggers), so Django's bulk "Delete selected" would fail on them; no screen offers it.
+admin.site.disable_action("delete_selected")
+
 # Each app adds its API routes to `api_v1` through its own urls module.
 api_v1 = []
 api_v1 += admissions_urls.urlpatterns

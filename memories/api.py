@@ -20,6 +20,7 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.people import people_labels
 from config.api import Principal, PrincipalRateThrottle, SafeJSONParser, error_response, principal_of
 from memories import contextual, ranking
 from memories import serializers as s
@@ -35,7 +36,7 @@ from memories.selectors import (
     memory_supersede_chain,
     viewer_for,
 )
-from memories.subjects import subject_erase, subject_export
+from memories.subjects import subject_erase, subject_export_document
 from memories.turn_services import (
     LimitReached,
     TurnConflict,
@@ -706,7 +707,7 @@ class InjectionDetailApi(_InjectionApi):
                     "turn_id": "turn-42",
                     "agent": "helper",
                     "user": None,
-                    "place": {"channel": "C024BE91L", "kind": "dm", "people": ["7d2f5c9e-…"]},
+                    "place": {"channel": "C024BE91L", "kind": "dm", "people": ["mona"]},
                     "question": "What should I call her?",
                     "cutoff": "2026-11-30",
                     "created_at": "2026-11-30T09:01:00Z",
@@ -745,7 +746,7 @@ class InjectionDetailApi(_InjectionApi):
                 "place": {
                     "channel": injection.place_channel,
                     "kind": injection.place_kind,
-                    "people": injection.place_people,
+                    "people": people_labels(organisation=injection.organisation, ids=injection.place_people or []),
                 },
                 "question": injection.question,
                 "cutoff": injection.cutoff,
@@ -857,6 +858,7 @@ class SubjectMemoriesApi(_SubjectApi):
                     "exported_at": "2026-11-30T11:00:00Z",
                     "count": 1,
                     "memories": [{**MEMORY_EXAMPLE, "subject_type": "candidate", "subject_id": "cand-881"}],
+                    "thread_events": [],
                 },
                 response_only=True,
             )
@@ -865,16 +867,11 @@ class SubjectMemoriesApi(_SubjectApi):
     def get(self, request, subject_type, subject_id):
         principal = self.principal()
         subject_type, subject_id = self.subject(subject_type, subject_id)
-        rows = subject_export(organisation=principal.organisation, subject_type=subject_type, subject_id=subject_id)
-        now = timezone.now()
+        document = subject_export_document(
+            organisation=principal.organisation, subject_type=subject_type, subject_id=subject_id, now=timezone.now()
+        )
         return Response(
-            {
-                "subject_type": subject_type,
-                "subject_id": subject_id,
-                "exported_at": now,
-                "count": len(rows),
-                "memories": [memory_output(row, now) for row in rows],
-            },
+            document,
             headers={"Content-Disposition": f'attachment; filename="{subject_type}-{subject_id}-memories.json"'},
         )
 

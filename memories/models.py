@@ -20,17 +20,17 @@ from django.db.models.functions import Length
 from django.db.models.lookups import Exact, LessThanOrEqual
 from pgvector.django import VectorField
 
+from memories.text import CONTROL_CHARS, CONTROL_CHARS_SQL, control_problem
+
 BODY_MAX_CHARS = 2_000
 SOURCE_REF_MAX_CHARS = 200
 SLUG_MAX_CHARS = 200
 SLUG_PREFIX = "sys:"
 STANCE_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 EVIDENCE_KINDS = ("url", "document", "message", "run", "dataset", "commit")
-# Control characters other than tab and newline. NUL cannot be stored in a
-# PostgreSQL text column at all; the others would let a body break the lines
-# of a rendered memory block.
-CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-CONTROL_CHARS_SQL = "[\\x01-\\x08\\x0b-\\x1f\\x7f]"
+# Control characters other than tab and newline, C1 included (memories.text).
+# NUL cannot be stored in a PostgreSQL text column at all; the others would let
+# a body break the lines of a rendered memory block, or act on a terminal.
 
 
 class Bucket(models.TextChoices):
@@ -82,28 +82,6 @@ class ClaimedAdmission(models.TextChoices):
 
 
 SYSTEM_FIELDS = ("slug", "entity", "transparency", "as_of", "admission", "evidence_refs", "stance")
-# Fields a row keeps for life: a correction is a new row (superseded_by).
-IMMUTABLE_FIELDS = (
-    "body",
-    "bucket",
-    "organisation_id",
-    "owner_id",
-    "agent_id",
-    "author",
-    "written_by_id",
-    "source_kind",
-    "source_ref",
-    "source_label",
-    "source_run_id",
-    "subject_type",
-    "subject_id",
-    "slug",
-    "entity",
-    "transparency",
-    "as_of",
-    "evidence_refs",
-    "stance",
-)
 
 
 class JsonbTypeof(Func):
@@ -223,6 +201,8 @@ class Memory(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+        verbose_name = "memory"
+        verbose_name_plural = "memories"
         indexes = [
             GinIndex(fields=["search_vector"], name="memories_search_gin"),
             # Serves recall's predicate: tenant, then scope, over live rows only.
@@ -307,14 +287,6 @@ class Memory(models.Model):
             return f"[erased {self.redacted_at:%Y-%m-%d}]"
         return self.body[:80]
 
-    @property
-    def is_redacted(self) -> bool:
-        return self.redacted_at is not None
-
-    @property
-    def is_tombstone(self) -> bool:
-        return self.stance is not None
-
     def clean(self) -> None:
         """The same rules as the constraints, each naming its field."""
         errors: dict[str, list[str]] = {}
@@ -333,8 +305,9 @@ class Memory(models.Model):
                     "body",
                     f"The body is {len(body)} characters; the limit is {BODY_MAX_CHARS}. It is refused, never cut.",
                 )
-            if CONTROL_CHARS.search(body):
-                refuse("body", "The body contains NUL or control characters; only newline and tab are allowed.")
+            problem = control_problem(body)
+            if problem:
+                refuse("body", "The body " + problem[0].lower() + problem[1:])
         if len(self.source_ref or "") > SOURCE_REF_MAX_CHARS:
             refuse("source_ref", f"source_ref is longer than {SOURCE_REF_MAX_CHARS} characters.")
 
@@ -399,7 +372,7 @@ def evidence_problems(refs) -> list[str]:
             problems.append(f"Item {index} needs a non-empty ref of at most 500 characters.")
         elif CONTROL_CHARS.search(item["ref"]):
             # NUL cannot be stored in jsonb at all; the others would break a rendered line.
-            problems.append(f"Item {index}'s ref contains NUL or control characters.")
+            problems.append(f"Item {index}'s ref: {control_problem(item['ref'])}")
     return problems
 
 
@@ -633,6 +606,9 @@ class TenantVectorIndex(models.Model):
     error = models.TextField(blank=True, default="")
     built_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "tenant vector indexes"
 
     def __str__(self) -> str:
         return f"{self.index_name} ({self.state})"

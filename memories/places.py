@@ -307,16 +307,7 @@ def place_write(
     one person and stays bound to them. With `created_only`, a place someone
     created concurrently is left as they recorded it.
     """
-    problem = channel_problem(channel)
-    if problem:
-        raise ValidationError({"channel": [problem]})
-    if kind not in Channel.Kind.values:
-        raise ValidationError({"kind": [f"{kind!r} is not a place kind; use one of {', '.join(Channel.Kind.values)}."]})
-    wanted = list(dict.fromkeys(str(person_id) for person_id in people))
-    if kind == Channel.Kind.DM and len(wanted) != 1:
-        raise ValidationError({"people": ["A DM is with exactly one person; name them."]})
-    if len(wanted) > MAX_PEOPLE_IN_PLACE:
-        raise ValidationError({"people": [f"A place names at most {MAX_PEOPLE_IN_PLACE} people."]})
+    wanted = _checked_record(channel=channel, kind=kind, people=people)
     with transaction.atomic():
         try:
             with transaction.atomic():
@@ -339,30 +330,52 @@ def place_write(
             raise PlaceConflict(
                 "people", "A DM stays with the person it was first recorded with; use a new channel id for another."
             )
-        added = [person_id for person_id in wanted if person_id not in current]
-        removed = [person_id for person_id in current if person_id not in wanted]
-        kind_from = "" if created else record.kind
-        changed = created or bool(added or removed) or kind_from != kind
-        if changed and not created:
-            record.kind = kind
-            record.save(update_fields=["kind", "updated_at"])
-        ChannelMember.objects.bulk_create(
-            [ChannelMember(organisation=organisation, channel=record, user_id=person_id) for person_id in added]
-        )
-        if removed:
-            ChannelMember.objects.filter(organisation=organisation, channel=record, user_id__in=removed).delete()
-        if changed:
-            PlaceAudit.objects.create(
-                organisation=organisation,
-                channel=record,
-                actor=actor,
-                agent=agent,
-                kind_from=kind_from,
-                kind_to=kind,
-                added=added,
-                removed=removed,
-            )
+        _apply(record, created=created, kind=kind, wanted=wanted, current=current, actor=actor, agent=agent)
     return place_record(organisation=organisation, channel=channel)
+
+
+def _checked_record(*, channel: str, kind: str, people: Sequence) -> list[str]:
+    """The record's whole membership as ids, once the channel, the kind and the people are known to fit."""
+    problem = channel_problem(channel)
+    if problem:
+        raise ValidationError({"channel": [problem]})
+    if kind not in Channel.Kind.values:
+        raise ValidationError({"kind": [f"{kind!r} is not a place kind; use one of {', '.join(Channel.Kind.values)}."]})
+    wanted = list(dict.fromkeys(str(person_id) for person_id in people))
+    if kind == Channel.Kind.DM and len(wanted) != 1:
+        raise ValidationError({"people": ["A DM is with exactly one person; name them."]})
+    if len(wanted) > MAX_PEOPLE_IN_PLACE:
+        raise ValidationError({"people": [f"A place names at most {MAX_PEOPLE_IN_PLACE} people."]})
+    return wanted
+
+
+def _apply(record: Channel, *, created: bool, kind: str, wanted: list[str], current: list[str], actor, agent) -> None:
+    """Write the difference between the record and what is wanted, with its audit row when anything changed."""
+    added = [person_id for person_id in wanted if person_id not in current]
+    removed = [person_id for person_id in current if person_id not in wanted]
+    kind_from = "" if created else record.kind
+    changed = created or bool(added or removed) or kind_from != kind
+    if not changed:
+        return
+    if not created:
+        record.kind = kind
+        record.save(update_fields=["kind", "updated_at"])
+    organisation_id = record.organisation_id
+    ChannelMember.objects.bulk_create(
+        [ChannelMember(organisation_id=organisation_id, channel=record, user_id=person_id) for person_id in added]
+    )
+    if removed:
+        ChannelMember.objects.filter(organisation_id=organisation_id, channel=record, user_id__in=removed).delete()
+    PlaceAudit.objects.create(
+        organisation_id=organisation_id,
+        channel=record,
+        actor=actor,
+        agent=agent,
+        kind_from=kind_from,
+        kind_to=kind,
+        added=added,
+        removed=removed,
+    )
 
 
 def place_put(

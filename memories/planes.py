@@ -9,15 +9,25 @@ clamps those lines like any fact, and records them in the injection so a
 replay shows them again and an erasure reaches them.
 
 `memories` never imports a provider's module; the dependency runs the other way.
+
+A provider that fails costs its section, not the render: `plane_sections`
+leaves the section out and returns an omission saying which plane and why,
+which the render records like any other omission.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date
 
+from django.db import transaction
+
+from memories import render
 from memories.scopes import Place
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -48,3 +58,37 @@ def unregister_render_section(name: str) -> None:
 def render_section_providers() -> list[tuple[str, SectionProvider]]:
     """Registered providers in name order, so every render calls them in the same order."""
     return sorted(_providers.items())
+
+
+def plane_sections(*, principal, place: Place, cutoff: date, limit: int) -> tuple[list[render.Section], list[dict]]:
+    """Every registered plane's section for this render, and an omission for each plane that failed.
+
+    Each provider runs in a savepoint, so one that fails inside the database
+    leaves the render's transaction usable.
+    """
+    sections: list[render.Section] = []
+    omissions: list[dict] = []
+    for name, provider in render_section_providers():
+        try:
+            with transaction.atomic():
+                produced = provider(principal, place, cutoff)
+                if not produced:
+                    continue
+                if isinstance(produced, SectionLines):
+                    title, lines = produced.title, list(produced.lines)
+                else:
+                    title, lines = name, list(produced)
+                section = render.section_from(name, title, lines, limit) if lines else None
+        except Exception as error:  # noqa: BLE001 - a plane that fails is an omission, never a failed render
+            logger.warning("render plane %s failed and was left out: %s", name, error)
+            omissions.append(
+                {
+                    "scope": f"section:{name}",
+                    "count": 0,
+                    "reason": f"The {name} plane could not be read ({type(error).__name__}); its section was left out.",
+                }
+            )
+            continue
+        if section is not None:
+            sections.append(section)
+    return sections, omissions

@@ -27,8 +27,13 @@ Ranking (`mode`):
 - `reranked`: contextual, then its best candidates ordered by an HTTP
   reranker when one is configured (`memories.reranker`); contextual otherwise.
 - `auto`: contextual when there is a question and an embedder (it recalls the
-  right fact most often: docs/benchmarks.md, "Recall quality"), lexical when
-  there is only a question, recent otherwise.
+  right fact most often: docs/benchmarks.md, "Recall quality"), recent otherwise.
+
+A meaning mode (`auto`, `hybrid`, `semantic`) that cannot have a vector (no
+embedder, an embedding error) gives the place's most recent facts, as the seed
+does, rather than word matching that may return nothing; `contextual` and
+`reranked`, which rank by words too, rank by words. Rows holding another
+model's vector count as not yet searchable. Each of these is said in `notice`.
 
 `occurred_after` and `occurred_before` keep facts whose time (when they
 happened, or when they were written if that is unknown) falls in the interval.
@@ -56,6 +61,8 @@ from memories.scopes import Place, solo_person
 from memories.turn_sql import LIVE_PREDICATE
 
 MODES = ("auto", "hybrid", "semantic", "lexical", "recent", "contextual", "reranked")
+# Modes that rank by meaning alone or first: without a vector they give the most recent facts instead.
+MEANING_MODES = ("auto", "hybrid", "semantic")
 RRF_K = 60
 # Rows each ranked list contributes before fusion: enough that a fact ranked
 # modestly by both lists can still win, few enough to keep the sort small.
@@ -336,7 +343,11 @@ def candidate_ctes(
     if count_unembedded:
         stats.append(
             "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE "
-            f"{base} AND m.embedding IS NULL LIMIT {UNEMBEDDED_COUNT_CAP}) n) AS unembedded"
+            f"{base} AND m.embedding IS NULL LIMIT {UNEMBEDDED_COUNT_CAP}) n)"
+            # A vector of another embedding model cannot be compared: such a row is not searchable yet either.
+            " + (SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE "
+            f"{base} AND m.embedding IS NOT NULL AND m.embedding_model <> %(model)s LIMIT {UNEMBEDDED_COUNT_CAP}) o)"
+            " AS unembedded"
         )
     else:
         stats.append("NULL::bigint AS unembedded")
@@ -406,24 +417,32 @@ def recall(
     wants_vector = mode in ("auto", "hybrid", "semantic", "contextual", "reranked") and bool(question)
     query_vector = None
     model = ""
+    # Contextual and reranked rank by words as well as meaning, so without a vector they still rank by words.
+    instead = (
+        "the most recent facts here were given instead of the most relevant"
+        if mode in MEANING_MODES
+        else ("it was ranked by its words only")
+    )
     if wants_vector:
         embedder = embedding.get_embedder()
         if not embedder.available:
-            notices.append("No embedder is configured, so the question was matched by its words only.")
+            notices.append(f"No embedder is configured, so {instead}.")
         else:
             embed_started = time.perf_counter()
             try:
                 query_vector = embedding.embed_query(question)
                 model = embedder.name
             except embedding.EmbeddingError as error:
-                notices.append(f"The question could not be embedded ({error}); it was matched by its words only.")
+                notices.append(f"The question could not be embedded ({error}), so {instead}.")
             embed_ms = (time.perf_counter() - embed_started) * 1000
 
     if not question:
         if mode != "recent" and mode != "auto":
             notices.append(f"No question was given, so {mode} recall fell back to the most recent facts.")
         lists: tuple[str, ...] = ("recent",)
-    elif mode == "recent":
+    elif mode == "recent" or (query_vector is None and mode in MEANING_MODES):
+        # As the seed does: with no vector, the place's most recent facts rather than word
+        # matching, which may return nothing at all; the notice says which happened.
         lists = ("recent",)
     elif mode == "lexical" or query_vector is None:
         lists = ("lexical",)
@@ -490,7 +509,10 @@ def recall(
     if unembedded:
         shown = f"{unembedded}+" if unembedded >= UNEMBEDDED_COUNT_CAP else str(unembedded)
         how = "by their words only" if "lexical" in lists else "not at all by meaning"
-        notices.append(f"{shown} fact(s) here are not embedded yet and were searched {how}.")
+        notices.append(
+            f"{shown} fact(s) here are not searchable by meaning yet (not embedded, or embedded by another model) "
+            f"and were searched {how}."
+        )
 
     ranking_report = {
         "requested": mode,

@@ -161,9 +161,7 @@ def visible_to(memory: ScopedRow, viewer: Viewer) -> bool:
         return False
     if memory.scope == PERSON:
         return memory.scope_ref == viewer.user_id
-    owner = getattr(memory, "owner_id", None)
-    if owner is not None and str(owner) == viewer.user_id:
-        return True
+    # Saving a channel fact gives no lasting claim on it: it is seen while the record lets them read the channel.
     if memory.scope == WORKSPACE:
         return True
     if memory.scope == CHANNEL:

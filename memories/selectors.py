@@ -54,18 +54,15 @@ def memories_visible_to(*, viewer_user, organisation) -> QuerySet[Memory]:
     """Every row of `organisation` this person may see by the scope rules, receipts included.
 
     The same rule as `scopes.visible_to`, as one query: workspace facts, facts of
-    channels they are in, their own saved facts, and facts in their person scope.
+    channels they may read (by the place records), and facts in their person
+    scope. A channel fact they saved leaves with them when they leave the channel.
     Another person's person facts are never included, not even for owners. The
     system bucket is the stewards' plane and is left out. Erased, corrected and
     expired rows are included; callers narrow as they need.
     """
     user_id = str(viewer_user.pk)
     member_channels = readable_channels(organisation=organisation, user=viewer_user).values("external_id")
-    shared = (
-        Q(scope=Scope.WORKSPACE)
-        | Q(scope=Scope.CHANNEL, scope_ref__in=member_channels)
-        | (~Q(scope=Scope.PERSON) & Q(owner=viewer_user))
-    )
+    shared = Q(scope=Scope.WORKSPACE) | Q(scope=Scope.CHANNEL, scope_ref__in=member_channels)
     return (
         Memory.objects.filter(organisation=organisation)
         .exclude(bucket=Bucket.SYSTEM)

@@ -12,9 +12,9 @@ from django.conf import settings
 from rest_framework import serializers
 
 from config.api import PRINCIPAL_FIELDS, refuse_principal_fields
+from memories.fields import StrictDateField, StrictDateTimeField, harden, json_type_problem
 from memories.models import (
     BODY_MAX_CHARS,
-    CONTROL_CHARS,
     SOURCE_REF_MAX_CHARS,
     Author,
     Memory,
@@ -26,23 +26,53 @@ from memories.models import (
 from memories.places import channel_problem
 from memories.recall import MODES
 from memories.render import WHO
+from memories.text import surrogate_path
 
 TURN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
 MAX_TTL_DAYS = 3650
+LONE_SURROGATE = "Holds a lone surrogate (an unpaired \\ud800-\\udfff escape); text must be valid Unicode."
 
 
 class StrictSerializer(serializers.Serializer):
-    """Refuses fields it does not know, and fields naming the tenant or owner, each by name."""
+    """The base of every JSON input: strict about names, types and text, each refusal naming its field.
+
+    - fields it does not know, and fields naming the tenant or owner, are refused by name;
+    - a string (or key) holding a lone surrogate, at any depth, is refused by its path;
+    - a value of the wrong JSON type is refused, never coerced (`memories.fields`);
+    - every text field refuses control characters, and the fields listed in
+      `identifier_fields` (ids and names) refuse invisible characters too.
+    """
+
+    identifier_fields: tuple[str, ...] = ()
+    unknown_field_message = ""
+
+    def get_fields(self):
+        fields = super().get_fields()
+        for name, field in fields.items():
+            harden(field, identifier=name in self.identifier_fields)
+        return fields
 
     def to_internal_value(self, data):
+        if self.parent is None:
+            where = surrogate_path(data)
+            if where:
+                raise serializers.ValidationError({where: [LONE_SURROGATE]})
         if isinstance(data, dict):
             if self.parent is None:
                 refuse_principal_fields(data)
             unknown = sorted(set(data) - set(self.fields) - set(PRINCIPAL_FIELDS if self.parent is None else ()))
             if unknown:
-                raise serializers.ValidationError(
-                    {name: [f"Unknown field; this request takes {', '.join(sorted(self.fields))}."] for name in unknown}
-                )
+                takes = ", ".join(sorted(self.fields))
+                message = self.unknown_field_message or f"Unknown field; this request takes {takes}."
+                raise serializers.ValidationError({name: [message] for name in unknown})
+            wrong = {}
+            for name, field in self.fields.items():
+                if name in data and not field.read_only:
+                    problem = json_type_problem(field, data[name])
+                    if problem:
+                        wrong[name] = [problem] if isinstance(problem, str) else problem
+            if wrong:
+                raise serializers.ValidationError(wrong)
         return super().to_internal_value(data)
 
 
@@ -65,6 +95,8 @@ def channel_field(**extra) -> serializers.CharField:
 
 
 class PlaceSerializer(StrictSerializer):
+    identifier_fields = ("channel", "people")
+
     channel = channel_field()
     kind = serializers.ChoiceField(
         choices=["dm", "private", "public"],
@@ -84,12 +116,6 @@ class PlaceSerializer(StrictSerializer):
     )
 
 
-def _refuse_control_characters(value: str) -> str:
-    if CONTROL_CHARS.search(value):
-        raise serializers.ValidationError("The body contains control characters; only newline and tab are allowed.")
-    return value
-
-
 def body_field(**extra) -> serializers.CharField:
     return serializers.CharField(
         max_length=BODY_MAX_CHARS,
@@ -103,9 +129,11 @@ def body_field(**extra) -> serializers.CharField:
 
 
 class _ProvenanceFields(StrictSerializer):
+    identifier_fields = ("source_ref", "run_id")
+
     tier = serializers.ChoiceField(choices=Tier.choices, required=False, default=Tier.LOG)
     pinned = serializers.BooleanField(required=False, default=False)
-    expires_at = serializers.DateTimeField(required=False, help_text="When to stop keeping it; default 90 days.")
+    expires_at = StrictDateTimeField(required=False, help_text="When to stop keeping it; default 90 days.")
     ttl_days = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_TTL_DAYS, help_text="Or: keep it this many days."
     )
@@ -114,9 +142,6 @@ class _ProvenanceFields(StrictSerializer):
     source_label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     run_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
-    def validate_body(self, value: str) -> str:
-        return _refuse_control_characters(value)
-
     def validate(self, attrs):
         if attrs.get("expires_at") is not None and attrs.get("ttl_days") is not None:
             raise serializers.ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})
@@ -124,6 +149,8 @@ class _ProvenanceFields(StrictSerializer):
 
 
 class RememberInputSerializer(_ProvenanceFields):
+    identifier_fields = ("source_ref", "run_id", "only_for", "subject_id")
+
     body = body_field()
     place = PlaceSerializer()
     scope = serializers.ChoiceField(
@@ -133,8 +160,18 @@ class RememberInputSerializer(_ProvenanceFields):
         max_length=150, required=False, help_text="A username: keep the fact for this person alone, wherever it is."
     )
     subject_type = serializers.ChoiceField(choices=SubjectType.choices, required=False)
-    subject_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-    occurred_at = serializers.DateTimeField(
+    subject_id = serializers.CharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text=(
+            "Whom the fact is about, with subject_type: for user, a username of your organisation or an account id "
+            "(stored as the account id); for candidate, your own id for the person (e.g. cand-42); empty for "
+            "workspace. Omitted, it is the person of the place's person scope."
+        ),
+    )
+    occurred_at = StrictDateTimeField(
         required=False,
         help_text="When what it says happened, if not now; recall filters by it and render dates by it.",
     )
@@ -167,10 +204,10 @@ class RecallInputSerializer(StrictSerializer):
         error_messages={"max_value": f"limit is at most {settings.MEMORY_RECALL_MAX_LIMIT}."},
     )
     mode = serializers.ChoiceField(choices=MODES, required=False, default="auto")
-    occurred_after = serializers.DateTimeField(
+    occurred_after = StrictDateTimeField(
         required=False, help_text="Only facts that happened at or after this time (when written, if not known)."
     )
-    occurred_before = serializers.DateTimeField(
+    occurred_before = StrictDateTimeField(
         required=False, help_text="Only facts that happened before this time (when written, if not known)."
     )
 
@@ -191,7 +228,7 @@ class RenderInputSerializer(StrictSerializer):
         help_text="Your turn's id, unique in your organisation: letters, digits and . _ : @ -, at most 200.",
         error_messages={"invalid": "A turn id is letters, digits and . _ : @ -, starting with a letter or digit."},
     )
-    cutoff = serializers.DateField(required=False, help_text="The day notes fade against; default today (UTC).")
+    cutoff = StrictDateField(required=False, help_text="The day notes fade against; default today (UTC).")
 
 
 class SubjectEraseInputSerializer(StrictSerializer):
@@ -251,6 +288,10 @@ def memory_output(memory: Memory, *, now, scope_reason: str | None = None) -> di
             else None
         ),
     }
+    if erased and hasattr(memory, "chain_versions"):
+        # The answer to a forget: every version went, each with its own receipt.
+        data["receipt"]["versions"] = memory.chain_versions
+        data["receipt"]["versions_erased_now"] = memory.forgotten_versions
     if scope_reason is not None:
         data["scope_reason"] = scope_reason
     return data
@@ -267,6 +308,12 @@ class ReceiptOutputSerializer(serializers.Serializer):
     erased_at = serializers.DateTimeField()
     erased_by = serializers.CharField(help_text="Who erased it, e.g. user:mona or agent:helper.")
     reason = serializers.CharField()
+    versions = serializers.IntegerField(
+        required=False, help_text="On the answer to a forget: how many versions the memory had; all are forgotten."
+    )
+    versions_erased_now = serializers.IntegerField(
+        required=False, help_text="On the answer to a forget: how many of them this request erased."
+    )
 
 
 class MemoryOutputSerializer(serializers.Serializer):
@@ -439,12 +486,34 @@ class ReplayOutputSerializer(serializers.Serializer):
     render_version_matches = serializers.BooleanField()
 
 
+class ExportedPlaceOutputSerializer(serializers.Serializer):
+    channel = serializers.CharField()
+    kind = serializers.CharField()
+
+
+class ExportedEventOutputSerializer(serializers.Serializer):
+    thread = serializers.CharField()
+    sequence = serializers.IntegerField()
+    id = serializers.CharField()
+    role = serializers.CharField()
+    author = serializers.CharField()
+    text = serializers.CharField(help_text="Empty once erased.")
+    time = serializers.DateTimeField()
+    place = ExportedPlaceOutputSerializer()
+    erased_at = serializers.DateTimeField(allow_null=True)
+
+
 class SubjectExportOutputSerializer(serializers.Serializer):
     subject_type = serializers.CharField()
     subject_id = serializers.CharField()
     exported_at = serializers.DateTimeField()
     count = serializers.IntegerField()
     memories = MemoryOutputSerializer(many=True, help_text="Oldest first, receipts included.")
+    thread_events = ExportedEventOutputSerializer(
+        many=True,
+        help_text="The thread events an erasure of this subject would erase: what they wrote, their DMs alone, "
+        "and the events that taught their memories.",
+    )
 
 
 class SubjectEraseOutputSerializer(serializers.Serializer):
@@ -458,7 +527,8 @@ class SubjectEraseOutputSerializer(serializers.Serializer):
         child=serializers.IntegerField(),
         help_text=(
             "What was emptied in each store: memories (rows about the subject, receipts kept), vectors, "
-            "injection_lines, thread_events, derived_memories (learned only from erased words), learning_keys."
+            "injection_lines, thread_events, derived_memories (learned only from erased words), learning_keys, "
+            "injection_questions (questions of turns that showed the subject's rows or were in a DM with them)."
         ),
     )
 

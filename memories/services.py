@@ -11,11 +11,14 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
+from memories.errors import LimitReached
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
+from memories.selectors import memory_supersede_chain
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +31,51 @@ def normalise_body(body: str) -> str:
 
 
 def default_expiry(*, tier: str, now: datetime) -> datetime:
-    days = settings.MEMORY_NOTE_TTL_DAYS if tier == Tier.NOTE else settings.MEMORY_DEFAULT_TTL_DAYS
-    return now + timedelta(days=days)
+    """Every tier keeps the ordinary expiry. A note fades from render sooner (MEMORY_NOTE_FADE_DAYS,
+    judged against the render's cutoff) but stays listable, exportable and erasable until then."""
+    return now + timedelta(days=settings.MEMORY_DEFAULT_TTL_DAYS)
+
+
+def live_facts(*, organisation_id, now: datetime, agent: Agent | None = None, person: User | None = None) -> int:
+    """Live facts an agent wrote, or a person wrote: not erased, not corrected, not expired, not system claims."""
+    rows = Memory.objects.filter(
+        organisation_id=organisation_id, redacted_at__isnull=True, superseded_by__isnull=True
+    ).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+    rows = rows.filter(agent=agent) if agent is not None else rows.filter(written_by=person, agent__isnull=True)
+    return rows.exclude(bucket=Bucket.SYSTEM).count()
+
+
+def _hold_live_cap(
+    *, organisation_id, agent: Agent | None, person: User | None, bucket: str, now: datetime, frees: int
+) -> None:
+    """Refuse a write that would take its writer past its live-fact cap (every path writes through here).
+
+    `frees` is 1 when the write replaces a live fact (a correction), which leaves the count as it was.
+    """
+    if bucket == Bucket.SYSTEM:
+        return
+    for kind, writer, limit in (
+        ("agent", agent, settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT),
+        ("person", person if agent is None else None, settings.MEMORY_MAX_LIVE_FACTS_PER_PERSON),
+    ):
+        if writer is None:
+            continue
+        # Two writes at the cap would both count 1,999: a transaction-scoped advisory lock per writer
+        # serialises them without locking any row another writer needs (no deadlock with ingest).
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"memories.live-cap:{kind}:{writer.pk}"])
+        held = live_facts(
+            organisation_id=organisation_id,
+            now=now,
+            agent=writer if kind == "agent" else None,
+            person=writer if kind == "person" else None,
+        )
+        if held - frees >= limit:
+            who = "This agent holds" if kind == "agent" else "You hold"
+            raise LimitReached(
+                f"{who} {limit} live facts, the most {'an agent' if kind == 'agent' else 'a person'} may: "
+                "forget before remembering."
+            )
 
 
 def _actor_label(*, actor: User | None, agent: Agent | None) -> str:
@@ -96,8 +142,15 @@ def memory_remember(
     valid_from: datetime | None = None,
     system_fields: dict | None = None,
     now: datetime | None = None,
+    replaces_live: bool = False,
 ) -> Memory:
-    """Store one memory after checking every rule, and queue its embedding."""
+    """Store one memory after checking every rule, and queue its embedding.
+
+    The live-fact caps hold here, for every path that writes (the API, the
+    pages, consolidation, corrections): `LimitReached` when the writing agent,
+    or the writing person, already holds the most live facts it may.
+    `replaces_live` is for a correction of a live fact, which adds none.
+    """
     now = now or timezone.now()
     if expires_at is None and bucket != Bucket.SYSTEM:
         expires_at = default_expiry(tier=tier, now=now)
@@ -133,6 +186,14 @@ def memory_remember(
         exclude=["search_vector", "promoted", "embedding"], validate_unique=False, validate_constraints=False
     )
     with transaction.atomic():
+        _hold_live_cap(
+            organisation_id=organisation.pk,
+            agent=agent,
+            person=written_by,
+            bucket=bucket,
+            now=now,
+            frees=1 if replaces_live else 0,
+        )
         memory.save(force_insert=True)
         audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=written_by, agent=agent)
         enqueue_embedding([memory.id])
@@ -191,6 +252,8 @@ def memory_supersede(
             occurred_at=overrides.pop("occurred_at", old.occurred_at),
             valid_from=now,
             now=now,
+            # Correcting a live fact replaces it; correcting an expired one brings a fact back to life.
+            replaces_live=old.expires_at is None or old.expires_at > now,
         )
         if overrides:
             raise ValidationError({name: ["This field cannot be set on a correction."] for name in overrides})
@@ -244,6 +307,34 @@ def memory_redact(
         )
         audit_record(memory=row, action=action, actor=actor, agent=agent, detail={"reason": row.redaction_reason})
     return row
+
+
+def memory_forget(
+    *, memory: Memory, reason: str, actor: User | None = None, agent: Agent | None = None, now: datetime | None = None
+) -> Memory:
+    """Forget a memory and every version of it: each row's text and vector erased, each with its own receipt.
+
+    A correction keeps the earlier versions as history; forgetting only the
+    newest would leave what was said readable in them. Returns the row asked
+    for, with `forgotten_versions` (how many rows this call erased) and
+    `chain_versions` (how many versions there are) set on it.
+    """
+    now = now or timezone.now()
+    reason = (reason or "").strip() or "forgotten on request"
+    with transaction.atomic():
+        chain = memory_supersede_chain(memory=memory)
+        # A correction landing mid-forget would add a version this call never saw: lock them all, in one order.
+        list(Memory.objects.select_for_update(no_key=True).filter(pk__in=[row.pk for row in chain]).order_by("pk"))
+        chain = memory_supersede_chain(memory=memory)
+        erased = 0
+        for row in chain:
+            if row.redacted_at is None:
+                memory_redact(memory=row, reason=reason, actor=actor, agent=agent, now=now)
+                erased += 1
+    forgotten = Memory.objects.get(pk=memory.pk, organisation_id=memory.organisation_id)
+    forgotten.forgotten_versions = erased
+    forgotten.chain_versions = len(chain)
+    return forgotten
 
 
 def memory_set_pinned(*, memory: Memory, pinned: bool, actor: User | None = None, agent: Agent | None = None) -> Memory:

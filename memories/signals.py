@@ -20,3 +20,20 @@ def erase_derived(**kwargs) -> dict[str, int]:
         for name, count in (counts or {}).items():
             totals[name] = totals.get(name, 0) + count
     return totals
+
+
+# Sent by a subject-access export, so it holds everything an erasure would erase. Keyword
+# arguments: organisation, subject_type, subject_id, memory_ids (the rows held about the
+# subject). Each receiver returns a dict of lists, e.g. {"thread_events": [...]}.
+subject_exporting = Signal()
+
+
+def export_derived(**kwargs) -> dict[str, list]:
+    """Send `subject_exporting` and gather what the receivers hold about the subject."""
+    from memories.models import Memory
+
+    gathered: dict[str, list] = {}
+    for _receiver, held in subject_exporting.send(sender=Memory, **kwargs):
+        for name, items in (held or {}).items():
+            gathered.setdefault(name, []).extend(items)
+    return gathered

@@ -14,9 +14,10 @@ from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
 from memories.locks import memories_rewrite_lock
-from memories.models import InjectionLine, Memory, MemoryAudit, Scope, SubjectType
+from memories.models import Injection, InjectionLine, Memory, MemoryAudit, Scope, SubjectType
+from memories.serializers import memory_output
 from memories.services import memory_redact
-from memories.signals import erase_derived
+from memories.signals import erase_derived, export_derived
 
 
 def _about(*, organisation: Organisation, subject_type: str, subject_id: str) -> QuerySet[Memory]:
@@ -35,6 +36,36 @@ def subject_export(*, organisation: Organisation, subject_type: str, subject_id:
         .select_related("agent", "written_by")
         .order_by("created_at", "id")
     )
+
+
+def subject_export_document(*, organisation: Organisation, subject_type: str, subject_id: str, now) -> dict:
+    """The subject-access export: every row held about the subject, and everything erasure would reach
+    beyond them (the thread events they wrote, their DMs alone, the events that taught their memories)."""
+    rows = subject_export(organisation=organisation, subject_type=subject_type, subject_id=subject_id)
+    derived = export_derived(
+        organisation=organisation,
+        subject_type=subject_type,
+        subject_id=subject_id,
+        memory_ids=[str(row.pk) for row in rows],
+    )
+    return {
+        "subject_type": subject_type,
+        "subject_id": subject_id,
+        "exported_at": now,
+        "count": len(rows),
+        "memories": [memory_output(row, now=now) for row in rows],
+        "thread_events": derived.get("thread_events", []),
+    }
+
+
+def _injections_showing(*, organisation: Organisation, subject_type: str, subject_id: str, memory_ids) -> Q:
+    """Injections whose question may say something about or by the subject: those that showed one of
+    their rows, those whose place had them as its person (a DM alone with them), and their own."""
+    lines = InjectionLine.objects.filter(organisation=organisation, memory__in=list(memory_ids))
+    showed = Q(pk__in=lines.values("injection"))
+    if subject_type == SubjectType.USER and subject_id:
+        showed |= Q(place_kind="dm", place_people=[str(subject_id)]) | Q(user_id=subject_id)
+    return showed
 
 
 def subject_erase(
@@ -115,6 +146,20 @@ def subject_erase(
             .exclude(memory__in=[row.pk for row in rows])
             .count()
         )
+        # The question a turn was rendered for may repeat what the subject said or what was said of them.
+        # Derived memories erased at this same instant count as the subject's rows here.
+        derived_ids = InjectionLine.objects.filter(organisation=organisation, erased_at=now).values_list(
+            "memory", flat=True
+        )
+        showing = _injections_showing(
+            organisation=organisation,
+            subject_type=subject_type,
+            subject_id=subject_id,
+            memory_ids={row.pk for row in rows} | {pk for pk in derived_ids if pk is not None},
+        )
+        questions = (
+            Injection.objects.filter(organisation=organisation).filter(showing).exclude(question="").update(question="")
+        )
     return {
         "subject_type": subject_type,
         "subject_id": subject_id,
@@ -129,5 +174,6 @@ def subject_erase(
             "thread_events": derived.get("thread_events_erased", 0),
             "derived_memories": derived.get("derived_memories_erased", 0),
             "learning_keys": derived.get("learning_keys_cleared", 0),
+            "injection_questions": questions,
         },
     }

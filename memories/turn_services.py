@@ -18,8 +18,9 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Agent, Membership, Organisation, User
-from accounts.people import person_lookup
-from memories import planes, render
+from accounts.people import people_labels, person_lookup
+from memories import planes, render, services
+from memories.errors import LimitReached  # noqa: F401 - re-exported: `from memories.turn_services import LimitReached`
 from memories.models import (
     Author,
     Bucket,
@@ -34,11 +35,7 @@ from memories.models import (
 from memories.places import PlaceInTurn
 from memories.recall import recall, render_candidates
 from memories.scopes import PERSON, SCOPE_ORDER, WORKSPACE, Place, ScopeChoice, scope_for, solo_person
-from memories.services import memory_redact, memory_remember, memory_set_pinned, memory_supersede
-
-
-class LimitReached(Exception):
-    """An agent holds the most live facts it may; it must forget before it remembers."""
+from memories.services import memory_remember, memory_set_pinned, memory_supersede
 
 
 class TurnConflict(Exception):
@@ -48,20 +45,6 @@ class TurnConflict(Exception):
         super().__init__(message)
         self.field = field
         self.message = message
-
-
-def live_facts_of(*, agent: Agent, now: datetime) -> int:
-    return (
-        Memory.objects.filter(
-            organisation_id=agent.organisation_id,
-            agent=agent,
-            redacted_at__isnull=True,
-            superseded_by__isnull=True,
-            expires_at__gt=now,
-        )
-        .exclude(bucket=Bucket.SYSTEM)
-        .count()
-    )
 
 
 def user_subject_id(*, organisation: Organisation, subject_id: str) -> str:
@@ -87,6 +70,57 @@ def _only_for_id(*, organisation: Organisation, resolved: PlaceInTurn, only_for:
             {"only_for": [f"only_for names a person of this place; {only_for!r} is not in {resolved.place.channel}."]}
         )
     return str(membership.user_id)
+
+
+def _write_scope(
+    *, organisation: Organisation, resolved: PlaceInTurn, scope: str | None, only_for: str | None, user: User | None
+) -> ScopeChoice:
+    """The scope a write in this place goes to, with the reason when it is not the one asked for."""
+    place = resolved.place
+    only_for_id = None
+    if only_for:
+        only_for_id = _only_for_id(organisation=organisation, resolved=resolved, only_for=only_for, user=user)
+    narrowed = ""
+    if scope == PERSON and not only_for_id and solo_person(place) is None:
+        if user is None:
+            raise ValidationError(
+                {
+                    "scope": [
+                        "A person fact is written only in a DM with exactly one person; in this "
+                        f"{place.kind} channel name the person with only_for, or drop scope."
+                    ]
+                }
+            )
+        only_for_id = str(user.pk)
+        narrowed = "a person fact outside a DM with one person is kept for you alone"
+    if scope == WORKSPACE and user is not None and not _is_owner(organisation=organisation, user=user):
+        # A workspace fact reaches every agent's prompt everywhere, and only owners change one.
+        scope = None
+        narrowed = "only owners write workspace facts; kept in this place"
+    choice = scope_for(place, scope, only_for_id)
+    return replace(choice, reason=narrowed) if narrowed else choice
+
+
+def _subject(
+    *, organisation: Organisation, choice: ScopeChoice, subject_type: str | None, subject_id: str
+) -> tuple[str, str]:
+    """Whom the fact is about: said by the caller, or, only in a person scope, that person."""
+    if subject_type is None:
+        if choice.scope != Scope.PERSON:
+            # A personal fact must name whom it is about; it is never defaulted to nobody.
+            raise ValidationError(
+                {
+                    "subject_type": [
+                        "Say whom this fact is about: user or candidate with subject_id, or workspace for an "
+                        "operational fact. Only a fact kept in a person scope (a DM, or only_for) defaults to "
+                        "that person."
+                    ]
+                }
+            )
+        return SubjectType.USER, choice.ref
+    if subject_type == SubjectType.USER:
+        return subject_type, user_subject_id(organisation=organisation, subject_id=subject_id)
+    return subject_type, subject_id or ""
 
 
 def memory_remember_in_place(
@@ -122,57 +156,19 @@ def memory_remember_in_place(
     if (agent is None) == (user is None):
         raise ValueError("exactly one of agent and user writes a memory")
     now = now or timezone.now()
-    place = resolved.place
-    only_for_id = None
-    if only_for:
-        only_for_id = _only_for_id(organisation=organisation, resolved=resolved, only_for=only_for, user=user)
-    narrowed = ""
-    if scope == PERSON and not only_for_id and solo_person(place) is None:
-        if user is not None:
-            only_for_id = str(user.pk)
-            narrowed = "a person fact outside a DM with one person is kept for you alone"
-        else:
-            raise ValidationError(
-                {
-                    "scope": [
-                        "A person fact is written only in a DM with exactly one person; in this "
-                        f"{place.kind} channel name the person with only_for, or drop scope."
-                    ]
-                }
-            )
-    if scope == WORKSPACE and user is not None and not _is_owner(organisation=organisation, user=user):
-        # A workspace fact reaches every agent's prompt everywhere, and only owners change one.
-        scope = None
-        narrowed = "only owners write workspace facts; kept in this place"
-    choice = scope_for(place, scope, only_for_id)
-    if narrowed:
-        choice = replace(choice, reason=narrowed)
+    choice = _write_scope(organisation=organisation, resolved=resolved, scope=scope, only_for=only_for, user=user)
     if expires_at is not None and ttl_days is not None:
         raise ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})
     if ttl_days is not None:
         expires_at = now + timedelta(days=ttl_days)
-
     scope_label = ""
     if choice.scope == Scope.CHANNEL:
-        scope_label = place.channel
+        scope_label = resolved.place.channel
     elif choice.scope == Scope.PERSON:
         scope_label = resolved.label_for(choice.ref) or _label_of(organisation=organisation, person_id=choice.ref)
-
-    if subject_type is None:
-        if choice.scope != Scope.PERSON:
-            # A personal fact must name whom it is about; it is never defaulted to nobody.
-            raise ValidationError(
-                {
-                    "subject_type": [
-                        "Say whom this fact is about: user or candidate with subject_id, or workspace for an "
-                        "operational fact. Only a fact kept in a person scope (a DM, or only_for) defaults to "
-                        "that person."
-                    ]
-                }
-            )
-        subject_type, subject_id = SubjectType.USER, choice.ref
-    elif subject_type == SubjectType.USER:
-        subject_id = user_subject_id(organisation=organisation, subject_id=subject_id)
+    subject_type, subject_id = _subject(
+        organisation=organisation, choice=choice, subject_type=subject_type, subject_id=subject_id
+    )
 
     is_agent = agent is not None
     fields = dict(
@@ -185,7 +181,7 @@ def memory_remember_in_place(
         agent=agent,
         written_by=user,
         subject_type=subject_type,
-        subject_id=subject_id or "",
+        subject_id=subject_id,
         scope=choice.scope,
         scope_ref=choice.ref,
         scope_label=scope_label,
@@ -198,14 +194,8 @@ def memory_remember_in_place(
         occurred_at=occurred_at,
         now=now,
     )
-    with transaction.atomic():
-        if agent is not None:
-            # Two remembers at the limit would both count 1,999; locking the agent row serialises them.
-            Agent.objects.select_for_update(no_key=True).filter(pk=agent.pk).first()
-            limit = settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT
-            if live_facts_of(agent=agent, now=now) >= limit:
-                raise LimitReached(f"This agent holds {limit} live facts, the most it may: forget before remembering.")
-        memory = memory_remember(**fields)
+    # The live-fact caps are held by `memory_remember` itself, on every path that writes.
+    memory = memory_remember(**fields)
     return memory, choice
 
 
@@ -219,8 +209,8 @@ def _label_of(*, organisation: Organisation, person_id: str) -> str:
 
 
 def memory_forget(*, memory: Memory, reason: str, actor: User | None = None, agent: Agent | None = None) -> Memory:
-    """Forget a fact: erase its body and vector, keep the receipt (who, when, why)."""
-    return memory_redact(memory=memory, reason=reason or "forgotten on request", actor=actor, agent=agent)
+    """Forget a fact and every version of it: erase body and vector, keep a receipt per row (who, when, why)."""
+    return services.memory_forget(memory=memory, reason=reason or "forgotten on request", actor=actor, agent=agent)
 
 
 def memory_correct(
@@ -301,10 +291,11 @@ def _caps() -> dict[str, render.RenderCaps]:
     return {scope: render.RenderCaps.from_setting(settings.MEMORY_RENDER_CAPS[scope]) for scope in SCOPE_ORDER}
 
 
-def _render_fact(row: dict) -> render.RenderFact:
+def _render_fact(row: dict, names: dict[str, str]) -> render.RenderFact:
     source = row["source_label"] or row["source_ref"]
     created = row["created_at"].astimezone(UTC)
     occurred = row["occurred_at"].astimezone(UTC) if row["occurred_at"] else None
+    subject_id = str(row["subject_id"] or "")
     return render.RenderFact(
         id=str(row["id"]),
         scope=row["scope"],
@@ -316,22 +307,20 @@ def _render_fact(row: dict) -> render.RenderFact:
         text=row["body"],
         scope_label=row["scope_label"],
         pinned=row["pinned"],
+        subject_type=row["subject_type"],
+        subject_label=names.get(subject_id, "") if row["subject_type"] == SubjectType.USER else subject_id,
     )
 
 
-def _plane_sections(*, principal, place: Place, cutoff: date, limit: int) -> list[render.Section]:
-    sections = []
-    for name, provider in planes.render_section_providers():
-        produced = provider(principal, place, cutoff)
-        if not produced:
-            continue
-        if isinstance(produced, planes.SectionLines):
-            title, lines = produced.title, list(produced.lines)
-        else:
-            title, lines = name, list(produced)
-        if lines:
-            sections.append(render.section_from(name, title, lines, limit))
-    return sections
+def _subject_names(rows: list[dict], resolved: PlaceInTurn, organisation: Organisation) -> dict[str, str]:
+    """How the user subjects of these rows are named (handle, else username): the place's people first,
+    the rest in one query."""
+    names = dict(resolved.labels)
+    wanted = {str(row["subject_id"]) for row in rows if row["subject_type"] == SubjectType.USER} - set(names)
+    if wanted:
+        labels = people_labels(organisation=organisation, ids=sorted(wanted))
+        names.update(zip(sorted(wanted), labels, strict=True))
+    return names
 
 
 def _same_request(injection: Injection, *, place: Place, question: str, cutoff: date, agent, user) -> bool:
@@ -375,6 +364,7 @@ def injection_render(
 
     caps = _caps()
     rows, totals = render_candidates(organisation=organisation, place=place, agent=agent, caps=caps, now=now)
+    notices: list[str] = []
     if question:
         ranked = recall(
             organisation=organisation,
@@ -384,10 +374,12 @@ def injection_render(
             agent=agent,
             now=now,
         )
+        notices.append(ranked.notice)
         order = {str(row["id"]): position for position, row in enumerate(ranked.rows)}
         # The facts the question recalls lead their sections; the rest keep recency order.
         rows.sort(key=lambda row: order.get(str(row["id"]), len(order)))
-    facts = [_render_fact(row) for row in rows]
+    names = _subject_names(rows, resolved, organisation)
+    facts = [_render_fact(row, names) for row in rows]
     passed = {scope: sum(1 for fact in facts if fact.scope == scope) for scope in SCOPE_ORDER}
     labels = {"channel": place.channel}
     person = solo_person(place)
@@ -400,8 +392,12 @@ def injection_render(
         fade_days=settings.MEMORY_NOTE_FADE_DAYS,
         labels=labels,
         left_out={scope: max(totals.get(scope, 0) - passed[scope], 0) for scope in SCOPE_ORDER},
+        notices=notices,
     )
-    sections = _plane_sections(principal=principal, place=place, cutoff=cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp)
+    sections, failed_planes = planes.plane_sections(
+        principal=principal, place=place, cutoff=cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp
+    )
+    selection.omissions.extend(failed_planes)
     text = render.compose(selection.paragraphs, sections)
 
     with transaction.atomic():

@@ -183,9 +183,17 @@ def test_erasing_a_person_leaves_no_trace_of_them_anywhere(
     # What others are owed: about max, and the workspace.
     control = remember(api, dm_max, f"Max likes {CONTROL}")
 
-    # Injection records quoting them, and every row embedded as a worker would.
-    for turn, place in (("turn-dm", dm), ("turn-team", team)):
-        assert api.post("/api/v1/render", {"turn_id": turn, "place": place}, format="json").status_code == 200
+    # Injection records quoting them, and every row embedded as a worker would. The questions repeat the
+    # marker: one in a DM with her, one in a channel that showed a fact about her; max's turn is the control.
+    for turn, place, question in (
+        ("turn-dm", dm, ""),
+        ("turn-team", team, ""),
+        ("turn-dm-asked", dm, f"What is the {MARKER} code?"),
+        ("turn-team-asked", team, f"When is the {MARKER} release?"),
+        ("turn-max-asked", dm_max, f"What does Max like, {CONTROL}?"),
+    ):
+        body = {"turn_id": turn, "place": place, "question": question}
+        assert api.post("/api/v1/render", body, format="json").status_code == 200
     all_ids = [str(pk) for pk in Memory.objects.values_list("pk", flat=True)]
     assert not memory_embed(ids=all_ids).failed
     about_her = [row for row in Memory.objects.all() if MARKER in row.body]
@@ -199,11 +207,19 @@ def test_erasing_a_person_leaves_no_trace_of_them_anywhere(
         "memories_memory.search_vector",
         "memories_injectionline.line",
         "threads_threadevent.text",
+        "memories_injection.question",
     } <= set(before), before
+    assert before["memories_injection.question"] == 2
     assert any(task["queue"] == "embed" for task in queued_tasks(broker))  # the queue was really used
 
     owner_api = APIClient()
     owner_api.force_login(owner)
+    # The subject-access export holds everything the erasure will reach: her thread events too.
+    exported = mona.get(f"/api/v1/subjects/user/{member.pk}/memories").json()  # her own subject-access request
+    assert {event["text"] for event in exported["thread_events"]} == {
+        f"I prefer {MARKER} tea",
+        f"Remember that the {MARKER} release is on Monday",
+    }
     response = owner_api.post(
         f"/api/v1/subjects/user/{member.pk}/erase", {"reason": "Erasure request #12"}, format="json"
     )
@@ -236,6 +252,7 @@ def test_erasing_a_person_leaves_no_trace_of_them_anywhere(
     assert stores["injection_lines"] >= 2
     assert stores["thread_events"] == 2
     assert stores["derived_memories"] >= 1
+    assert stores["injection_questions"] >= 2
     # And what is owed to others is still there.
     assert Memory.objects.get(pk=control).body == f"Max likes {CONTROL}"
-    assert "memories_memory.body" in tables_holding(CONTROL)
+    assert {"memories_memory.body", "memories_injection.question"} <= set(tables_holding(CONTROL))

@@ -14,6 +14,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
 from memories.api import ERROR_EXAMPLE, PLACE_EXAMPLE, TurnApi
+from memories.fields import StrictDateTimeField
 from memories.serializers import PlaceSerializer, StrictSerializer
 from threads.models import THREAD_ID_PATTERN, Learning, Thread, ThreadEvent
 from threads.services import thread_events_ingest
@@ -23,6 +24,11 @@ _THREAD_ID = re.compile(THREAD_ID_PATTERN)
 
 
 class EventInputSerializer(StrictSerializer):
+    """One event. Its text keeps invisible characters (real chat carries RTL marks); they are shown as
+    visible marks wherever the text reaches a prompt (memories.text.neutralise). Ids and authors refuse them."""
+
+    identifier_fields = ("id", "author")
+
     id = serializers.CharField(
         max_length=200,
         required=False,
@@ -45,7 +51,7 @@ class EventInputSerializer(StrictSerializer):
             "blank": "An event needs text; it is empty.",
         },
     )
-    time = serializers.DateTimeField(help_text="When it happened (ISO 8601).")
+    time = StrictDateTimeField(help_text="When it happened (RFC 3339, with its offset).")
     place = PlaceSerializer()
 
 

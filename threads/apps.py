@@ -7,7 +7,9 @@ class ThreadsConfig(AppConfig):
 
     def ready(self) -> None:
         # Erasure of a subject reaches the thread events and learned memories derived from it.
-        from memories.signals import subject_erased
+        from memories.signals import subject_erased, subject_exporting
         from threads import services
 
         subject_erased.connect(services.on_subject_erased, dispatch_uid="threads.erase_derived")
+        # The subject-access export holds what erasure reaches: the same events.
+        subject_exporting.connect(services.on_subject_exporting, dispatch_uid="threads.export_derived")

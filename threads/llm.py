@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import requests
 
 from memories.models import CONTROL_CHARS
+from memories.text import neutralise
 from threads.extraction import (
     ABOUT_AUTHOR,
     ABOUT_WORKSPACE,
@@ -100,7 +101,7 @@ def _event_json(event: EventView) -> dict:
         "sequence": event.sequence,
         "role": event.role,
         "author": event.author,
-        "text": event.text,
+        "text": neutralise(event.text),  # invisible characters never reach the prompt unseen
         "time": event.occurred_at.isoformat() if event.occurred_at else None,
     }
 

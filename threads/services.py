@@ -200,6 +200,7 @@ class ConsolidationResult:
     duplicates: int = 0
     skipped: int = 0
     watermark: int = 0
+    capped: str = ""  # why candidates stopped being kept: the writer's live-fact cap
 
 
 def _view(event: ThreadEvent) -> EventView:
@@ -342,7 +343,12 @@ class _Consolidator:
                         for event in sources
                     ]
                 )
-        except (ValidationError, LimitReached) as error:
+        except LimitReached as error:
+            # At the cap nothing more can be kept until something is forgotten; the thread's status says so.
+            self.result.skipped += 1
+            self.result.capped = f"Stopped at the cap: {error}"
+            return
+        except ValidationError as error:
             # One candidate the rules refuse (a body too long, the agent at its limit) must not
             # hold back the rest of the thread; it is logged and left out.
             logger.warning("thread %s: candidate %r not kept: %s", self.thread.pk, candidate.body[:80], error)
@@ -450,13 +456,14 @@ def thread_consolidate(
                 work.apply(candidate, vector)
             locked.consolidated_through = batch[-1].sequence
             locked.consolidated_at = batch_time
-            locked.consolidation_error = ""
+            locked.consolidation_error = work.result.capped
             locked.save(update_fields=["consolidated_through", "consolidated_at", "consolidation_error", "updated_at"])
         total.events += len(batch)
         total.written += work.result.written
         total.superseded += work.result.superseded
         total.duplicates += work.result.duplicates
         total.skipped += work.result.skipped
+        total.capped = work.result.capped or total.capped
         total.watermark = locked.consolidated_through
         logger.info(
             "thread %s consolidated through %d: %d written, %d superseded, %d duplicates",
@@ -473,6 +480,51 @@ def thread_record_failure(*, thread_id: int, error: str) -> None:
 
 
 # --- Erasure -------------------------------------------------------------------------
+
+
+def events_about_subject(*, organisation: Organisation, subject_type: str, subject_id: str, memory_ids) -> Q:
+    """The events a subject request reaches: what they wrote, their DMs alone, and what taught their memories."""
+    reached = Q(
+        pk__in=LearningSource.objects.filter(
+            organisation=organisation, learning__memory_id__in=list(memory_ids)
+        ).values("event_id")
+    )
+    if subject_type == SubjectType.USER and subject_id:
+        reached |= Q(author_user_id=subject_id) | Q(place_kind="dm", place_people=[str(subject_id)])
+    return reached
+
+
+def on_subject_exporting(sender, **kwargs) -> dict[str, list]:
+    """Receiver of memories.signals.subject_exporting: the events an erasure of this subject would erase."""
+    organisation = kwargs["organisation"]
+    reached = events_about_subject(
+        organisation=organisation,
+        subject_type=kwargs["subject_type"],
+        subject_id=kwargs["subject_id"],
+        memory_ids=kwargs.get("memory_ids") or [],
+    )
+    events = (
+        ThreadEvent.objects.filter(organisation=organisation)
+        .filter(reached)
+        .select_related("thread")
+        .order_by("occurred_at", "pk")
+    )
+    return {
+        "thread_events": [
+            {
+                "thread": event.thread.external_id,
+                "sequence": event.sequence,
+                "id": event.external_id,
+                "role": event.role,
+                "author": event.author,
+                "text": event.text,
+                "time": event.occurred_at,
+                "place": {"channel": event.place_channel, "kind": event.place_kind},
+                "erased_at": event.erased_at,
+            }
+            for event in events
+        ]
+    }
 
 
 def thread_subject_erase(
@@ -497,13 +549,9 @@ def thread_subject_erase(
     now = now or timezone.now()
     reason = (reason or "").strip() or f"subject erasure for {subject_type} {subject_id}"
     with transaction.atomic():
-        reached = Q(
-            pk__in=LearningSource.objects.filter(
-                organisation=organisation, learning__memory_id__in=list(memory_ids)
-            ).values("event_id")
+        reached = events_about_subject(
+            organisation=organisation, subject_type=subject_type, subject_id=subject_id, memory_ids=memory_ids
         )
-        if subject_type == SubjectType.USER and subject_id:
-            reached |= Q(author_user_id=subject_id) | Q(place_kind="dm", place_people=[str(subject_id)])
         events = ThreadEvent.objects.select_for_update(no_key=True).filter(
             organisation=organisation, erased_at__isnull=True
         )

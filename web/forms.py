@@ -5,7 +5,11 @@ from __future__ import annotations
 from django import forms
 from django.contrib.auth.forms import AuthenticationForm
 
-from memories.models import BODY_MAX_CHARS, Bucket, Scope, Tier
+from accounts.models import HANDLE_MAX_CHARS
+from accounts.people import DIRECTORY_USERNAME_PREFIX, DISPLAY_NAME_MAX_CHARS, handle_problem
+from accounts.tokens import AGENT_NAME_MAX_CHARS, MAX_LISTED_CHANNELS, MAX_LISTED_PEOPLE
+from memories.models import BODY_MAX_CHARS, Bucket, Channel, Scope, Tier
+from memories.places import MAX_PEOPLE_IN_PLACE, channel_problem
 
 SEARCH_MAX_CHARS = 200
 REASON_MAX_CHARS = 500
@@ -111,3 +115,150 @@ class EraseEverythingForm(forms.Form):
         if typed.lower() != ERASE_WORD:
             raise forms.ValidationError(f'Type the word "{ERASE_WORD}" to confirm; nothing was erased.')
         return typed
+
+
+# --- The owners' pages ----------------------------------------------------------------------------
+
+PEOPLE_FIELD_MAX_CHARS = 20_000
+CHANNELS_FIELD_MAX_CHARS = 45_000
+
+
+def names_in(text: str, *, most: int, what: str) -> list[str]:
+    """Handles and usernames typed one per line or separated by spaces or commas (neither holds either),
+    each once; refused when there are more than `most` ("A place names at most 500 people.")."""
+    names = list(dict.fromkeys(name for name in text.replace(",", " ").split() if name))
+    if len(names) > most:
+        raise forms.ValidationError(f"{what} at most {most} people.")
+    return names
+
+
+class PersonForm(forms.Form):
+    handle = forms.CharField(
+        label="Handle",
+        max_length=HANDLE_MAX_CHARS,
+        help_text=(
+            f"Up to {HANDLE_MAX_CHARS} letters, digits and . _ : @ -, such as a chat platform's user id. "
+            "Adding a handle that exists updates that person's display name."
+        ),
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
+    display_name = forms.CharField(
+        label="Display name", max_length=DISPLAY_NAME_MAX_CHARS, required=False, help_text="How people know them."
+    )
+
+    def clean_handle(self) -> str:
+        handle = self.cleaned_data["handle"].strip()
+        problem = handle_problem(handle)
+        if problem:
+            raise forms.ValidationError(problem)
+        return handle
+
+
+class InviteForm(forms.Form):
+    username = forms.CharField(
+        label="Username they will sign in with",
+        max_length=150,
+        help_text="Letters, digits and @ . + - _ only, up to 150 characters; unique within your organisation.",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
+
+    def clean_username(self) -> str:
+        username = self.cleaned_data["username"].strip()
+        if username.startswith(DIRECTORY_USERNAME_PREFIX):
+            raise forms.ValidationError(f"A username cannot start with {DIRECTORY_USERNAME_PREFIX!r}.")
+        return username
+
+
+class RemoveForm(forms.Form):
+    confirm = forms.BooleanField(
+        label="Yes, remove this person: they can no longer sign in, and agents stop naming them in new places",
+    )
+
+
+def _kind_choices():
+    return Channel.Kind.choices
+
+
+class PlaceForm(forms.Form):
+    """A place's kind and its whole membership; `channel` only when recording a new place."""
+
+    channel = forms.CharField(
+        label="Channel id",
+        max_length=200,
+        help_text="The chat platform's id for it: 1 to 200 printable characters, no slash.",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
+    kind = forms.ChoiceField(label="Kind", choices=_kind_choices)
+    people = forms.CharField(
+        label="People in it",
+        required=False,
+        max_length=PEOPLE_FIELD_MAX_CHARS,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text=(
+            f"Handles or usernames, separated by spaces, commas or new lines; at most {MAX_PEOPLE_IN_PLACE}. "
+            "A DM is with exactly one person. Everyone in the organisation may read a public channel."
+        ),
+    )
+
+    def __init__(self, *args, new: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not new:
+            del self.fields["channel"]
+
+    def clean_channel(self) -> str:
+        channel = self.cleaned_data["channel"]
+        problem = channel_problem(channel)
+        if problem:
+            raise forms.ValidationError(problem)
+        return channel
+
+    def clean_people(self) -> list[str]:
+        return names_in(self.cleaned_data["people"], most=MAX_PEOPLE_IN_PLACE, what="A place names")
+
+
+class AgentForm(forms.Form):
+    name = forms.CharField(
+        label="Agent's name",
+        max_length=AGENT_NAME_MAX_CHARS,
+        help_text=f"Up to {AGENT_NAME_MAX_CHARS} characters, unique within your organisation.",
+    )
+
+
+class RestrictForm(forms.Form):
+    restricted = forms.BooleanField(label="Restrict this token to the channels and DMs listed below", required=False)
+    channels = forms.CharField(
+        label="Channels (external ids, one per line)",
+        required=False,
+        max_length=CHANNELS_FIELD_MAX_CHARS,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text=f"At most {MAX_LISTED_CHANNELS}. A channel need not be recorded yet.",
+    )
+    people = forms.CharField(
+        label="DMs with these people (handles or usernames)",
+        required=False,
+        max_length=PEOPLE_FIELD_MAX_CHARS,
+        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        help_text=f"Separated by spaces, commas or new lines; at most {MAX_LISTED_PEOPLE}.",
+    )
+
+    def clean_channels(self) -> list[str]:
+        channels = list(dict.fromkeys(line.strip() for line in self.cleaned_data["channels"].splitlines()))
+        channels = [channel for channel in channels if channel]
+        for channel in channels:
+            problem = channel_problem(channel)
+            if problem:
+                raise forms.ValidationError(f"{channel[:40]!r}: {problem}")
+        if len(channels) > MAX_LISTED_CHANNELS:
+            raise forms.ValidationError(f"A token lists at most {MAX_LISTED_CHANNELS} channels.")
+        return channels
+
+    def clean_people(self) -> list[str]:
+        return names_in(self.cleaned_data["people"], most=MAX_LISTED_PEOPLE, what="A token lists")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("restricted") and not data.get("channels") and not data.get("people"):
+            raise forms.ValidationError(
+                "A restricted token with no channels and no people can act nowhere; list some, or revoke it."
+            )
+        return data

@@ -11,9 +11,10 @@ from datetime import datetime
 
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.core.paginator import Page, Paginator
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Prefetch, Q, QuerySet
 
-from memories.models import Bucket, Memory
+from accounts.models import Agent, AgentToken, Membership
+from memories.models import Bucket, Channel, ChannelMember, Memory, PlaceAudit
 from memories.selectors import memory_injections
 
 PAGE_SIZE = 20
@@ -138,3 +139,142 @@ def memory_usage(*, memory: Memory, limit: int = 20) -> Usage:
     rows = lines.values_list("injection__turn_id", "injection__created_at").distinct()[:limit]
     turns = [Turn(turn_id=turn_id, at=at) for turn_id, at in rows]
     return Usage(count=count, last=turns[0].at if turns else None, turns=turns)
+
+
+# --- The owners' pages and "My places": records of people, places and tokens ------------------------
+
+
+def people_labels(*, organisation, ids=None) -> dict[str, str]:
+    """Person id -> how pages name them now (handle, else username), in one query.
+
+    Audit rows keep ids only, so a renamed or invited person shows under their
+    current name and an erased or deleted one under none.
+    """
+    rows = Membership.objects.filter(organisation=organisation)
+    if ids is not None:
+        rows = rows.filter(user_id__in=[str(person_id) for person_id in ids])
+    return {
+        str(user_id): handle or username
+        for user_id, handle, username in rows.values_list("user_id", "handle", "user__username")
+    }
+
+
+UNKNOWN_PERSON = "a person no longer here"
+
+
+@dataclass(frozen=True)
+class PlaceChange:
+    """One audit row of a place, with people named by their current labels."""
+
+    channel: str
+    at: datetime
+    by: str
+    by_owner: bool
+    kind_from: str
+    kind_to: str
+    added: list[str]
+    removed: list[str]
+
+    @property
+    def created(self) -> bool:
+        return not self.kind_from
+
+
+def _changes(rows, *, organisation) -> list[PlaceChange]:
+    rows = list(rows)
+    ids: set[str] = set()
+    for row in rows:
+        ids.update(map(str, row.added))
+        ids.update(map(str, row.removed))
+        if row.actor_id:
+            ids.add(str(row.actor_id))
+    labels = people_labels(organisation=organisation, ids=ids)
+
+    def label(person_id) -> str:
+        return labels.get(str(person_id), UNKNOWN_PERSON)
+
+    changes = []
+    for row in rows:
+        if row.actor_id:
+            by = f"{label(row.actor_id)} (owner)"
+        elif row.agent_id:
+            by = f"the agent {row.agent.name}"
+        else:
+            by = "a script"
+        changes.append(
+            PlaceChange(
+                channel=row.channel.external_id,
+                at=row.at,
+                by=by,
+                by_owner=row.actor_id is not None,
+                kind_from=row.kind_from,
+                kind_to=row.kind_to,
+                added=sorted(label(person_id) for person_id in row.added),
+                removed=sorted(label(person_id) for person_id in row.removed),
+            )
+        )
+    return changes
+
+
+def place_changes(*, organisation, channel: Channel, limit: int = 50) -> list[PlaceChange]:
+    """A place's audit, newest first."""
+    rows = (
+        PlaceAudit.objects.filter(organisation=organisation, channel=channel)
+        .select_related("channel", "agent")
+        .order_by("-at", "-id")[:limit]
+    )
+    return _changes(rows, organisation=organisation)
+
+
+def owner_changes_seen_by(*, organisation, user, limit: int = 50) -> dict[str, list[PlaceChange]]:
+    """Owners' changes to the places whose record lists this person, newest first, by channel id.
+
+    Only places the person is in now: someone removed from a private place
+    sees that they were removed (`removals_of`), not who else is in it.
+    """
+    mine = ChannelMember.objects.filter(organisation=organisation, user=user).values("channel_id")
+    rows = (
+        PlaceAudit.objects.filter(organisation=organisation, channel_id__in=mine, actor__isnull=False)
+        .select_related("channel", "agent")
+        .order_by("-at", "-id")[:limit]
+    )
+    by_channel: dict[str, list[PlaceChange]] = {}
+    for change in _changes(rows, organisation=organisation):
+        by_channel.setdefault(change.channel, []).append(change)
+    return by_channel
+
+
+@dataclass(frozen=True)
+class Removal:
+    channel: str
+    at: datetime
+    by: str
+
+
+def removals_of(*, organisation, user, limit: int = 20) -> list[Removal]:
+    """Places this person was taken out of and is not in now, with who did it and when (nobody else's name)."""
+    mine = ChannelMember.objects.filter(organisation=organisation, user=user).values("channel_id")
+    rows = list(
+        PlaceAudit.objects.filter(organisation=organisation, removed__contains=[str(user.pk)])
+        .exclude(channel_id__in=mine)
+        .select_related("channel", "agent")
+        .order_by("-at", "-id")[:limit]
+    )
+    labels = people_labels(organisation=organisation, ids={row.actor_id for row in rows if row.actor_id})
+    removals = []
+    for row in rows:
+        if row.actor_id:
+            by = f"{labels.get(str(row.actor_id), UNKNOWN_PERSON)} (owner)"
+        else:
+            by = f"the agent {row.agent.name}" if row.agent_id else "a script"
+        removals.append(Removal(channel=row.channel.external_id, at=row.at, by=by))
+    return removals
+
+
+def agents_with_tokens(*, organisation) -> QuerySet[Agent]:
+    """The organisation's agents by name, each with its tokens newest first (two queries)."""
+    return (
+        Agent.objects.filter(organisation=organisation)
+        .order_by("name")
+        .prefetch_related(Prefetch("tokens", queryset=AgentToken.objects.order_by("-created_at", "-id")))
+    )

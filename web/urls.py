@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path, reverse_lazy
 from django.views.generic import RedirectView
 
-from web import views
+from web import owners, views
 from web.forms import LoginForm
 
 app_name = "web"
@@ -35,6 +35,18 @@ urlpatterns = [
         ),
         name="password-change-done",
     ),
+    path(
+        "accounts/welcome/<uidb64>/<token>/",
+        owners.PasswordSetView.as_view(extra_context={"section": "account"}),
+        name="password-set",
+    ),
+    path(
+        "accounts/welcome/done/",
+        auth_views.PasswordResetCompleteView.as_view(
+            template_name="registration/password_set_complete.html", extra_context={"section": "account"}
+        ),
+        name="password-set-done",
+    ),
     path("me/memories", views.memory_list, name="memory-list"),
     path("me/memories/<uuid:memory_id>", views.memory_detail, name="memory-detail"),
     path("me/memories/<uuid:memory_id>/correct", views.memory_correct, name="memory-correct"),
@@ -46,4 +58,17 @@ urlpatterns = [
     path("me/everything.json", views.about_me_export, name="about-me-export"),
     path("me/everything/erase", views.about_me_erase, name="about-me-erase"),
     path("me/everything/erased", views.about_me_erased, name="about-me-erased"),
+    path("me/places", views.my_places, name="my-places"),
+    # The owners' pages: their organisation's people, places and agents.
+    path("owners/people", owners.people_list, name="people"),
+    path("owners/people/<uuid:person_id>/invite", owners.person_invite_page, name="person-invite"),
+    path("owners/people/<uuid:person_id>/remove", owners.person_remove, name="person-remove"),
+    path("owners/places", owners.place_list, name="places"),
+    path("owners/places/<int:place_id>", owners.place_detail, name="place-detail"),
+    path("owners/agents", owners.agent_list, name="agents"),
+    path("owners/agents/<uuid:agent_id>/tokens", owners.token_create, name="token-create"),
+    path("owners/tokens/<uuid:token_id>", owners.token_detail, name="token-detail"),
+    path("owners/tokens/<uuid:token_id>/restrict", owners.token_restrict_page, name="token-restrict"),
+    path("owners/tokens/<uuid:token_id>/directory", owners.token_directory, name="token-directory"),
+    path("owners/tokens/<uuid:token_id>/revoke", owners.token_revoke_page, name="token-revoke"),
 ]

@@ -19,14 +19,16 @@ from rest_framework.renderers import JSONRenderer
 
 from accounts.models import Membership, Organisation, User
 from memories import embedding, scopes
-from memories.models import Memory, SubjectType
+from memories import services as memory_services
+from memories.models import Channel, Memory, SubjectType
+from memories.places import member_labels, places_for
 from memories.selectors import memories_visible_to, memory_supersede_chain, viewer_for
-from memories.serializers import SubjectEraseOutputSerializer, memory_output
-from memories.services import memory_redact, memory_set_pinned, memory_supersede
-from memories.subjects import subject_erase, subject_export
+from memories.serializers import SubjectEraseOutputSerializer
+from memories.services import memory_set_pinned, memory_supersede
+from memories.subjects import subject_erase, subject_export, subject_export_document
 from web.forms import CorrectForm, EraseEverythingForm, ForgetForm, MemoryFilterForm
 from web.provenance import why_remembered
-from web.selectors import memories_filtered, memory_search, memory_usage
+from web.selectors import memories_filtered, memory_search, memory_usage, owner_changes_seen_by, removals_of
 
 USAGE_TURNS_SHOWN = 20
 ERASE_REASON = "Erased at the person's request from their Everything about me page."
@@ -184,9 +186,9 @@ def memory_correct(request: HttpRequest, memory_id) -> HttpResponse:
     return _form_page(request, "web/memory_correct.html", memory=memory, form=form)
 
 
-def _form_page(request: HttpRequest, template: str, *, memory: Memory, form) -> HttpResponse:
+def _form_page(request: HttpRequest, template: str, *, memory: Memory, form, **extra) -> HttpResponse:
     """A form about one memory; shown again after a POST only because its input was refused, hence 400."""
-    context = {"section": "memories", "memory": memory, "form": form}
+    context = {"section": "memories", "memory": memory, "form": form, **extra}
     return render(request, template, context, status=400 if request.method == "POST" else 200)
 
 
@@ -231,12 +233,13 @@ def memory_forget(request: HttpRequest, memory_id) -> HttpResponse:
     form = ForgetForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            memory_redact(memory=memory, reason=form.cleaned_data["reason"], actor=account.user)
+            memory_services.memory_forget(memory=memory, reason=form.cleaned_data["reason"], actor=account.user)
         except ValidationError as error:
             _errors_onto(form, error, default_field="reason")
         else:
             return redirect("web:memory-receipt", memory.pk)
-    return _form_page(request, "web/memory_forget.html", memory=memory, form=form)
+    versions = len(memory_supersede_chain(memory=memory))
+    return _form_page(request, "web/memory_forget.html", memory=memory, form=form, versions=versions)
 
 
 @login_required
@@ -245,7 +248,8 @@ def memory_receipt(request: HttpRequest, memory_id) -> HttpResponse:
     memory = _memory_or_404(account, memory_id)
     if memory.redacted_at is None:
         return redirect("web:memory-detail", memory.pk)
-    return render(request, "web/memory_receipt.html", {"section": "memories", "memory": memory})
+    versions = len(memory_supersede_chain(memory=memory))
+    return render(request, "web/memory_receipt.html", {"section": "memories", "memory": memory, "versions": versions})
 
 
 def _export_document(account: Account, *, now) -> tuple[dict, list[Memory]]:
@@ -253,13 +257,9 @@ def _export_document(account: Account, *, now) -> tuple[dict, list[Memory]]:
     rows = subject_export(
         organisation=account.organisation, subject_type=SubjectType.USER, subject_id=str(account.user.pk)
     )
-    document = {
-        "subject_type": SubjectType.USER,
-        "subject_id": str(account.user.pk),
-        "exported_at": now,
-        "count": len(rows),
-        "memories": [memory_output(row, now=now) for row in rows],
-    }
+    document = subject_export_document(
+        organisation=account.organisation, subject_type=SubjectType.USER, subject_id=str(account.user.pk), now=now
+    )
     return document, rows
 
 
@@ -326,3 +326,28 @@ def about_me_erased(request: HttpRequest) -> HttpResponse:
     for item in receipt["receipts"]:
         item["erased_at"] = parse_datetime(item["erased_at"]) if item.get("erased_at") else None
     return render(request, "web/about_me_erased.html", {"section": "about-me", "receipt": receipt})
+
+
+@login_required
+def my_places(request: HttpRequest) -> HttpResponse:
+    """The places this person may act in, from their records, with the owners' recent changes to them."""
+    account = _account(request)
+    changes = owner_changes_seen_by(organisation=account.organisation, user=account.user)
+    places = []
+    for record in places_for(organisation=account.organisation, user=account.user):
+        listed = str(account.user.pk) in record.member_ids
+        places.append(
+            {
+                "record": record,
+                # Who is in a public channel decides nothing: anyone in the organisation reads it.
+                "people": member_labels(record) if record.channel.kind != Channel.Kind.PUBLIC else [],
+                "listed": listed,
+                "changes": changes.get(record.channel.external_id, []) if listed else [],
+            }
+        )
+    context = {
+        "section": "places-mine",
+        "places": places,
+        "removals": removals_of(organisation=account.organisation, user=account.user),
+    }
+    return render(request, "web/my_places.html", context)

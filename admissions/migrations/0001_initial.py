@@ -7,7 +7,104 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-from admissions import sql
+
+# Frozen: the SQL this migration ran when it was written. The live modules may change;
+# a migration must keep doing what it did, so it carries its own copy.
+APPEND_ONLY_TRIGGER = """
+CREATE OR REPLACE FUNCTION admissions_refuse_change() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  RAISE EXCEPTION 'admissions_append_only: an admission record is never changed or deleted; record a new decision'
+    USING ERRCODE = '23514';
+END
+$$;
+DROP TRIGGER IF EXISTS admissions_append_only ON admissions_admissionrecord;
+CREATE TRIGGER admissions_append_only BEFORE UPDATE OR DELETE ON admissions_admissionrecord
+  FOR EACH ROW EXECUTE FUNCTION admissions_refuse_change();
+"""
+CLAIM_STATUS_VIEW = """
+CREATE OR REPLACE VIEW admissions_claim_status AS
+SELECT
+  m.id AS claim_id,
+  CASE
+    WHEN m.stance IS NOT NULL THEN 'tombstone'
+    WHEN latest.decision = 'admit' THEN 'admitted'
+    WHEN latest.decision = 'reject' THEN 'rejected'
+    WHEN latest.decision IN ('challenge', 'revoke') THEN 'challenged'
+    ELSE 'candidate'
+  END::varchar(16) AS status,
+  CASE
+    WHEN m.stance IS NOT NULL THEN 4
+    WHEN latest.decision = 'admit' THEN 2
+    WHEN latest.decision = 'reject' THEN 3
+    WHEN latest.decision IN ('challenge', 'revoke') THEN 1
+    ELSE 0
+  END AS rank,
+  latest.at AS decided_at,
+  latest.id AS record_id
+FROM memories_memory m
+LEFT JOIN LATERAL (
+  SELECT r.id, r.decision, r.at
+  FROM admissions_admissionrecord r
+  WHERE r.claim_id = m.id
+    AND r.decision IN ('admit', 'reject', 'challenge', 'revoke')
+    AND r.steward_id IS DISTINCT FROM m.written_by_id
+  ORDER BY r.at DESC, r.id DESC
+  LIMIT 1
+) latest ON true
+WHERE m.bucket = 'system';
+"""
+DROP_APPEND_ONLY_TRIGGER = """
+DROP TRIGGER IF EXISTS admissions_append_only ON admissions_admissionrecord;
+DROP FUNCTION IF EXISTS admissions_refuse_change();
+"""
+DROP_CLAIM_STATUS_VIEW = """DROP VIEW IF EXISTS admissions_claim_status;"""
+DROP_INSERT_GUARD_TRIGGER = """
+DROP TRIGGER IF EXISTS admissions_guard_insert ON admissions_admissionrecord;
+DROP FUNCTION IF EXISTS admissions_guard_insert();
+"""
+INSERT_GUARD_TRIGGER = """
+CREATE OR REPLACE FUNCTION admissions_guard_insert() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  claim memories_memory%ROWTYPE;
+  tomb memories_memory%ROWTYPE;
+BEGIN
+  SELECT * INTO claim FROM memories_memory WHERE id = NEW.claim_id;
+  IF NOT FOUND THEN
+    RETURN NEW;  -- the foreign key refuses it
+  END IF;
+  IF claim.bucket <> 'system' THEN
+    RAISE EXCEPTION 'admissions_system_only: only a system claim can be decided' USING ERRCODE = '23514';
+  END IF;
+  IF claim.stance IS NOT NULL THEN
+    RAISE EXCEPTION 'admissions_no_tombstone: a promotion tombstone cannot be decided' USING ERRCODE = '23514';
+  END IF;
+  IF NEW.organisation_id IS DISTINCT FROM claim.organisation_id THEN
+    RAISE EXCEPTION 'admissions_claim_organisation: a record carries its claim''s organisation'
+      USING ERRCODE = '23514';
+  END IF;
+  IF claim.written_by_id IS NOT DISTINCT FROM NEW.steward_id THEN
+    RAISE EXCEPTION 'admissions_four_eyes: a claim''s author cannot decide it' USING ERRCODE = '23514';
+  END IF;
+  IF NOT EXISTS (SELECT 1 FROM accounts_membership WHERE user_id = NEW.steward_id AND role = 'steward') THEN
+    RAISE EXCEPTION 'admissions_steward_only: only a steward records decisions' USING ERRCODE = '23514';
+  END IF;
+  IF NEW.decision = 'promote' THEN
+    SELECT * INTO tomb FROM memories_memory WHERE id = NEW.tombstone_id;
+    IF NOT FOUND OR tomb.bucket <> 'system' OR tomb.stance IS DISTINCT FROM NEW.stance_id
+       OR tomb.organisation_id <> claim.organisation_id THEN
+      RAISE EXCEPTION 'admissions_promotion_tombstone: a promotion names its own stance''s tombstone'
+        USING ERRCODE = '23514';
+    END IF;
+  END IF;
+  RETURN NEW;
+END
+$$;
+DROP TRIGGER IF EXISTS admissions_guard_insert ON admissions_admissionrecord;
+CREATE TRIGGER admissions_guard_insert BEFORE INSERT ON admissions_admissionrecord
+  FOR EACH ROW EXECUTE FUNCTION admissions_guard_insert();
+"""
 
 
 class Migration(migrations.Migration):
@@ -211,7 +308,7 @@ class Migration(migrations.Migration):
                 name="admissions_promotion_shape",
             ),
         ),
-        migrations.RunSQL(sql.APPEND_ONLY_TRIGGER, sql.DROP_APPEND_ONLY_TRIGGER),
-        migrations.RunSQL(sql.INSERT_GUARD_TRIGGER, sql.DROP_INSERT_GUARD_TRIGGER),
-        migrations.RunSQL(sql.CLAIM_STATUS_VIEW, sql.DROP_CLAIM_STATUS_VIEW),
+        migrations.RunSQL(APPEND_ONLY_TRIGGER, DROP_APPEND_ONLY_TRIGGER),
+        migrations.RunSQL(INSERT_GUARD_TRIGGER, DROP_INSERT_GUARD_TRIGGER),
+        migrations.RunSQL(CLAIM_STATUS_VIEW, DROP_CLAIM_STATUS_VIEW),
     ]

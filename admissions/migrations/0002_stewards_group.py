@@ -3,7 +3,18 @@
 from django.contrib.auth.management import create_permissions
 from django.db import migrations
 
-from admissions.roles import STEWARD_PERMISSIONS, STEWARDS_GROUP
+# Frozen as they stood when this migration was written: a migration is history,
+# and a later permission (admissions.manage_stance, 0003) is created after this
+# one runs. `stewards_group_ensure` keeps the group in step after every migrate.
+STEWARDS_GROUP = "Stewards"
+STEWARD_PERMISSIONS = (
+    ("admissions", "view_systemclaim"),
+    ("admissions", "decide_claim"),
+    ("admissions", "submit_claim"),
+    ("admissions", "view_admissionrecord"),
+    ("admissions", "view_stance"),
+    ("admissions", "add_stance"),
+)
 
 
 def create_stewards_group(apps, schema_editor):

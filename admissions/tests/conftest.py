@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from rest_framework.test import APIClient
 
 from accounts.models import Membership
-from accounts.services import user_create
+from accounts.services import agent_create, user_create
 from admissions.services import claim_submit
 
 CLAIM = dict(
@@ -57,3 +58,20 @@ def superuser(org):
     user.is_staff = user.is_superuser = True
     user.save()
     return user
+
+
+@pytest.fixture
+def reader(other_org):
+    """Another organisation that opted in to system recall: the plane is network-wide."""
+    other_org.system_recall_opt_in = True
+    other_org.save()
+    return other_org
+
+
+@pytest.fixture
+def reader_api(reader):
+    """An API client holding a token of one of the reader's agents."""
+    _, raw = agent_create(organisation=reader, name="globex-helper")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client

@@ -1,11 +1,13 @@
-"""Raw SQL writers that skip the services, to prove what the database itself refuses."""
+"""Raw SQL writers that skip the services, to prove what the database itself refuses; the admin log-in."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
+from playwright.sync_api import expect
 
 
 def raw_record(*, claim, steward, decision="admit", reason="checked", organisation_id=None, at: datetime | None = None):
@@ -30,3 +32,13 @@ def status_of(claim) -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT status FROM admissions_claim_status WHERE claim_id = %s", [str(claim.pk)])
         return cursor.fetchone()[0]
+
+
+def log_in_to_admin(page, username: str, password: str, *, width: int = 1280) -> None:
+    """Log in to the admin in a browser tab at the given width (the stewards' console is checked at 1280 px)."""
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/admin/login/?next=/admin/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page).to_have_url(re.compile(r"/admin/$"))

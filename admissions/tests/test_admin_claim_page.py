@@ -79,11 +79,23 @@ def test_the_page_offers_the_decisions_the_status_allows(steward_client, claim, 
     for decision in history:
         admission_decide(claim=claim, steward=foreign_steward, decision=decision, reason="earlier")
     page = page_of(steward_client, claim)
-    shown = {d for d in ("admit", "reject", "challenge", "revoke", "promote") if f'class="decision-{d}"' in page}
+    shown = {d for d in ("admit", "reject", "challenge", "revoke") if f'class="decide-{d}"' in page}
+    if 'class="promote-link"' in page:
+        shown.add("promote")
     assert shown == offered
+
+
+def test_each_decision_on_the_claim_page_has_an_access_key(steward_client, claim):
+    page = page_of(steward_client, claim)
+    for key, decision in (("a", "admit"), ("r", "reject"), ("c", "challenge")):
+        assert f'accesskey="{key}"\n              class="decide-{decision}"' in page
+    assert 'name="reason" rows="2" required' in page
 
 
 def test_the_author_is_offered_no_decision_on_their_own_claim(steward_client, make_claim, steward):
     own = make_claim(user=steward)
     page = page_of(steward_client, own)
-    assert 'class="decision-' not in page
+    assert not any(f'class="decide-{d}"' in page for d in ("admit", "reject", "challenge", "revoke"))
+    assert 'class="promote-link"' not in page and 'id="decide-form"' not in page
+    # The page says why, where the buttons would be.
+    assert '<p class="decide-blocked" role="status">You wrote this claim; another steward must decide it.</p>' in page

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission
 from rest_framework.test import APIClient
 
 from admissions.models import AdmissionRecord
-from admissions.services import admission_decide
+from admissions.services import admission_decide, claim_promote, stance_create
 from memories.models import Memory
 
 URL = "/api/v1/system-claims"
@@ -41,7 +41,7 @@ def test_an_agent_submits_a_claim_and_it_starts_as_a_candidate(agent_client, age
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["status"] == "candidate" and body["claimed_admission"] == "admitted"
-    assert body["history"] == [] and body["author"] == "agent:helper" and body["organisation"] == "acme"
+    assert body["history"] == [] and body["author"] == "agent helper" and body["organisation"] == "acme"
     claim = Memory.objects.get(pk=body["id"])
     assert (claim.bucket, claim.organisation_id, claim.agent_id, claim.written_by_id) == (
         "system",
@@ -119,7 +119,10 @@ def test_the_claims_own_organisation_reads_it_with_status_and_history(claim_id, 
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "rejected"
-    assert [(h["decision"], h["reason"], h["steward"]) for h in body["history"]] == [("reject", "Wrong figure", None)]
+    # The claim's own organisation learns which steward decided, in the words every screen uses.
+    assert [(h["decision"], h["reason"], h["steward"]) for h in body["history"]] == [
+        ("reject", "Wrong figure", "steward fern")
+    ]
 
 
 def test_a_steward_of_any_organisation_reads_a_candidate_and_sees_who_decided(claim_id, foreign_steward, steward):
@@ -128,7 +131,7 @@ def test_a_steward_of_any_organisation_reads_a_candidate_and_sees_who_decided(cl
     assert response.status_code == 200
     body = response.json()
     assert body["status"] == "challenged" and body["organisation"] == "acme"
-    assert body["history"][0]["steward"] == "stella"
+    assert body["history"][0]["steward"] == "steward stella"
 
 
 def test_another_organisation_gets_404_until_the_claim_is_admitted(claim_id, outsider, steward):
@@ -141,6 +144,8 @@ def test_another_organisation_gets_404_until_the_claim_is_admitted(claim_id, out
     assert body["status"] == "admitted"
     # The network learns the claim, not who in which organisation made it.
     assert body["organisation"] is None and body["author"] is None
+    # Another organisation sees only that a steward decided, not which one.
+    assert [h["steward"] for h in body["history"]] == ["steward"]
     admission_decide(claim=Memory.objects.get(pk=claim_id), steward=steward, decision="revoke", reason="Oops")
     assert reader.get(f"{URL}/{claim_id}").status_code == 404
 
@@ -166,3 +171,15 @@ def test_the_endpoints_are_in_the_schema(db):
 def test_no_record_is_written_by_submitting(agent_client):
     agent_client.post(URL, VALID, format="json")
     assert not AdmissionRecord.objects.exists()
+
+
+def test_history_names_a_steward_by_display_name_and_a_promoted_claim_names_its_stance(claim_id, member, steward):
+    steward.first_name, steward.last_name = "Stella", "Marsh"
+    steward.save()
+    claim = Memory.objects.get(pk=claim_id)
+    admission_decide(claim=claim, steward=steward, decision="admit", reason="Checked")
+    stance = stance_create(id="uk-interest-rates", title="UK rates", body="About", reviewed_by=steward)
+    claim_promote(claim=claim, steward=steward, stance=stance, reason="KB")
+    body = session_client(member).get(f"{URL}/{claim_id}").json()
+    assert [h["steward"] for h in body["history"]] == ["steward Stella Marsh", "steward Stella Marsh"]
+    assert body["promoted_to"] == "uk-interest-rates"

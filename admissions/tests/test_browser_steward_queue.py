@@ -11,15 +11,9 @@ from playwright.sync_api import Page, expect
 from admissions.models import AdmissionRecord, Stance
 from memories.models import Memory
 
+from .helpers import log_in_to_admin
+
 pytestmark = pytest.mark.browser
-
-
-def log_in_to_admin(page: Page, username: str, password: str) -> None:
-    page.goto("/admin/login/?next=/admin/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Log in").click()
-    expect(page).to_have_url(re.compile(r"/admin/$"))
 
 
 def test_a_steward_admits_a_claim_and_promotes_it_to_a_stance(page: Page, make_claim, steward):
@@ -39,17 +33,16 @@ def test_a_steward_admits_a_claim_and_promotes_it_to_a_stance(page: Page, make_c
         "rel", "noopener noreferrer nofollow"
     )
 
-    page.get_by_role("link", name="Admit", exact=True).click()
-    page.get_by_label("Reason").fill("Matches the published rate")
-    page.get_by_role("button", name="Admit this claim").click()
-    expect(page.locator(".messagelist")).to_contain_text("Claim admitted.")
+    page.get_by_label("Reason for the decision").fill("Matches the published rate")
+    page.get_by_role("button", name=re.compile("^Admit")).click()
+    expect(page.locator(".messagelist")).to_contain_text("Claim admitted")
     expect(page.locator(".field-history")).to_contain_text("Matches the published rate")
     expect(page.locator(".field-status")).to_contain_text("Admitted")
 
-    page.get_by_role("link", name="Promote to stance").click()
+    page.get_by_role("link", name=re.compile("^Promote to stance")).click()
     page.get_by_label("New stance id").fill("uk-interest-rates")
     page.get_by_label("New stance title").fill("UK interest rates")
-    page.get_by_label("New stance body").fill("What the base rate is, and where it is published.")
+    page.get_by_label("About the new stance").fill("What the base rate is, and where it is published.")
     page.get_by_label("Reason").fill("Belongs in the knowledge base")
     page.get_by_role("button", name="Promote").click()
     expect(page.locator(".messagelist")).to_contain_text("promoted to the stance uk-interest-rates")

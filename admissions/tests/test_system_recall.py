@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection
 from django.test import override_settings
 
+from admissions.models import StanceVersion, SystemClaim
 from admissions.recall import eligible_claims, system_recall, system_recall_section
 from admissions.services import admission_decide, claim_promote, stance_create
 from memories.services import memory_redact
@@ -42,7 +43,11 @@ def principal_of(organisation):
 
 
 def recalled(organisation, today=TODAY) -> list[str]:
-    return [claim.body for claim in system_recall(organisation=organisation, today=today)]
+    return [getattr(item, "body", None) or item.text for item in system_recall(organisation=organisation, today=today)]
+
+
+def recalled_claims(organisation, today=TODAY) -> list:
+    return [item for item in system_recall(organisation=organisation, today=today) if isinstance(item, SystemClaim)]
 
 
 def test_system_recall_is_off_by_default(make_claim, admit, reader):
@@ -97,11 +102,16 @@ def test_only_claims_within_the_freshness_window_before_the_cutoff_are_recalled(
 
 
 @override_settings(SYSTEM_RECALL_ENABLED=True)
-def test_a_promoted_claim_and_its_tombstone_are_never_recalled(make_claim, admit, reader, steward, foreign_steward):
+def test_a_promoted_claim_and_its_tombstone_are_never_recalled_as_claims(
+    make_claim, admit, reader, steward, foreign_steward
+):
     claim = admit(make_claim(as_of=TODAY))
     stance = stance_create(id="uk-rates", title="UK rates", body="Body", reviewed_by=steward)
     tombstone, _ = claim_promote(claim=claim, steward=steward, stance=stance, reason="KB")
-    assert recalled(reader) == []
+    # The stance stands in for the claim; neither the claim nor its tombstone is recalled itself.
+    assert recalled_claims(reader) == []
+    (only,) = system_recall(organisation=reader, today=TODAY)
+    assert isinstance(only, StanceVersion) and only.stance_id == "uk-rates"
     with pytest.raises(IntegrityError):
         raw_record(claim=tombstone, steward=foreign_steward, decision="admit")
     # Even an admit written with the guard disabled does not make a tombstone recallable.
@@ -111,7 +121,7 @@ def test_a_promoted_claim_and_its_tombstone_are_never_recalled(make_claim, admit
         cursor.execute("ALTER TABLE admissions_admissionrecord DISABLE TRIGGER admissions_guard_insert")
     raw_record(claim=tombstone, steward=foreign_steward, decision="admit")
     assert tombstone.pk not in {c.pk for c in eligible_claims(today=TODAY)}
-    assert recalled(reader) == []
+    assert recalled_claims(reader) == []
 
 
 @override_settings(SYSTEM_RECALL_ENABLED=True, SYSTEM_RECALL_LIMIT=2)

@@ -190,12 +190,14 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
+    # The schema says what validation enforces: closed request objects, error answers, parameter rules.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "config.schema.strict_requests"],
 }
 
 # --- Memory rules (the seeds' numbers) -----------------------------------------
 MEMORY_DEFAULT_TTL_DAYS = env_int("MEMORY_DEFAULT_TTL_DAYS", 90, minimum=1)
-MEMORY_NOTE_TTL_DAYS = env_int("MEMORY_NOTE_TTL_DAYS", 14, minimum=1)
 MEMORY_MAX_LIVE_FACTS_PER_AGENT = env_int("MEMORY_MAX_LIVE_FACTS_PER_AGENT", 2000, minimum=1)
+MEMORY_MAX_LIVE_FACTS_PER_PERSON = env_int("MEMORY_MAX_LIVE_FACTS_PER_PERSON", 2000, minimum=1)
 MEMORY_PURGE_GRACE_DAYS = env_int("MEMORY_PURGE_GRACE_DAYS", 30, minimum=0)
 
 # --- Embeddings ----------------------------------------------------------------

@@ -12,7 +12,75 @@ from django.conf import settings
 from django.db import migrations, models
 from pgvector.django import VectorExtension
 
-from memories import sql
+
+# Frozen: the SQL this migration ran when it was written. The live modules may change;
+# a migration must keep doing what it did, so it carries its own copy.
+DROP_EVIDENCE_REFS_VALID = """DROP FUNCTION IF EXISTS memories_evidence_refs_valid(jsonb);"""
+DROP_IMMUTABLE_TRIGGER = """
+DROP TRIGGER IF EXISTS memories_immutable ON memories_memory;
+DROP FUNCTION IF EXISTS memories_guard_update();
+"""
+EVIDENCE_REFS_VALID = """
+CREATE OR REPLACE FUNCTION memories_evidence_refs_valid(refs jsonb) RETURNS boolean
+LANGUAGE sql IMMUTABLE AS $$
+  SELECT CASE WHEN jsonb_typeof(refs) <> 'array' THEN false
+  ELSE NOT EXISTS (
+    SELECT 1 FROM jsonb_array_elements(refs) AS item
+    WHERE CASE
+      WHEN jsonb_typeof(item) <> 'object' THEN true
+      WHEN (SELECT count(*) FROM jsonb_object_keys(item)) <> 2 THEN true
+      WHEN NOT (item ? 'kind' AND item ? 'ref') THEN true
+      WHEN jsonb_typeof(item -> 'ref') <> 'string' THEN true
+      WHEN item ->> 'kind' NOT IN ('url', 'document', 'message', 'run', 'dataset', 'commit') THEN true
+      WHEN btrim(item ->> 'ref') = '' OR char_length(item ->> 'ref') > 500 THEN true
+      ELSE false
+    END
+  ) END
+$$;
+"""
+IMMUTABLE_TRIGGER = """
+CREATE OR REPLACE FUNCTION memories_guard_update() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+  redacting boolean := OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL;
+BEGIN
+  IF OLD.redacted_at IS NOT NULL AND NEW.redacted_at IS DISTINCT FROM OLD.redacted_at THEN
+    RAISE EXCEPTION 'memories_immutable: an erasure cannot be undone or rewritten'
+      USING ERRCODE = '23514';
+  END IF;
+  IF NEW.body IS DISTINCT FROM OLD.body AND NOT (redacting AND NEW.body = '') THEN
+    RAISE EXCEPTION 'memories_immutable: body cannot change; write a correction that supersedes it'
+      USING ERRCODE = '23514';
+  END IF;
+  IF (NEW.bucket, NEW.organisation_id, NEW.owner_id, NEW.agent_id, NEW.author, NEW.written_by_id,
+      NEW.source_kind, NEW.source_ref, NEW.source_label, NEW.source_run_id,
+      NEW.subject_type, NEW.subject_id,
+      NEW.slug, NEW.entity, NEW.transparency, NEW.as_of, NEW.evidence_refs, NEW.stance)
+     IS DISTINCT FROM
+     (OLD.bucket, OLD.organisation_id, OLD.owner_id, OLD.agent_id, OLD.author, OLD.written_by_id,
+      OLD.source_kind, OLD.source_ref, OLD.source_label, OLD.source_run_id,
+      OLD.subject_type, OLD.subject_id,
+      OLD.slug, OLD.entity, OLD.transparency, OLD.as_of, OLD.evidence_refs, OLD.stance) THEN
+    RAISE EXCEPTION 'memories_immutable: bucket, tenant, owner, author, source and subject never change'
+      USING ERRCODE = '23514';
+  END IF;
+  IF NEW.superseded_by_id IS DISTINCT FROM OLD.superseded_by_id THEN
+    IF OLD.superseded_by_id IS NOT NULL THEN
+      RAISE EXCEPTION 'memories_supersede_once: superseded_by is set once and never changed'
+        USING ERRCODE = '23514';
+    END IF;
+    IF OLD.redacted_at IS NOT NULL THEN
+      RAISE EXCEPTION 'memories_supersede_once: only a live row can be superseded'
+        USING ERRCODE = '23514';
+    END IF;
+  END IF;
+  RETURN NEW;
+END
+$$;
+DROP TRIGGER IF EXISTS memories_immutable ON memories_memory;
+CREATE TRIGGER memories_immutable BEFORE UPDATE ON memories_memory
+  FOR EACH ROW EXECUTE FUNCTION memories_guard_update();
+"""
 
 
 class Migration(migrations.Migration):
@@ -25,7 +93,7 @@ class Migration(migrations.Migration):
 
     operations = [
         VectorExtension(),
-        migrations.RunSQL(sql.EVIDENCE_REFS_VALID, sql.DROP_EVIDENCE_REFS_VALID),
+        migrations.RunSQL(EVIDENCE_REFS_VALID, DROP_EVIDENCE_REFS_VALID),
         migrations.CreateModel(
             name="Channel",
             fields=[
@@ -485,5 +553,5 @@ class Migration(migrations.Migration):
             model_name="memoryaudit",
             index=models.Index(fields=["organisation", "memory", "at"], name="memories_audit_memory_idx"),
         ),
-        migrations.RunSQL(sql.IMMUTABLE_TRIGGER, sql.DROP_IMMUTABLE_TRIGGER),
+        migrations.RunSQL(IMMUTABLE_TRIGGER, DROP_IMMUTABLE_TRIGGER),
     ]

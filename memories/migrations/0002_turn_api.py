@@ -4,7 +4,76 @@ import django.db.models.deletion
 from django.conf import settings
 from django.db import migrations, models
 
-from memories import turn_sql
+
+# Frozen: the SQL this migration ran when it was written. The live modules may change;
+# a migration must keep doing what it did, so it carries its own copy.
+COVERING_INDEX = """
+CREATE INDEX IF NOT EXISTS memories_recall_cover_idx ON memories_memory
+  (organisation_id, scope, scope_ref)
+  INCLUDE (id, agent_id, expires_at, embedding_model, pinned, embedding)
+  WHERE redacted_at IS NULL AND superseded_by_id IS NULL AND bucket <> 'system' AND embedding IS NOT NULL;
+"""
+DROP_COVERING_INDEX = """DROP INDEX IF EXISTS memories_recall_cover_idx;"""
+DROP_INJECTION_LINE_IMMUTABLE_TRIGGER = """
+DROP TRIGGER IF EXISTS memories_injection_line_immutable ON memories_injectionline;
+DROP FUNCTION IF EXISTS memories_guard_injection_line();
+"""
+DROP_RECENT_INDEX = """DROP INDEX IF EXISTS memories_recall_recent_idx;"""
+DROP_SCRUB_INJECTIONS_TRIGGER = """
+DROP TRIGGER IF EXISTS memories_scrub_injections ON memories_memory;
+DROP FUNCTION IF EXISTS memories_scrub_injections();
+"""
+DROP_UNEMBEDDED_INDEX = """DROP INDEX IF EXISTS memories_recall_unembedded_idx;"""
+INJECTION_LINE_IMMUTABLE_TRIGGER = """
+CREATE OR REPLACE FUNCTION memories_guard_injection_line() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  IF (NEW.injection_id, NEW.organisation_id, NEW.position, NEW.memory_id, NEW.block, NEW.section,
+      NEW.scope, NEW.author, NEW.tier)
+     IS DISTINCT FROM
+     (OLD.injection_id, OLD.organisation_id, OLD.position, OLD.memory_id, OLD.block, OLD.section,
+      OLD.scope, OLD.author, OLD.tier) THEN
+    RAISE EXCEPTION 'memories_injection_immutable: an injection record never changes'
+      USING ERRCODE = '23514';
+  END IF;
+  IF NEW.line IS DISTINCT FROM OLD.line AND NOT (NEW.line = '' AND NEW.erased_at IS NOT NULL) THEN
+    RAISE EXCEPTION 'memories_injection_immutable: a line is only ever emptied, by an erasure'
+      USING ERRCODE = '23514';
+  END IF;
+  IF OLD.erased_at IS NOT NULL AND NEW.erased_at IS DISTINCT FROM OLD.erased_at THEN
+    RAISE EXCEPTION 'memories_injection_immutable: an erasure cannot be undone'
+      USING ERRCODE = '23514';
+  END IF;
+  RETURN NEW;
+END
+$$;
+DROP TRIGGER IF EXISTS memories_injection_line_immutable ON memories_injectionline;
+CREATE TRIGGER memories_injection_line_immutable BEFORE UPDATE ON memories_injectionline
+  FOR EACH ROW EXECUTE FUNCTION memories_guard_injection_line();
+"""
+RECENT_INDEX = """
+CREATE INDEX IF NOT EXISTS memories_recall_recent_idx ON memories_memory (organisation_id, created_at DESC)
+  WHERE redacted_at IS NULL AND superseded_by_id IS NULL AND bucket <> 'system';
+"""
+SCRUB_INJECTIONS_TRIGGER = """
+CREATE OR REPLACE FUNCTION memories_scrub_injections() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+  UPDATE memories_injectionline
+     SET line = '', erased_at = NEW.redacted_at
+   WHERE memory_id = NEW.id AND organisation_id = NEW.organisation_id AND erased_at IS NULL;
+  RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS memories_scrub_injections ON memories_memory;
+CREATE TRIGGER memories_scrub_injections AFTER UPDATE OF redacted_at ON memories_memory
+  FOR EACH ROW WHEN (OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL)
+  EXECUTE FUNCTION memories_scrub_injections();
+"""
+UNEMBEDDED_INDEX = """
+CREATE INDEX IF NOT EXISTS memories_recall_unembedded_idx ON memories_memory (organisation_id, scope, scope_ref)
+  WHERE redacted_at IS NULL AND superseded_by_id IS NULL AND bucket <> 'system' AND embedding IS NULL;
+"""
 
 
 class Migration(migrations.Migration):
@@ -213,9 +282,9 @@ class Migration(migrations.Migration):
                 name="memories_injline_erased_is_empty",
             ),
         ),
-        migrations.RunSQL(turn_sql.COVERING_INDEX, turn_sql.DROP_COVERING_INDEX),
-        migrations.RunSQL(turn_sql.UNEMBEDDED_INDEX, turn_sql.DROP_UNEMBEDDED_INDEX),
-        migrations.RunSQL(turn_sql.RECENT_INDEX, turn_sql.DROP_RECENT_INDEX),
-        migrations.RunSQL(turn_sql.SCRUB_INJECTIONS_TRIGGER, turn_sql.DROP_SCRUB_INJECTIONS_TRIGGER),
-        migrations.RunSQL(turn_sql.INJECTION_LINE_IMMUTABLE_TRIGGER, turn_sql.DROP_INJECTION_LINE_IMMUTABLE_TRIGGER),
+        migrations.RunSQL(COVERING_INDEX, DROP_COVERING_INDEX),
+        migrations.RunSQL(UNEMBEDDED_INDEX, DROP_UNEMBEDDED_INDEX),
+        migrations.RunSQL(RECENT_INDEX, DROP_RECENT_INDEX),
+        migrations.RunSQL(SCRUB_INJECTIONS_TRIGGER, DROP_SCRUB_INJECTIONS_TRIGGER),
+        migrations.RunSQL(INJECTION_LINE_IMMUTABLE_TRIGGER, DROP_INJECTION_LINE_IMMUTABLE_TRIGGER),
     ]

@@ -126,7 +126,7 @@ def test_body_is_trimmed_by_the_service_and_untrimmed_bodies_are_refused_by_the_
         raw_insert(org, body=" padded")
 
 
-@pytest.mark.parametrize("char", ["\x01", "\x1b", "\x7f", "\x0b"])
+@pytest.mark.parametrize("char", ["\x01", "\x1b", "\x7f", "\x0b", "\x80", "\x85", "\x9b", "\x9f"])
 def test_control_characters_are_refused(make_memory, org, char):
     with pytest.raises(ValidationError) as excinfo:
         make_memory(body=f"bad{char}body")
@@ -191,12 +191,12 @@ def test_unknown_enums_are_refused(make_memory, org):
 # --- Expiry ------------------------------------------------------------------
 
 
-def test_expiry_defaults_to_ninety_days_and_fourteen_for_notes(make_memory):
+def test_expiry_defaults_to_ninety_days_for_notes_too_which_only_fade_from_render(make_memory):
     now = timezone.now()
     log = make_memory(now=now)
     note = make_memory(tier="note", now=now)
     assert log.expires_at == now + timedelta(days=90)
-    assert note.expires_at == now + timedelta(days=14)
+    assert note.expires_at == now + timedelta(days=90)
 
 
 def test_user_and_learned_rows_must_expire(org):

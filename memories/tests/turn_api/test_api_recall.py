@@ -119,13 +119,20 @@ def test_a_question_less_hybrid_recall_falls_back_to_recent_and_says_so(agent_ap
     assert data["ranking"]["used"] == "recent" and "No question" in data["notice"]
 
 
-def test_without_an_embedder_auto_and_semantic_fall_back_to_words_and_say_so(agent_api, make_memory, general):
+def test_without_an_embedder_every_meaning_mode_falls_back_to_the_most_recent_facts_and_says_so(
+    agent_api, make_memory, general
+):
     make_memory(body="Lunch is at noon")
+    make_memory(body="The office shuts at six")  # shares no word with the question: word matching would drop it
     for mode in ("auto", "semantic", "hybrid"):
-        data = recall(agent_api, general, "lunch", mode=mode).json()
-        assert data["ranking"]["used"] == "lexical"
-        assert "No embedder is configured" in data["notice"]
-        assert [row["body"] for row in data["results"]] == ["Lunch is at noon"]
+        data = recall(agent_api, general, "when do we eat", mode=mode).json()
+        assert data["ranking"]["used"] == "recent", mode
+        assert "No embedder is configured" in data["notice"] and "most recent facts" in data["notice"]
+        assert [row["body"] for row in data["results"]] == ["The office shuts at six", "Lunch is at noon"]
+    # The positive control: asked for words, recall matches words.
+    data = recall(agent_api, general, "lunch", mode="lexical").json()
+    assert data["ranking"]["used"] == "lexical" and data["notice"] == ""
+    assert [row["body"] for row in data["results"]] == ["Lunch is at noon"]
 
 
 def test_the_limit_is_respected_and_defaults_to_ten(agent_api, make_memory, general):
@@ -189,7 +196,7 @@ def test_rows_not_embedded_yet_are_found_by_words_and_the_notice_says_so(
     embed_rows([make_memory(body="Revenue grew this quarter")])
     make_memory(body="Revenue targets are set in January")
     data = recall(agent_api, general, "revenue").json()
-    assert "1 fact(s) here are not embedded yet" in data["notice"]
+    assert "1 fact(s) here are not searchable by meaning yet" in data["notice"]
     assert {row["body"] for row in data["results"]} == {
         "Revenue grew this quarter",
         "Revenue targets are set in January",
@@ -200,3 +207,5 @@ def test_vectors_of_another_model_are_never_compared(agent_api, make_memory, gen
     embed_rows([make_memory(body="Quarterly revenue grew by eight percent")], model="some-older-model")
     data = recall(agent_api, general, "How did sales change?", mode="semantic").json()
     assert data["results"] == []
+    # Counted as not searchable yet, not silently missing.
+    assert "1 fact(s) here are not searchable by meaning yet" in data["notice"]

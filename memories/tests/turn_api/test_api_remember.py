@@ -92,10 +92,11 @@ def test_the_expiry_can_be_given_as_days_or_a_date(agent_api, general):
     assert timezone.datetime.fromisoformat(by_date["expires_at"]) == when
 
 
-def test_a_note_expires_after_the_note_ttl_by_default(agent_api, general, settings):
+def test_a_note_keeps_the_ordinary_expiry_it_only_fades_from_render(agent_api, general, settings):
     data = remember(agent_api, general, "Said hi", tier="note").json()
     expires = timezone.datetime.fromisoformat(data["expires_at"])
-    assert expires < timezone.now() + timedelta(days=settings.MEMORY_NOTE_TTL_DAYS, minutes=1)
+    ordinary = timezone.now() + timedelta(days=settings.MEMORY_DEFAULT_TTL_DAYS)
+    assert ordinary - timedelta(minutes=1) < expires < ordinary + timedelta(minutes=1)
 
 
 def test_a_candidate_subject_is_kept_with_its_id(agent_api, general):

@@ -67,12 +67,27 @@ def test_the_cutoff_is_recorded_and_decides_which_notes_fade(agent_api, make_mem
     assert Injection.objects.get(turn_id="turn-4").cutoff.isoformat() == earlier
 
 
-def test_a_question_puts_the_facts_it_recalls_first(agent_api, make_memory, general):
+def test_a_question_puts_the_facts_it_recalls_first(agent_api, make_memory, general, settings):
+    settings.EMBEDDER = "local"
     make_memory(body="Lunch is at noon")
     make_memory(body="Parking is behind the office")
     make_memory(body="Standup is at nine")
     data = render(agent_api, general, "turn-5", question="where do I park?").json()
     assert "Parking" in data["facts"][0]["line"]
+    assert not [item for item in data["omissions"] if "No embedder" in item.get("reason", "")]
+
+
+def test_without_an_embedder_a_question_gives_the_most_recent_facts_and_the_response_and_record_say_so(
+    agent_api, make_memory, general
+):
+    make_memory(body="Parking is behind the office")
+    make_memory(body="Standup is at nine")
+    data = render(agent_api, general, "turn-5b", question="where do I park?").json()
+    assert "Standup" in data["facts"][0]["line"]  # the newest, not the best match
+    said = [item for item in data["omissions"] if item["scope"] == "recall"]
+    assert len(said) == 1 and "No embedder is configured" in said[0]["reason"]
+    assert "most recent facts" in said[0]["reason"]
+    assert Injection.objects.get(turn_id="turn-5b").omissions == data["omissions"]
 
 
 def test_rendering_a_turn_again_with_the_same_request_returns_the_recorded_block(agent_api, make_memory, general):

@@ -30,7 +30,7 @@ def test_the_turn_after_a_matching_one_is_recalled_with_it(agent_api, general):
     remember(agent_api, general, PROMPT)
     remember(agent_api, general, ANSWER)
     fillers(agent_api, general)
-    assert ANSWER not in bodies(recall(agent_api, general, QUESTION, mode="hybrid"))
+    assert ANSWER not in bodies(recall(agent_api, general, QUESTION, mode="lexical"))
     response = recall(agent_api, general, QUESTION, mode="contextual")
     found = bodies(response)
     assert found[:2] == [PROMPT, ANSWER]

@@ -56,10 +56,27 @@ def test_only_scopes_with_facts_get_a_paragraph_and_nothing_renders_empty():
 
 
 def test_each_line_carries_scope_author_source_and_date():
-    _, text = rendered([fact("Likes tea", "person", scope_label="mona", author="person", source="person note-7")])
-    assert "- [person mona · noted by a person · from person note-7 · 2026-11-30] Likes tea" in text
+    _, text = rendered(
+        [
+            fact(
+                "Likes tea",
+                "person",
+                scope_label="mona",
+                author="person",
+                source="person note-7",
+                subject_type="user",
+                subject_label="mona",
+            )
+        ]
+    )
+    assert "- [person mona · about mona · noted by a person · from person note-7 · 2026-11-30] Likes tea" in text
     _, text = rendered([fact("Deploys on Tuesday")])
-    assert "- [workspace · inferred by an agent · from message m-1 · 2026-11-30] Deploys on Tuesday" in text
+    assert (
+        "- [workspace · about the workspace · inferred by an agent · from message m-1 · 2026-11-30] Deploys on Tuesday"
+        in text
+    )
+    _, text = rendered([fact("Strong in SQL", subject_type="candidate", subject_label="cand-881")])
+    assert "· about candidate cand-881 ·" in text
 
 
 def test_profile_and_recent_sections():

@@ -1,0 +1,368 @@
+"""The owners' pages: the people of their organisation, its places and their audit, and its agents' tokens.
+
+Every view takes the owner and the organisation from the session and looks
+rows up inside that organisation only, so another organisation's row is a 404
+and a member's visit a 403. Writes go through the services (accounts.people,
+accounts.tokens, memories.places); a secret (an invitation link, a raw token)
+is in the answer to the POST that made it and nowhere else.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import PasswordResetConfirmView
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse, reverse_lazy
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts.models import AgentToken, Membership
+from accounts.people import DIRECTORY_USERNAME_PREFIX, people_of, person_deactivate, person_invite, person_upsert
+from accounts.tokens import agent_add, token_issue, token_restrict, token_revoke, token_set_directory
+from memories.models import Channel
+from memories.places import PlaceConflict, member_labels, place_put, place_records, record_of
+from web.forms import AgentForm, InviteForm, PersonForm, PlaceForm, RemoveForm, RestrictForm
+from web.selectors import agents_with_tokens, people_labels, place_changes
+from web.views import Account, RefusedInputIs400, _account, _errors_onto
+
+ERASE_ENDPOINT = "POST /api/v1/subjects/user/{id}/erase"
+
+
+def _owner(request: HttpRequest) -> Account:
+    account = _account(request)
+    if not account.viewer.is_owner:
+        raise PermissionDenied("These pages are for your organisation's owners.")
+    return account
+
+
+def _status(request: HttpRequest, form) -> int:
+    return 400 if request.method == "POST" and form.errors else 200
+
+
+def _posted(request: HttpRequest):
+    """The POST's data, empty or not, so an empty POST is refused like any other bad input."""
+    return request.POST if request.method == "POST" else None
+
+
+def _no_store(response: HttpResponse) -> HttpResponse:
+    """A page holding a secret shown once: never kept by the browser or a proxy."""
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+# --- People ------------------------------------------------------------------------------------------
+
+
+def _person_or_404(account: Account, person_id) -> Membership:
+    membership = (
+        Membership.objects.select_related("user", "organisation")
+        .filter(organisation=account.organisation, user_id=person_id)
+        .first()
+    )
+    if membership is None:
+        raise Http404("No person of your organisation has this id.")
+    return membership
+
+
+def can_sign_in(membership: Membership) -> bool:
+    return membership.user.is_active and membership.user.has_usable_password()
+
+
+def shown_username(membership: Membership) -> str:
+    """A directory person's generated username is never shown."""
+    username = membership.user.username
+    return "" if username.startswith(DIRECTORY_USERNAME_PREFIX) else username
+
+
+def _people_page(request: HttpRequest, account: Account, form: PersonForm) -> HttpResponse:
+    people = [
+        {
+            "membership": membership,
+            "username": shown_username(membership),
+            "can_sign_in": can_sign_in(membership),
+            "is_you": membership.user_id == account.user.pk,
+        }
+        for membership in people_of(organisation=account.organisation)
+    ]
+    context = {"section": "people", "people": people, "form": form, "organisation": account.organisation}
+    return render(request, "web/owners/people.html", context, status=_status(request, form))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def people_list(request: HttpRequest) -> HttpResponse:
+    account = _owner(request)
+    form = PersonForm(_posted(request))
+    if request.method == "POST" and form.is_valid():
+        try:
+            membership, created = person_upsert(
+                organisation=account.organisation,
+                handle=form.cleaned_data["handle"],
+                display_name=form.cleaned_data["display_name"],
+            )
+        except ValidationError as error:
+            _errors_onto(form, error, default_field="handle")
+        else:
+            verb = "Added" if created else "Updated"
+            messages.success(request, f"{verb} {membership.label}.")
+            return redirect("web:people")
+    return _people_page(request, account, form)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def person_invite_page(request: HttpRequest, person_id) -> HttpResponse:
+    account = _owner(request)
+    membership = _person_or_404(account, person_id)
+    if can_sign_in(membership):
+        # Inviting would replace their password with a link only the owner sees: a way into their account.
+        messages.error(request, f"{membership.label} already signs in; they change their own password.")
+        return redirect("web:people")
+    form = InviteForm(_posted(request), initial={"username": shown_username(membership)})
+    if request.method == "POST" and form.is_valid():
+        try:
+            uidb64, token = person_invite(membership=membership, username=form.cleaned_data["username"])
+        except ValidationError as error:
+            _errors_onto(form, error, default_field="username")
+        else:
+            link = request.build_absolute_uri(reverse("web:password-set", args=[uidb64, token]))
+            context = {"section": "people", "person": membership, "link": link}
+            return _no_store(render(request, "web/owners/person_invited.html", context))
+    context = {"section": "people", "person": membership, "form": form}
+    return render(request, "web/owners/person_invite.html", context, status=_status(request, form))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def person_remove(request: HttpRequest, person_id) -> HttpResponse:
+    account = _owner(request)
+    membership = _person_or_404(account, person_id)
+    form = RemoveForm(_posted(request))
+    if request.method == "POST" and membership.user_id == account.user.pk:
+        form.add_error(None, "You cannot remove yourself; another owner can.")
+    elif request.method == "POST" and form.is_valid():
+        person_deactivate(membership=membership)
+        messages.success(request, f"Removed {membership.label}: they can no longer sign in.")
+        return redirect("web:people")
+    context = {
+        "section": "people",
+        "person": membership,
+        "form": form,
+        "is_you": membership.user_id == account.user.pk,
+        "erase_endpoint": ERASE_ENDPOINT.format(id=membership.user_id),
+    }
+    return render(request, "web/owners/person_remove.html", context, status=_status(request, form))
+
+
+class PasswordSetView(RefusedInputIs400, PasswordResetConfirmView):
+    """The invitation link: choose a password. Django's reset token stops working once one is set."""
+
+    template_name = "registration/password_set_confirm.html"
+    success_url = reverse_lazy("web:password-set-done")
+
+
+# --- Places ------------------------------------------------------------------------------------------
+
+
+def _place_or_404(account: Account, place_id):
+    row = place_records(organisation=account.organisation).filter(pk=place_id).first()
+    if row is None:
+        raise Http404("No place of your organisation has this id.")
+    return record_of(row)
+
+
+def _place_errors_onto(form, error: ValidationError | PlaceConflict) -> None:
+    if isinstance(error, PlaceConflict):
+        form.add_error("people", error.message)
+    else:
+        _errors_onto(form, error, default_field="people")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def place_list(request: HttpRequest) -> HttpResponse:
+    account = _owner(request)
+    form = PlaceForm(_posted(request), initial={"kind": Channel.Kind.PRIVATE})
+    if request.method == "POST" and form.is_valid():
+        channel = form.cleaned_data["channel"]
+        if Channel.objects.filter(organisation=account.organisation, external_id=channel).exists():
+            form.add_error("channel", "A place with this channel id is recorded; change it from its own page.")
+        else:
+            try:
+                record, _ = place_put(
+                    organisation=account.organisation,
+                    channel=channel,
+                    kind=form.cleaned_data["kind"],
+                    people=form.cleaned_data["people"],
+                    actor=account.user,
+                )
+            except (ValidationError, PlaceConflict) as error:
+                _place_errors_onto(form, error)
+            else:
+                messages.success(request, f"Recorded {channel}.")
+                return redirect("web:place-detail", record.channel.pk)
+    places = [
+        {"record": record, "people": member_labels(record)}
+        for record in map(record_of, place_records(organisation=account.organisation).order_by("external_id"))
+    ]
+    context = {"section": "places", "places": places, "form": form}
+    return render(request, "web/owners/places.html", context, status=_status(request, form))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def place_detail(request: HttpRequest, place_id) -> HttpResponse:
+    account = _owner(request)
+    record = _place_or_404(account, place_id)
+    initial = {"kind": record.channel.kind, "people": "\n".join(member_labels(record))}
+    form = PlaceForm(_posted(request), new=False, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        try:
+            place_put(
+                organisation=account.organisation,
+                channel=record.channel.external_id,
+                kind=form.cleaned_data["kind"],
+                people=form.cleaned_data["people"],
+                actor=account.user,
+            )
+        except (ValidationError, PlaceConflict) as error:
+            _place_errors_onto(form, error)
+        else:
+            messages.success(request, f"Saved {record.channel.external_id}. The change is in its audit below.")
+            return redirect("web:place-detail", record.channel.pk)
+    context = {
+        "section": "places",
+        "record": record,
+        "people": member_labels(record),
+        "form": form,
+        "changes": place_changes(organisation=account.organisation, channel=record.channel),
+    }
+    return render(request, "web/owners/place_detail.html", context, status=_status(request, form))
+
+
+# --- Agents and tokens -------------------------------------------------------------------------------
+
+
+RESTRICT_FIELDS = {"allowed_channels": "channels", "allowed_people": "people"}
+
+
+def _token_or_404(account: Account, token_id) -> AgentToken:
+    token = (
+        AgentToken.objects.select_related("agent", "organisation")
+        .filter(organisation=account.organisation, pk=token_id)
+        .first()
+    )
+    if token is None:
+        raise Http404("No token of your organisation has this id.")
+    return token
+
+
+def _token_shown_once(request: HttpRequest, token: AgentToken, raw: str) -> HttpResponse:
+    context = {"section": "agents", "token": token, "raw": raw}
+    return _no_store(render(request, "web/owners/token_created.html", context))
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def agent_list(request: HttpRequest) -> HttpResponse:
+    account = _owner(request)
+    form = AgentForm(_posted(request))
+    if request.method == "POST" and form.is_valid():
+        try:
+            _, token, raw = agent_add(
+                organisation=account.organisation, name=form.cleaned_data["name"], actor=account.user
+            )
+        except ValidationError as error:
+            _errors_onto(form, error, default_field="name")
+        else:
+            return _token_shown_once(request, token, raw)
+    context = {"section": "agents", "agents": agents_with_tokens(organisation=account.organisation), "form": form}
+    return render(request, "web/owners/agents.html", context, status=_status(request, form))
+
+
+@login_required
+@require_POST
+def token_create(request: HttpRequest, agent_id) -> HttpResponse:
+    account = _owner(request)
+    agent = account.organisation.agents.filter(pk=agent_id).first()
+    if agent is None:
+        raise Http404("No agent of your organisation has this id.")
+    token, raw = token_issue(agent=agent, actor=account.user)
+    return _token_shown_once(request, token, raw)
+
+
+def _token_page(request: HttpRequest, account: Account, token: AgentToken, form: RestrictForm, status: int = 200):
+    labels = people_labels(organisation=account.organisation, ids=token.allowed_people)
+    context = {
+        "section": "agents",
+        "token": token,
+        "form": form,
+        "allowed_people": [labels.get(str(person_id), "a person no longer here") for person_id in token.allowed_people],
+    }
+    return render(request, "web/owners/token_detail.html", context, status=status)
+
+
+@login_required
+@never_cache
+def token_detail(request: HttpRequest, token_id) -> HttpResponse:
+    account = _owner(request)
+    token = _token_or_404(account, token_id)
+    labels = people_labels(organisation=account.organisation, ids=token.allowed_people)
+    initial = {
+        "restricted": token.restricted,
+        "channels": "\n".join(token.allowed_channels),
+        "people": "\n".join(labels[str(person_id)] for person_id in token.allowed_people if str(person_id) in labels),
+    }
+    return _token_page(request, account, token, RestrictForm(initial=initial))
+
+
+@login_required
+@require_POST
+def token_restrict_page(request: HttpRequest, token_id) -> HttpResponse:
+    account = _owner(request)
+    token = _token_or_404(account, token_id)
+    form = RestrictForm(request.POST)
+    if form.is_valid():
+        try:
+            token_restrict(
+                token=token,
+                restricted=form.cleaned_data["restricted"],
+                channels=form.cleaned_data["channels"],
+                people=form.cleaned_data["people"],
+                actor=account.user,
+            )
+        except ValidationError as error:
+            # The service names the token's fields; the form shows them beside its own.
+            for name, problems in error.message_dict.items():
+                form.add_error(RESTRICT_FIELDS.get(name), problems)
+        else:
+            messages.success(request, "Restricted." if form.cleaned_data["restricted"] else "Not restricted.")
+            return redirect("web:token-detail", token.pk)
+    return _token_page(request, account, token, form, status=400)
+
+
+@login_required
+@require_POST
+def token_directory(request: HttpRequest, token_id) -> HttpResponse:
+    account = _owner(request)
+    token = _token_or_404(account, token_id)
+    give = request.POST.get("directory")
+    if give not in ("give", "take"):
+        return _token_page(request, account, token, RestrictForm(), status=400)
+    token_set_directory(token=token, directory=give == "give", actor=account.user)
+    said = "The directory right is given back." if give == "give" else "The directory right is taken."
+    messages.success(request, said)
+    return redirect("web:token-detail", token.pk)
+
+
+@login_required
+@require_POST
+def token_revoke_page(request: HttpRequest, token_id) -> HttpResponse:
+    account = _owner(request)
+    token = _token_or_404(account, token_id)
+    token_revoke(token=token, actor=account.user)
+    messages.success(request, "Revoked: every call with this token is now refused.")
+    return redirect("web:token-detail", token.pk)
