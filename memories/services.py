@@ -326,7 +326,7 @@ def memory_forget(
     with transaction.atomic():
         chain = memory_supersede_chain(memory=memory)
         # A correction landing mid-forget would add a version this call never saw: lock them all, in one order.
-        list(Memory.objects.select_for_update().filter(pk__in=[row.pk for row in chain]).order_by("pk"))
+        list(Memory.objects.select_for_update(no_key=True).filter(pk__in=[row.pk for row in chain]).order_by("pk"))
         chain = memory_supersede_chain(memory=memory)
         erased = 0
         for row in chain:
