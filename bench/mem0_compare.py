@@ -13,6 +13,7 @@
    `MEM0_TELEMETRY=False`, the HuggingFace embedder on the packaged MiniLM loaded
    from its path, and Qdrant's local mode (embedded, in-process) as its vector
    store; adds the same turns with `infer=False` (no LLM), one user per conversation.
+   One torch thread in mem0's process, as each Archivist web worker has one.
 4. Asks every question of both, interleaved question by question (the order of the
    two alternating), and scores hit@5 / hit@10 against the evidence turns: Archivist
    timed as the whole HTTP call on loopback, mem0 as `Memory.search` in its process
@@ -94,6 +95,10 @@ class Mem0:
             "MEM0_DIR": str(folder / "mem0-home"),
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
+            # One torch thread, as each Archivist web worker embeds with one: two threads on two
+            # shared cores made every add and search several times slower here.
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
         }
         environment.pop("DJANGO_SETTINGS_MODULE", None)
         self.log = (folder / "mem0.log").open("ab")
