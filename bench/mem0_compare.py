@@ -53,6 +53,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--venv", type=Path, default=ROOT / "var" / "bench-mem0-venv")
     parser.add_argument("--modes", default="auto", help="Archivist recall modes asked over HTTP (comma-separated)")
     parser.add_argument("--questions", type=int, default=0, help="ask only this many questions (0: all)")
+    parser.add_argument("--conversations", type=int, default=0, help="load only the first N conversations (0: all)")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--seed", type=int, default=15)
     return parser.parse_args()
@@ -145,6 +146,8 @@ def percentile(values, share):
 def main() -> None:
     args = arguments()
     conversations = quality.load_conversations(args.data)
+    if args.conversations:
+        conversations = conversations[: args.conversations]
     modes = [mode.strip() for mode in args.modes.split(",") if mode.strip()]
     python = ensure_venv(args.venv.resolve())
     data_dir = args.data_dir.resolve()
