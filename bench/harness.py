@@ -56,6 +56,8 @@ def start_gunicorn(*, port: int, data_dir: Path, workers: int = 3, threads: int 
     command = [
         str(ROOT / ".venv" / "bin" / "gunicorn"),
         "config.wsgi:application",
+        "--config",
+        "python:config.gunicorn",
         "--bind",
         f"127.0.0.1:{port}",
         "--workers",

@@ -65,6 +65,11 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--mode",
+        default="auto",
+        help="recall mode asked over HTTP (default auto, the API's default: contextual); hybrid as before issue 15",
+    )
     return parser.parse_args()
 
 
@@ -348,6 +353,9 @@ def start_gunicorn(args, log: Path) -> subprocess.Popen:
     command = [
         str(ROOT / ".venv" / "bin" / "gunicorn"),
         "config.wsgi:application",
+        # The run command's hooks: each worker loads the model before it takes traffic.
+        "--config",
+        "python:config.gunicorn",
         "--bind",
         f"127.0.0.1:{args.port}",
         "--workers",
@@ -384,7 +392,7 @@ def http_recall(args, jobs: list[tuple[int, str]], tokens: dict, concurrency: in
         started = time.perf_counter()
         response = session.post(
             f"http://127.0.0.1:{args.port}/api/v1/recall",
-            json={"question": question, "place": PLACE, "limit": 10, "mode": "hybrid"},
+            json={"question": question, "place": PLACE, "limit": 10, "mode": args.mode},
             headers={"Authorization": f"Bearer {tokens[rank]}"},
             timeout=30,
         )
@@ -433,23 +441,30 @@ def http_remember(args, tokens: dict, ranks: list[int], count: int) -> list[floa
     return latencies
 
 
-def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict) -> list[float]:
-    """The statement recall builds, through psycopg with client-side binding, as Django sends it."""
+def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid") -> list[float]:
+    """The statement recall builds for `mode`, through psycopg with client-side binding, as Django sends it.
+
+    For `auto` and `contextual` that is the contextual statement (candidates, neighbours, BM25 statistics);
+    its ranking in Python and the winners' full rows are not part of it."""
     import psycopg
     from django.utils import timezone
 
+    from memories import contextual
     from memories.recall import build_plan, run_plan
     from memories.scopes import Place
 
     place = Place(PLACE["channel"], PLACE["kind"], ())
+    contextual_mode = mode in ("auto", "contextual", "reranked")
+    planner = contextual.build_plan if contextual_mode else build_plan
     latencies = []
     with psycopg.connect(os.environ["DATABASE_URL"], cursor_factory=psycopg.ClientCursor, autocommit=True) as raw:
         for rank, question in jobs:
-            plan = build_plan(
+            plan = planner(
                 organisation_id=org_ids[rank],
                 place=place,
                 agent_id=None,
-                limit=10,
+                limit=max(10, contextual.CANDIDATES) if contextual_mode else 10,
+                pool=contextual.CANDIDATES if contextual_mode else None,
                 lists=("semantic", "lexical"),
                 question=question,
                 query_vector=vectors[question],
@@ -585,10 +600,24 @@ def run(args, data_dir: Path) -> None:
         vectors[question] = model.encode([question], normalize_embeddings=True)[0].tolist()
         embed_ms.append((time.perf_counter() - started) * 1000)
 
+    onnx_ms = []
+    try:
+        from django.conf import settings as django_settings
+
+        from memories import onnx_embedder
+
+        encoder = onnx_embedder.load(django_settings.DATA_DIR)
+        for _, question in (jobs + large_jobs)[:400]:
+            started = time.perf_counter()
+            encoder.encode(question)
+            onnx_ms.append((time.perf_counter() - started) * 1000)
+    except Exception as error:  # noqa: BLE001 - the server then falls back to torch, and says so
+        step(f"no ONNX baseline: {error}")
+
     step("raw SQL through psycopg")
-    raw_sql(jobs[:50], vectors, org_ids, hnsw)  # warm the cache as the HTTP runs will find it
-    raw_all = raw_sql(jobs, vectors, org_ids, hnsw)
-    raw_large = raw_sql(large_jobs, vectors, org_ids, hnsw) if large_jobs else []
+    raw_sql(jobs[:50], vectors, org_ids, hnsw, args.mode)  # warm the cache as the HTTP runs will find it
+    raw_all = raw_sql(jobs, vectors, org_ids, hnsw, args.mode)
+    raw_large = raw_sql(large_jobs, vectors, org_ids, hnsw, args.mode) if large_jobs else []
 
     log = data_dir / "gunicorn.log"
     step("starting gunicorn")
@@ -648,6 +677,7 @@ def run(args, data_dir: Path) -> None:
         c8_seconds,
         remember,
         per_class,
+        onnx_ms,
     )
     print(f"Plan for the largest tenant's vector list: {explain}.")
     print(f"Load average during the run: {os.getloadavg()[0]:.1f} (2 cores shared with other work).")
@@ -670,6 +700,7 @@ def report(
     c8_seconds,
     remember,
     per_class,
+    onnx_ms=(),
 ) -> None:
     def column(rows, key):
         return [row[key] for row in rows]
@@ -679,10 +710,10 @@ def report(
     http1 = {key: summary(column(c1, key)) for key in ("total", "embed", "sql", "rest")}
     http8 = {key: summary(column(c8, key)) for key in ("total", "embed", "sql", "rest")}
     print()
-    print(f"## Recall ({seeded['rows']:,} memories, {args.orgs:,} organisations)")
+    print(f"## Recall ({seeded['rows']:,} memories, {args.orgs:,} organisations, mode `{args.mode}`)")
     print()
     threshold = f" --threshold {args.threshold}" if args.threshold else ""
-    print(f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n {args.n}{threshold}`")
+    print(f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n {args.n}{threshold} --mode {args.mode}`")
     print()
     print(
         f"- Seeding: {seeded['rows']:,} rows by binary COPY in {seeded['copy_seconds']:.0f} s; tenant sizes "
@@ -703,6 +734,9 @@ def report(
             f"| {name} | {fmt(stats['total'])} | {fmt(stats['embed'])} | {fmt(stats['sql'])} | {fmt(stats['rest'])} |"
         )
     print(f"| baseline: model.encode in-process | | {fmt(embed)} | | |")
+    if onnx_ms:
+        onnx = fmt(summary(list(onnx_ms)))
+        print(f"| baseline: ONNX Runtime encoder in-process (what the server uses) | | {onnx} | | |")
     print(f"| baseline: the same SQL via psycopg | | | {fmt(raw)} | |")
     if c1_large:
         large_total = summary(column(c1_large, "total"))

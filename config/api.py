@@ -8,13 +8,15 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import InterfaceError, OperationalError
+from django.db import InterfaceError, OperationalError, connection
+from django.db.models.expressions import RawSQL
 from django.http import Http404
 from django.utils import timezone
 from rest_framework import exceptions, status
@@ -25,8 +27,8 @@ from rest_framework.response import Response
 from rest_framework.throttling import SimpleRateThrottle
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
-from tenancy.context import tenant_activate, token_lookup_activate
-from tenancy.sql import STEWARD
+from tenancy.context import TenancyError, tenant_activate
+from tenancy.sql import CROSS_TENANT_SETTING, STEWARD, TENANT_SETTING, TOKEN_HASH_SETTING
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +82,39 @@ class AgentPrincipalUser:
         return self.username
 
 
+def token_authenticate(*, token_hash: str, now) -> AgentToken | None:
+    """The usable token with this hash, its agent and organisation, with its tenant set: one round trip.
+
+    Row-level security shows this transaction the one token whose hash it names
+    (`archivist.token_hash`), and the statement that reads it names the token's
+    organisation as the transaction's tenant as it reads it, so authentication,
+    tenant and token are one query: the setting, then the read, sent together.
+    No usable token, no row: the tenant stays unset and the transaction sees nothing.
+    """
+    if not connection.in_atomic_block:
+        raise TenancyError("The tenant is set per transaction; call this inside transaction.atomic().")
+    tenant = RawSQL(
+        "set_config(%s, accounts_agenttoken.organisation_id::text, true) || set_config(%s, '', true)",
+        (TENANT_SETTING, CROSS_TENANT_SETTING),
+    )
+
+    def with_token_hash(execute, sql, params, many, context):
+        result = execute(
+            "SELECT set_config(%s, %s, true); " + sql, (TOKEN_HASH_SETTING, token_hash, *params), many, context
+        )
+        context["cursor"].nextset()  # the token's row, after the setting's
+        return result
+
+    with connection.execute_wrapper(with_token_hash):
+        return (
+            AgentToken.objects.usable(now)
+            .select_related("agent", "organisation")
+            .filter(token_hash=token_hash)
+            .annotate(tenant_set=tenant)
+            .first()
+        )
+
+
 class BearerTokenAuthentication(BaseAuthentication):
     """`Authorization: Bearer <token>`; the token names the organisation and the agent."""
 
@@ -97,14 +132,9 @@ class BearerTokenAuthentication(BaseAuthentication):
             raise exceptions.AuthenticationFailed("The token is not valid text.") from None
         now = timezone.now()
         token_hash = hash_token(raw)
-        # Row-level security shows this transaction the one token with this hash, nothing else.
-        token_lookup_activate(token_hash=token_hash)
-        token = (
-            AgentToken.objects.usable(now).select_related("agent", "organisation").filter(token_hash=token_hash).first()
-        )
+        token = token_authenticate(token_hash=token_hash, now=now)
         if token is None:
             raise exceptions.AuthenticationFailed("The token is unknown, revoked or expired.")
-        tenant_activate(organisation_id=token.organisation_id)
         # Recording last use at most once a minute keeps a hot token from writing on every call.
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
             AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
@@ -189,6 +219,20 @@ class SafeJSONParser(JSONParser):
             raise exceptions.ParseError("JSON nested too deeply.") from None
 
 
+# One principal's requests of the last window as a sorted set (score: the time): drop those that left
+# the window, count the rest, and add this request if it fits; a refusal answers the oldest time left.
+_SLIDING_LOG = """
+local key, now, window, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+if redis.call('ZCARD', key) < limit then
+  redis.call('ZADD', key, ARGV[1], ARGV[4])
+  redis.call('PEXPIRE', key, math.ceil(window * 1000))
+  return {1, ''}
+end
+return {0, redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]}
+"""
+
+
 class PrincipalRateThrottle(SimpleRateThrottle):
     """Requests per token (an agent) or per signed-in person, at `MEMORY_API_RATE`; past it, 429 with Retry-After.
 
@@ -211,10 +255,37 @@ class PrincipalRateThrottle(SimpleRateThrottle):
 
     def allow_request(self, request, view):
         try:
-            return super().allow_request(request, view)
+            if not hasattr(getattr(self.cache, "_cache", None), "get_client"):
+                return super().allow_request(request, view)  # not Redis: DRF's own read-and-write of the log
+            return self._allow_in_one_round_trip(request, view)
         except Exception as error:  # noqa: BLE001 - any cache failure lets the request through
             logger.warning("rate limiter unavailable, letting %s through: %s", request.path, error)
             return True
+
+    def _allow_in_one_round_trip(self, request, view) -> bool:
+        """DRF's exact sliding log, kept in Redis as a sorted set and checked by one script: one round trip,
+        atomic across web workers, and no history list read and rewritten on every request."""
+        if self.rate is None:
+            return True
+        self.key = self.get_cache_key(request, view)
+        if self.key is None:
+            return True
+        self.now = self.timer()
+        key = self.cache.make_and_validate_key(self.key)
+        client = self.cache._cache.get_client(key, write=True)
+        allowed, oldest = client.register_script(_SLIDING_LOG)(
+            keys=[key], args=[repr(self.now), self.duration, self.num_requests, f"{self.now!r}:{uuid.uuid4().hex}"]
+        )
+        if allowed:
+            return True
+        self.oldest = float(oldest)
+        return self.throttle_failure()
+
+    def wait(self):
+        oldest = getattr(self, "oldest", None)
+        if oldest is None:
+            return super().wait()
+        return max(0.0, self.duration - (self.now - oldest))
 
 
 def _flatten(detail, prefix: str = "") -> dict[str, list[str]]:

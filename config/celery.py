@@ -4,6 +4,7 @@ import os
 
 from celery import Celery
 from celery.schedules import crontab
+from celery.signals import worker_process_init
 from django.conf import settings
 from kombu import Queue
 
@@ -18,6 +19,8 @@ app.conf.task_routes = {
     "threads.tasks.*": {"queue": "consolidate"},
 }
 app.autodiscover_tasks()
+# A pool child loads the embedding model before it takes a task (below); give it time to.
+app.conf.worker_proc_alive_timeout = 120.0
 # The agent-turn API's maintenance tasks live in memories/index_tasks.py.
 app.autodiscover_tasks(["memories"], related_name="index_tasks")
 
@@ -58,3 +61,16 @@ def add_beat_schedule(sender, **kwargs) -> None:
             "options": {"queue": "consolidate"},
         },
     }
+
+
+@worker_process_init.connect
+def warm_pool_child(**kwargs) -> None:
+    """Each pool child loads the embedding model before its first task (memories/warmup.py)."""
+    import logging
+
+    from memories.warmup import warm_up
+
+    try:
+        warm_up(batch=True, statements=False)
+    except Exception as error:  # noqa: BLE001 - a child that could not warm still works, cold
+        logging.getLogger(__name__).warning("could not warm the embedding model: %s", error)

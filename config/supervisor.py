@@ -134,6 +134,8 @@ def _spawn(env: dict[str, str], folder: Path, host: str, port: str) -> dict[str,
         "web": [
             str(bin_dir / "gunicorn"),
             "config.wsgi:application",
+            "--config",
+            "python:config.gunicorn",
             "--bind",
             f"{host}:{port}",
             "--workers",

@@ -7,7 +7,7 @@ transaction itself, right after AuthenticationMiddleware:
 
 - a signed-in person's organisation (from their membership) is set here;
 - an agent's is set by `config.api.BearerTokenAuthentication`, inside this
-  same transaction, once its token is known;
+  same transaction, by the statement that reads its token;
 - any answer of 400 or above rolls the transaction back, so a refused or
   failed request leaves nothing half-written;
 - a database that cannot be reached answers 503 with the one error shape.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 
-from django.db import InterfaceError, OperationalError, transaction
+from django.db import InterfaceError, OperationalError, connection, transaction
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 
@@ -73,9 +73,13 @@ class TenantTransactionMiddleware:
         if request.path in PASS_THROUGH_PATHS:
             return self.get_response(request)
         try:
+            # Every tenant setting is SET LOCAL, so a new transaction starts with none: only a
+            # nested one (a test's wrapping transaction) must clear what an earlier request set.
+            fresh = not connection.in_atomic_block
             with transaction.atomic():
                 organisation_id, cross_tenant = session_scope(request)
-                tenant_activate(organisation_id=organisation_id, cross_tenant=cross_tenant)
+                if organisation_id or cross_tenant or not fresh:
+                    tenant_activate(organisation_id=organisation_id, cross_tenant=cross_tenant)
                 response = self.get_response(request)
                 if response.status_code >= 400:
                     transaction.set_rollback(True)

@@ -1,0 +1,22 @@
+"""gunicorn's hooks for Archivist's web workers (`gunicorn -c python:config.gunicorn`).
+
+`post_worker_init` runs in each worker once it has loaded the application and
+before it accepts a connection: it loads the embedding model (ONNX Runtime, or
+torch if that is unavailable) and runs the recall code path once
+(`memories.warmup`), so no caller pays a worker's first-use cost. The master
+sends no traffic to a worker; the listening socket is shared, so until a worker
+is warm the others (or the socket's backlog) take its share.
+"""
+
+from __future__ import annotations
+
+
+def post_worker_init(worker) -> None:
+    from memories.warmup import warm_up
+
+    try:
+        report = warm_up(heartbeat=worker.notify)
+    except Exception as error:  # noqa: BLE001 - a worker that could not warm still serves, cold
+        worker.log.warning("worker %s could not warm up: %s", worker.pid, error)
+        return
+    worker.log.info("worker %s warm: %s", worker.pid, report)

