@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test lint format migrations-check deploy-check bench venv clean
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml clients/mcp/pyproject.toml clients/langgraph/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
 	$(PY) -m pip install --quiet -c requirements.lock --group dev
+	# The integrations, editable, so their tests run against this checkout's server in `make test`.
+	$(PY) -m pip install --quiet --no-deps -e clients/python -e clients/mcp -e clients/langgraph
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -100,7 +100,9 @@ class _Operations:
         """Remember a fact said in a place; the narrowest scope the place allows is used (`scope_reason` says)."""
         data = _clean(locals(), "idempotency_key", "place")
         data["place"] = self._place(place, required=True)
-        return self._run(_Call("POST", "memories", data, model=m.Remembered, write=True, idempotency_key=idempotency_key))
+        return self._run(
+            _Call("POST", "memories", data, model=m.Remembered, write=True, idempotency_key=idempotency_key)
+        )
 
     def remember_many(self, items: Iterable[Mapping[str, Any]], *, place: m.Place | Mapping | None = None) -> m.Batch:
         """Remember many facts, 100 per call to `POST /memories/batch`; each item is answered on its own.
@@ -162,9 +164,7 @@ class _Operations:
         path = f"memories/{_segment(memory_id)}/{action}"
         return self._run(_Call("POST", path, data, model=m.Memory, write=True, idempotency_key=idempotency_key))
 
-    def forget(
-        self, memory_id: Any, *, reason: str = "", place=None, idempotency_key: str | None = None
-    ) -> m.Memory:
+    def forget(self, memory_id: Any, *, reason: str = "", place=None, idempotency_key: str | None = None) -> m.Memory:
         """Forget a memory; the answer is its receipt (who, when, why; no body)."""
         data: dict[str, Any] = {"reason": reason}
         if (resolved := self._place(place)) is not None:

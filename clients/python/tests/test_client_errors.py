@@ -8,16 +8,15 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from archivist_client import Archivist, Conflict, LimitReached, NotFound, Refused, Throttled, Unauthenticated
 from django.utils import timezone
 
-from archivist_client import Archivist, Conflict, LimitReached, NotFound, Refused, Throttled, Unauthenticated
 from memories.models import Author, Bucket, Memory, SourceKind
 
 
 def test_a_refusal_names_its_fields(live_api):
-    with Archivist(live_api.url, live_api.token, place=live_api.dm) as archivist:
-        with pytest.raises(Refused) as refused:
-            archivist.recall(question="x", limit=1000)
+    with Archivist(live_api.url, live_api.token, place=live_api.dm) as archivist, pytest.raises(Refused) as refused:
+        archivist.recall(question="x", limit=1000)
     assert refused.value.status == 400 and "limit" in refused.value.fields
     assert "at most" in refused.value.fields["limit"][0]
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from archivist_client import Archivist, AsyncArchivist, Forgotten, Place
 from archivist_client import models as m
 
@@ -80,7 +79,9 @@ def test_thread_events_subject_export_and_claims_through_the_client(live_api):
     with Archivist(live_api.url, live_api.token, place=live_api.dm) as archivist:
         ingested = archivist.ingest_events(
             "T-1",
-            events=[{"id": "e-1", "role": "user", "author": "mona", "text": "Call me Mo.", "time": "2026-11-30T09:00Z"}],
+            events=[
+                {"id": "e-1", "role": "user", "author": "mona", "text": "Call me Mo.", "time": "2026-11-30T09:00Z"}
+            ],
         )
         assert (ingested.accepted, ingested.events[0].id) == (1, "e-1")
         assert archivist.thread("T-1")["thread"] == "T-1"

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from archivist_client import Archivist
 from archivist_client import models as m
 
