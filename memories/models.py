@@ -62,6 +62,7 @@ class SourceKind(models.TextChoices):
     RUN = "run", "Run"
     THREAD_EVENT = "thread_event", "Thread event"
     PERSON = "person", "Person"
+    IMPORT = "import", "Import"
 
 
 class Tier(models.TextChoices):
