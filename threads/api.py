@@ -174,6 +174,17 @@ class ThreadEventsApi(_ThreadApi):
         principal = self.agent_principal()
         thread_id = self.checked_thread_id(thread_id)
         data = self.validated(IngestInputSerializer)
+
+        def write():
+            response = self.ingest(principal, thread_id, data)
+            # Ids, sequence numbers and counts only: a retry is answered from them, never from the events' text.
+            return response, None, {"status": response.status_code, "body": response.data}
+
+        return self.idempotent(
+            "thread-events", write, lambda memory, extra: Response(extra["body"], status=extra["status"])
+        )
+
+    def ingest(self, principal, thread_id: str, data: dict) -> Response:
         thread, outcome = thread_events_ingest(
             organisation=principal.organisation, agent=principal.agent, thread_id=thread_id, events=data["events"]
         )
