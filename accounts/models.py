@@ -8,6 +8,7 @@ import uuid
 from datetime import timedelta
 
 from django.contrib.auth.models import AbstractUser
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -41,6 +42,10 @@ class Organisation(models.Model):
         return self.slug
 
 
+HANDLE_PATTERN = r"^[A-Za-z0-9._:@-]{1,150}$"
+HANDLE_MAX_CHARS = 150
+
+
 class Membership(models.Model):
     class Role(models.TextChoices):
         OWNER = "owner", "Owner"
@@ -50,7 +55,14 @@ class Membership(models.Model):
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
+    # A directory person's id in the integration that created them (a chat platform's user id).
+    # The person's one stable id stays `user_id`; the handle, like the username, is only a lookup key.
+    handle = models.CharField(max_length=HANDLE_MAX_CHARS, null=True, blank=True)
+    display_name = models.CharField(max_length=200, blank=True, default="")
+    # Created by an integration and not yet invited to sign in.
+    directory = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
@@ -60,10 +72,24 @@ class Membership(models.Model):
             models.CheckConstraint(
                 condition=Q(role__in=["owner", "member", "steward"]), name="accounts_membership_role_valid"
             ),
+            models.UniqueConstraint(
+                fields=["organisation", "handle"],
+                condition=Q(handle__isnull=False),
+                name="accounts_membership_handle_per_org",
+            ),
+            models.CheckConstraint(
+                condition=Q(handle__isnull=True) | Q(handle__regex=HANDLE_PATTERN),
+                name="accounts_membership_handle_shape",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.user} ({self.role} of {self.organisation})"
+
+    @property
+    def label(self) -> str:
+        """How responses and pages name this person: the handle, else the username."""
+        return self.handle or self.user.username
 
 
 class Agent(models.Model):
@@ -109,6 +135,12 @@ class AgentToken(models.Model):
     expires_at = models.DateTimeField()
     revoked_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    # The directory right: create people and places, and name a place for the first time in a turn.
+    directory = models.BooleanField(default=True)
+    # A restricted token acts only in these channels (external ids) and in DMs with these people (ids).
+    restricted = models.BooleanField(default=False)
+    allowed_channels = ArrayField(models.CharField(max_length=200), default=list, blank=True)
+    allowed_people = ArrayField(models.UUIDField(), default=list, blank=True)
 
     objects = AgentTokenQuerySet.as_manager()
 

@@ -74,7 +74,8 @@ def seed(args) -> list[dict]:
     """Tenants with people, an agent token and memories, written through the services."""
     from accounts.models import Membership
     from accounts.services import agent_create, organisation_create, user_create
-    from memories.turn_services import memory_remember_in_place, place_resolve
+    from memories.places import place_recorded
+    from memories.turn_services import memory_remember_in_place
 
     rng = random.Random(args.seed)
     tenants = []
@@ -89,12 +90,13 @@ def seed(args) -> list[dict]:
         places.append({"channel": f"C-{index}", "kind": "public", "people": people[:1]})
         for n in range(args.memories):
             place = rng.choice(places)
-            resolved = place_resolve(organisation=organisation, **place)
+            resolved = place_recorded(organisation=organisation, **place)
             memory_remember_in_place(
                 organisation=organisation,
                 resolved=resolved,
                 body=f"Seeded fact {n} for tenant {index}: prefers {rng.choice(['tea', 'coffee', 'water'])}",
                 agent=agent,
+                subject_type="workspace",
             )
         tenants.append({"index": index, "token": token, "places": places})
     return tenants

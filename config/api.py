@@ -43,6 +43,7 @@ class Principal:
     agent: Agent | None = None
     user: User | None = None
     role: str | None = None
+    token: AgentToken | None = None  # an agent's token: its directory right and its channel restriction
 
     @property
     def is_agent(self) -> bool:
@@ -107,7 +108,7 @@ class BearerTokenAuthentication(BaseAuthentication):
         # Recording last use at most once a minute keeps a hot token from writing on every call.
         if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
             AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        request.principal = Principal(organisation=token.organisation, agent=token.agent)
+        request.principal = Principal(organisation=token.organisation, agent=token.agent, token=token)
         return AgentPrincipalUser(token.agent), token
 
     def authenticate_header(self, request):

@@ -31,6 +31,7 @@ from memories import serializers as s
 from memories.filters import MemoryFilter
 from memories.idempotency import KEY_MESSAGE, idempotent_call
 from memories.models import Bucket, Injection, Memory, SubjectType
+from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound, place_for_turn, token_allows, token_reaches
 from memories.recall import recall
 from memories.scopes import Viewer, changeable_by, subject_request_allowed, visible_to
 from memories.selectors import (
@@ -43,9 +44,7 @@ from memories.selectors import (
 from memories.subjects import subject_erase, subject_export
 from memories.turn_services import (
     LimitReached,
-    ResolvedPlace,
     TurnConflict,
-    channel_upsert,
     idempotent_write,
     injection_render,
     injection_replay,
@@ -53,7 +52,6 @@ from memories.turn_services import (
     memory_forget,
     memory_pin,
     memory_remember_in_place,
-    place_resolve,
     request_fingerprint,
     user_subject_id,
 )
@@ -148,6 +146,10 @@ class TurnApi(APIView):
             exc = exceptions.ValidationError({"json": [f"Malformed JSON: {exc.detail}"]})
         elif isinstance(exc, LimitReached):
             return error_response("limit_reached", str(exc), {}, status.HTTP_409_CONFLICT)
+        elif isinstance(exc, PlaceNotFound):
+            return error_response("not_found", exc.message, {}, status.HTTP_404_NOT_FOUND)
+        elif isinstance(exc, PlaceConflict):
+            return error_response("conflict", exc.message, {exc.field: [exc.message]}, status.HTTP_409_CONFLICT)
         elif isinstance(exc, TurnConflict):
             code = status.HTTP_422_UNPROCESSABLE_ENTITY if exc.field == IDEMPOTENCY_HEADER else status.HTTP_409_CONFLICT
             return error_response("conflict", exc.message, {exc.field: [exc.message]}, code)
@@ -162,17 +164,22 @@ class TurnApi(APIView):
         serializer.is_valid(raise_exception=True)
         return serializer.validated_data
 
-    def resolve_place(self, data: dict | None) -> ResolvedPlace | None:
+    def resolve_place(self, data: dict | None) -> PlaceInTurn | None:
+        """The place the call names, from its record; 404 where the caller may not act."""
         if not data:
             return None
-        return place_resolve(
-            organisation=self.principal().organisation,
+        principal = self.principal()
+        return place_for_turn(
+            organisation=principal.organisation,
             channel=data["channel"],
             kind=data["kind"],
             people=list(data.get("people") or []),
+            user=principal.user,
+            agent=principal.agent,
+            token=principal.token,
         )
 
-    def viewer(self, resolved: ResolvedPlace | None = None) -> Viewer:
+    def viewer(self, resolved: PlaceInTurn | None = None) -> Viewer:
         principal = self.principal()
         if principal.agent is not None:
             return Viewer(agent_id=str(principal.agent.pk), place=resolved.place if resolved else None)
@@ -185,7 +192,7 @@ class TurnApi(APIView):
             .exclude(bucket=Bucket.SYSTEM)
             .first()
         )
-        if memory is None or not visible_to(memory, viewer):
+        if memory is None or not visible_to(memory, viewer) or not token_reaches(self.principal().token, memory):
             raise exceptions.NotFound("No memory you can see has this id.")
         return memory
 
@@ -280,7 +287,9 @@ class MemoryListApi(TurnApi, GenericAPIView):
             return Memory.objects.none()
         principal = self.principal()
         if principal.agent is not None:
-            rows = memories_visible_to_agent(agent=principal.agent, organisation=principal.organisation)
+            rows = memories_visible_to_agent(
+                agent=principal.agent, organisation=principal.organisation, token=principal.token
+            )
         else:
             rows = memories_visible_to(viewer_user=principal.user, organisation=principal.organisation)
         return rows.select_related("agent", "written_by")
@@ -354,7 +363,10 @@ class MemoryListApi(TurnApi, GenericAPIView):
             memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
         headers = {"Idempotent-Replayed": "true"} if replayed else {}
         return Response(
-            memory_output(memory, timezone.now(), scope_reason=extra.get("scope_reason", "")),
+            {
+                **memory_output(memory, timezone.now(), scope_reason=extra.get("scope_reason", "")),
+                "notice": extra.get("notice", ""),
+            },
             status=status.HTTP_201_CREATED,
             headers=headers,
         )
@@ -364,7 +376,7 @@ def memory_output(memory: Memory, now, scope_reason: str | None = None) -> dict:
     return s.memory_output(memory, now=now, scope_reason=scope_reason)
 
 
-def remember_write(*, principal: Principal, data: dict, resolved: ResolvedPlace) -> tuple[Memory, dict]:
+def remember_write(*, principal: Principal, data: dict, resolved: PlaceInTurn) -> tuple[Memory, dict]:
     """One validated remember request, written: (the memory, {"scope_reason"})."""
     memory, choice = memory_remember_in_place(
         organisation=principal.organisation,
@@ -386,7 +398,7 @@ def remember_write(*, principal: Principal, data: dict, resolved: ResolvedPlace)
         run_id=data["run_id"],
         occurred_at=data.get("occurred_at"),
     )
-    return memory, {"scope_reason": choice.reason}
+    return memory, {"scope_reason": choice.reason, "notice": resolved.notice}
 
 
 class MemoryDetailApi(TurnApi):
@@ -650,7 +662,6 @@ class RecallApi(TurnApi):
         principal = self.principal()
         data = self.validated(s.RecallInputSerializer)
         resolved = self.resolve_place(data["place"])
-        channel_upsert(organisation=principal.organisation, place=resolved.place)
         result = recall(
             organisation=principal.organisation,
             place=resolved.place,
@@ -665,7 +676,7 @@ class RecallApi(TurnApi):
             {
                 "results": [recall_row_output(row) for row in result.rows],
                 "ranking": result.ranking,
-                "notice": result.notice,
+                "notice": " ".join(part for part in (resolved.notice, result.notice) if part),
             }
         )
         # Where the time went, for the benchmark and for anyone profiling a slow turn.
@@ -748,6 +759,7 @@ class RenderApi(TurnApi):
                 "omissions": output.omissions,
                 "faded": output.faded,
                 "replayed": output.replayed,
+                "notice": resolved.notice,
             }
         )
 
@@ -769,7 +781,12 @@ class _InjectionApi(TurnApi):
         # The block held what was recallable in that place, so it is shown to
         # the agent that rendered it and to the people who were in the place.
         if principal.agent is not None:
-            return injection.agent_id == principal.agent.pk
+            return injection.agent_id == principal.agent.pk and token_allows(
+                principal.token,
+                channel=injection.place_channel,
+                kind=injection.place_kind,
+                people=injection.place_people or [],
+            )
         user_id = str(principal.user.pk)
         return injection.user_id == principal.user.pk or user_id in (injection.place_people or [])
 
@@ -1075,7 +1092,7 @@ class MemoryBatchApi(TurnApi):
     def post(self, request):
         principal = self.principal()
         items = self.validated(s.BatchInputSerializer)["items"]
-        places: dict[str, ResolvedPlace] = {}  # one lookup per place named in the batch
+        places: dict[str, PlaceInTurn] = {}  # one lookup per place named in the batch
         answers = [self.item(principal, index, item, places) for index, item in enumerate(items)]
         counts = {
             outcome: sum(a["status"] == outcome for a in answers) for outcome in ("created", "duplicate", "refused")
@@ -1123,7 +1140,9 @@ class MemoryBatchApi(TurnApi):
                 "memory": None,
                 "error": error_shape("limit_reached", str(error), {}),
             }
-        except TurnConflict as error:
+        except PlaceNotFound as error:
+            return refused_item(index, error_shape("not_found", error.message, {}))
+        except (TurnConflict, PlaceConflict) as error:
             fields = {error.field: [error.message]}
             return {
                 "index": index,

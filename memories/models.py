@@ -404,8 +404,16 @@ def evidence_problems(refs) -> list[str]:
     return problems
 
 
+# A channel's external id: printable, no slash, no surrounding whitespace, at most 200 characters.
+CHANNEL_PATTERN = r"^[^\s/\x00-\x1f\x7f-\x9f](?:[^/\x00-\x1f\x7f-\x9f]{0,198}[^\s/\x00-\x1f\x7f-\x9f])?$"
+
+
 class Channel(models.Model):
-    """A place agents talk in, upserted from each turn's `place`; its members decide who sees channel facts."""
+    """A place: its kind and its members are a record, changed only by explicit, audited writes.
+
+    Members decide who sees channel facts; a DM's one member is the person its
+    person facts are about. Turn calls read this record and never change it.
+    """
 
     class Kind(models.TextChoices):
         DM = "dm", "Direct message"
@@ -444,6 +452,33 @@ class ChannelMember(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} in {self.channel_id}"
+
+
+class PlaceAudit(models.Model):
+    """One explicit change to a place's record: who made it, the kind, and the people added and removed.
+
+    People are named by their stable ids only, so erasing someone leaves no name here.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
+    channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="audit")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    agent = models.ForeignKey("accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    kind_from = models.CharField(max_length=16, blank=True, default="")
+    kind_to = models.CharField(max_length=16)
+    added = models.JSONField(default=list, blank=True)
+    removed = models.JSONField(default=list, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["organisation", "channel", "at"], name="memories_place_audit_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.channel_id}: +{len(self.added)} -{len(self.removed)}"
 
 
 class MemoryAudit(models.Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from accounts.models import Membership
-from memories.models import Bucket, ChannelMember, InjectionLine, Memory, Scope
+from memories.models import Bucket, Channel, ChannelMember, InjectionLine, Memory, Scope
 from memories.scopes import Viewer
 
 
@@ -35,14 +35,18 @@ def memory_supersede_chain(*, memory: Memory) -> list[Memory]:
     return list(reversed(older)) + [memory] + newer
 
 
+def readable_channels(*, organisation, user) -> QuerySet[Channel]:
+    """The channels whose facts a person may see: those whose record lists them, and every public channel."""
+    mine = ChannelMember.objects.filter(organisation=organisation, user=user).values("channel_id")
+    return Channel.objects.filter(organisation=organisation).filter(Q(kind=Channel.Kind.PUBLIC) | Q(pk__in=mine))
+
+
 def viewer_for(*, user, organisation, role: str | None = None) -> Viewer:
     """The scope rules' view of an account holder: their id, whether they own, and their channels."""
     if role is None:
         membership = Membership.objects.filter(user=user, organisation=organisation).first()
         role = membership.role if membership else None
-    channels = ChannelMember.objects.filter(organisation=organisation, user=user).values_list(
-        "channel__external_id", flat=True
-    )
+    channels = readable_channels(organisation=organisation, user=user).values_list("external_id", flat=True)
     return Viewer(user_id=str(user.pk), is_owner=role == Membership.Role.OWNER, channels=frozenset(channels))
 
 
@@ -56,9 +60,7 @@ def memories_visible_to(*, viewer_user, organisation) -> QuerySet[Memory]:
     expired rows are included; callers narrow as they need.
     """
     user_id = str(viewer_user.pk)
-    member_channels = ChannelMember.objects.filter(organisation=organisation, user=viewer_user).values(
-        "channel__external_id"
-    )
+    member_channels = readable_channels(organisation=organisation, user=viewer_user).values("external_id")
     shared = (
         Q(scope=Scope.WORKSPACE)
         | Q(scope=Scope.CHANNEL, scope_ref__in=member_channels)
@@ -71,13 +73,24 @@ def memories_visible_to(*, viewer_user, organisation) -> QuerySet[Memory]:
     )
 
 
-def memories_visible_to_agent(*, agent, organisation) -> QuerySet[Memory]:
-    """What an agent may list outside a turn: what it holds, and the workspace facts shared by all agents."""
-    return (
+def memories_visible_to_agent(*, agent, organisation, token=None) -> QuerySet[Memory]:
+    """What an agent may list outside a turn: what it holds, and the workspace facts shared by all agents.
+
+    A token restricted to listed channels lists only what is recallable there:
+    workspace facts, those channels' facts, and the listed people's person facts.
+    """
+    rows = (
         Memory.objects.filter(organisation=organisation)
         .exclude(bucket=Bucket.SYSTEM)
         .filter(Q(agent=agent) | Q(agent__isnull=True, scope=Scope.WORKSPACE))
     )
+    if token is not None and token.restricted:
+        rows = rows.filter(
+            Q(scope=Scope.WORKSPACE)
+            | Q(scope=Scope.CHANNEL, scope_ref__in=list(token.allowed_channels))
+            | Q(scope=Scope.PERSON, scope_ref__in=[str(person) for person in token.allowed_people])
+        )
+    return rows
 
 
 def memory_injections(*, memory: Memory) -> QuerySet:

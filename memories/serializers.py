@@ -23,6 +23,7 @@ from memories.models import (
     SubjectType,
     Tier,
 )
+from memories.places import channel_problem
 from memories.recall import MODES
 from memories.render import WHO
 
@@ -45,8 +46,26 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
+def refuse_bad_channel(value: str) -> str:
+    problem = channel_problem(value)
+    if problem:
+        raise serializers.ValidationError(problem)
+    return value
+
+
+def channel_field(**extra) -> serializers.CharField:
+    """A channel id: printable, no slashes, at most 200 characters; refused by name, never trimmed."""
+    return serializers.CharField(
+        max_length=200,
+        trim_whitespace=False,
+        validators=[refuse_bad_channel],
+        help_text="The channel's id in your chat system: printable, no slash, at most 200 characters.",
+        **extra,
+    )
+
+
 class PlaceSerializer(StrictSerializer):
-    channel = serializers.CharField(max_length=200, help_text="The channel's id in your chat system.")
+    channel = channel_field()
     kind = serializers.ChoiceField(
         choices=["dm", "private", "public"],
         help_text="dm, private or public: decides which scopes may be recalled and written here.",
@@ -57,7 +76,11 @@ class PlaceSerializer(StrictSerializer):
         max_length=500,
         required=False,
         default=list,
-        help_text="Usernames of the people here: everyone in a DM or private channel; whoever asked in a public one.",
+        help_text=(
+            "Handles or usernames of the people here. The place's record decides who is in it: a DM's one "
+            "person, a private channel's members; a public channel is open to the whole organisation. Where "
+            "this differs from the record, the record is used and `notice` says so."
+        ),
     )
 
 
@@ -271,8 +294,15 @@ class MemoryOutputSerializer(serializers.Serializer):
     receipt = ReceiptOutputSerializer(allow_null=True)
 
 
+PLACE_NOTICE_HELP = (
+    "Where the place's record differs from what the call said: the record was used, and this names the "
+    "endpoint that changes it. Empty when they agree."
+)
+
+
 class RememberedOutputSerializer(MemoryOutputSerializer):
     scope_reason = serializers.CharField(help_text="Why the scope used differs from the one asked for; empty if not.")
+    notice = serializers.CharField(help_text=PLACE_NOTICE_HELP)
 
 
 class InjectionUseOutputSerializer(serializers.Serializer):
@@ -329,7 +359,9 @@ class RankingOutputSerializer(serializers.Serializer):
 class RecallOutputSerializer(serializers.Serializer):
     results = RecallResultOutputSerializer(many=True)
     ranking = RankingOutputSerializer()
-    notice = serializers.CharField(help_text="What gave way and why; empty when nothing did.")
+    notice = serializers.CharField(
+        help_text="What gave way and why (a fallback, or the place record used instead of the call); else empty."
+    )
 
 
 class RenderedFactOutputSerializer(serializers.Serializer):
@@ -356,6 +388,7 @@ class RenderOutputSerializer(serializers.Serializer):
     omissions = CountOutputSerializer(many=True)
     faded = CountOutputSerializer(many=True)
     replayed = serializers.BooleanField(help_text="True when this turn id was rendered before: the recorded block.")
+    notice = serializers.CharField(help_text=PLACE_NOTICE_HELP)
 
 
 class InjectionLineOutputSerializer(serializers.Serializer):
@@ -476,3 +509,46 @@ class BatchOutputSerializer(serializers.Serializer):
     duplicates = serializers.IntegerField()
     refused = serializers.IntegerField()
     items = BatchItemOutputSerializer(many=True)
+
+# --- People and places: the directory ------------------------------------------------
+
+
+class PersonInputSerializer(StrictSerializer):
+    display_name = serializers.CharField(
+        max_length=200,
+        allow_blank=True,
+        required=False,
+        default="",
+        help_text="How the person is named in rendered blocks and on pages, at most 200 characters.",
+    )
+
+
+class PersonOutputSerializer(serializers.Serializer):
+    id = serializers.UUIDField(help_text="The person's one stable id: what scopes, subjects and audits store.")
+    handle = serializers.CharField(allow_null=True, help_text="The integration's id for them, if it made them.")
+    username = serializers.CharField(allow_null=True, help_text="What they sign in with; null until invited.")
+    display_name = serializers.CharField()
+    can_sign_in = serializers.BooleanField()
+    active = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+
+
+class PlaceInputSerializer(StrictSerializer):
+    kind = serializers.ChoiceField(
+        choices=["dm", "private", "public"],
+        help_text="dm (one person), private (its members only) or public (open to the organisation).",
+        error_messages={"invalid_choice": "{input!r} is not a place kind; use dm, private or public."},
+    )
+    people = serializers.ListField(
+        child=serializers.CharField(max_length=150),
+        max_length=500,
+        help_text="Handles or usernames of everyone in the place: its whole membership (exactly one for a DM).",
+    )
+
+
+class PlaceOutputSerializer(serializers.Serializer):
+    channel = serializers.CharField()
+    kind = serializers.CharField()
+    people = serializers.ListField(child=serializers.CharField(), help_text="Members, by handle or username.")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()

@@ -27,7 +27,8 @@ from django.utils.dateparse import parse_datetime
 
 from accounts.models import Agent, Membership, Organisation
 from memories.models import Bucket, Channel, Memory, Scope, SourceKind, SubjectType
-from memories.turn_services import LimitReached, memory_correct, memory_remember_in_place, place_resolve
+from memories.places import PlaceConflict, PlaceNotFound, place_for_turn
+from memories.turn_services import LimitReached, memory_correct, memory_remember_in_place
 
 FORMATS = ("archivist", "mem0", "jsonl")
 EXPORT_VERSION = 1
@@ -238,7 +239,7 @@ def memories_import(
             memory, superseded = _import_row(
                 organisation=organisation, agent=agent, row=row, imported=imported, default_place=default_place
             )
-        except (RowRefused, ValidationError, LimitReached, DatabaseError, ValueError, TypeError, KeyError) as error:
+        except (RowRefused, ValidationError, LimitReached, PlaceNotFound, PlaceConflict, DatabaseError, ValueError, TypeError, KeyError) as error:
             report.errors.append((number, _message(error)))
         else:
             if row.get("ref"):
@@ -284,11 +285,12 @@ def _import_row(*, organisation, agent, row: dict, imported: dict, default_place
             if expires_at is not None:
                 overrides["expires_at"] = expires_at
             return memory_correct(memory=earlier, body=body, agent=agent, overrides=overrides), 1
-        resolved = place_resolve(
+        resolved = place_for_turn(
             organisation=organisation,
             channel=str(place.get("channel", "")),
             kind=str(place.get("kind", "")),
             people=list(place.get("people") or []),
+            agent=agent,
         )
         memory, _ = memory_remember_in_place(
             organisation=organisation,

@@ -7,27 +7,22 @@ passed in by the caller.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
 from django.conf import settings
-from django.contrib.postgres.aggregates import ArrayAgg
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Q, Value
 from django.utils import timezone
 
 from accounts.models import Agent, Membership, Organisation, User
+from accounts.people import person_lookup
 from memories import planes, render
 from memories.models import (
     Author,
     Bucket,
-    Channel,
-    ChannelMember,
     IdempotencyKey,
     Injection,
     InjectionLine,
@@ -36,11 +31,10 @@ from memories.models import (
     SourceKind,
     SubjectType,
 )
+from memories.places import PlaceInTurn
 from memories.recall import recall, render_candidates
-from memories.scopes import PERSON, SCOPE_ORDER, Place, ScopeChoice, scope_for, solo_person
+from memories.scopes import PERSON, SCOPE_ORDER, WORKSPACE, Place, ScopeChoice, scope_for, solo_person
 from memories.services import memory_redact, memory_remember, memory_set_pinned, memory_supersede
-
-MAX_PEOPLE_IN_PLACE = 500
 
 
 class LimitReached(Exception):
@@ -54,106 +48,6 @@ class TurnConflict(Exception):
         super().__init__(message)
         self.field = field
         self.message = message
-
-
-@dataclass(frozen=True)
-class ResolvedPlace:
-    """A place with its people resolved to accounts of the organisation: ids for the rules, names for labels."""
-
-    place: Place
-    usernames: dict[str, str]  # account id -> username
-
-    def label_for(self, user_id: str) -> str:
-        return self.usernames.get(user_id, "")
-
-
-def place_resolve(*, organisation: Organisation, channel: str, kind: str, people: list[str]) -> ResolvedPlace:
-    """Turn a request's place (usernames) into the rules' place (account ids), refusing unknown people."""
-    channel = (channel or "").strip()
-    errors: dict[str, list[str]] = {}
-    if not channel:
-        errors["place.channel"] = ["A place needs its channel id."]
-    elif len(channel) > 200:
-        errors["place.channel"] = ["A channel id is at most 200 characters."]
-    if kind not in Channel.Kind.values:
-        errors["place.kind"] = [f"{kind!r} is not a place kind; use one of {', '.join(Channel.Kind.values)}."]
-    names = list(dict.fromkeys(name.strip() for name in people if isinstance(name, str)))
-    if len(names) > MAX_PEOPLE_IN_PLACE:
-        errors["place.people"] = [f"A place names at most {MAX_PEOPLE_IN_PLACE} people."]
-    if kind == Channel.Kind.DM and not names:
-        errors["place.people"] = ["A DM names the people in it."]
-    if errors:
-        raise ValidationError(errors)
-    found = (
-        dict(
-            Membership.objects.filter(organisation=organisation, user__username__in=names).values_list(
-                "user__username", "user_id"
-            )
-        )
-        if names
-        else {}
-    )
-    unknown = [name for name in names if name not in found]
-    if unknown:
-        # The same answer for a stranger and for another organisation's account: existence does not leak.
-        raise ValidationError(
-            {"place.people": [f"Not an account in your organisation: {', '.join(sorted(unknown)[:10])}."]}
-        )
-    ids = tuple(str(found[name]) for name in names)
-    return ResolvedPlace(
-        place=Place(channel=channel, kind=kind, people=ids),
-        usernames={str(found[name]): name for name in names},
-    )
-
-
-def channel_upsert(*, organisation: Organisation, place: Place) -> Channel:
-    """Record the place: its kind, and its members (all of them for a DM or a private channel).
-
-    A public channel's `people` is whoever asked, so members are only added
-    there; a DM's or a private channel's list is its whole audience, so
-    someone no longer named stops seeing its channel facts.
-    """
-    wanted = set(place.people)
-    seen = (
-        Channel.objects.filter(organisation=organisation, external_id=place.channel)
-        .annotate(member_ids=ArrayAgg("channelmember__user_id", default=Value([])))
-        .first()
-    )
-    if seen is not None and seen.kind == place.kind:
-        current = {str(user_id) for user_id in seen.member_ids if user_id is not None}
-        if wanted == current or (place.kind == Channel.Kind.PUBLIC and wanted <= current):
-            return seen  # nothing changed: the common case costs one read and no write
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                channel, _ = Channel.objects.get_or_create(
-                    organisation=organisation, external_id=place.channel, defaults={"kind": place.kind}
-                )
-        except IntegrityError:
-            channel = Channel.objects.get(organisation=organisation, external_id=place.channel)
-        # Two turns in one channel at once would each compute the member diff; the lock orders them.
-        channel = Channel.objects.select_for_update().get(pk=channel.pk)
-        if channel.kind != place.kind:
-            channel.kind = place.kind
-            channel.save(update_fields=["kind", "updated_at"])
-        current = {
-            str(user_id)
-            for user_id in ChannelMember.objects.filter(organisation=organisation, channel=channel).values_list(
-                "user_id", flat=True
-            )
-        }
-        ChannelMember.objects.bulk_create(
-            [
-                ChannelMember(organisation=organisation, channel=channel, user_id=user_id)
-                for user_id in wanted - current
-            ],
-            ignore_conflicts=True,
-        )
-        if place.kind != Channel.Kind.PUBLIC and current - wanted:
-            ChannelMember.objects.filter(
-                organisation=organisation, channel=channel, user_id__in=current - wanted
-            ).delete()
-    return channel
 
 
 def live_facts_of(*, agent: Agent, now: datetime) -> int:
@@ -171,23 +65,34 @@ def live_facts_of(*, agent: Agent, now: datetime) -> int:
 
 
 def user_subject_id(*, organisation: Organisation, subject_id: str) -> str:
-    """A user subject is stored by account id; a username of the organisation is accepted and resolved."""
-    value = (subject_id or "").strip()
-    by_id = Q(user__username=value)
-    with contextlib.suppress(ValueError):
-        by_id |= Q(user_id=uuid.UUID(value))
-    user_id = (
-        Membership.objects.filter(organisation=organisation).filter(by_id).values_list("user_id", flat=True).first()
+    """A user subject is stored by the person's id; a handle or username of the organisation is resolved."""
+    membership = person_lookup(organisation=organisation, name=(subject_id or "").strip())
+    if membership is None:
+        raise ValidationError({"subject_id": ["A user subject must be a person of your organisation."]})
+    return str(membership.user_id)
+
+
+def _only_for_id(*, organisation: Organisation, resolved: PlaceInTurn, only_for: str, user: User | None) -> str:
+    """The person `only_for` keeps a fact for: the writer themself, or (for an agent) a person of the place."""
+    membership = person_lookup(organisation=organisation, name=only_for)
+    if user is not None:
+        if membership is None or membership.user_id != user.pk:
+            raise ValidationError({"only_for": ["A person may keep a fact only for themself."]})
+        return str(user.pk)
+    in_place = membership is not None and (
+        resolved.place.kind == "public" or str(membership.user_id) in resolved.place.people
     )
-    if user_id is None:
-        raise ValidationError({"subject_id": ["A user subject must be an account of your organisation."]})
-    return str(user_id)
+    if not in_place:
+        raise ValidationError(
+            {"only_for": [f"only_for names a person of this place; {only_for!r} is not in {resolved.place.channel}."]}
+        )
+    return str(membership.user_id)
 
 
 def memory_remember_in_place(
     *,
     organisation: Organisation,
-    resolved: ResolvedPlace,
+    resolved: PlaceInTurn,
     body: str,
     agent: Agent | None = None,
     user: User | None = None,
@@ -220,10 +125,7 @@ def memory_remember_in_place(
     place = resolved.place
     only_for_id = None
     if only_for:
-        if only_for not in resolved.usernames.values():
-            only_for_id = user_subject_id(organisation=organisation, subject_id=only_for)
-        else:
-            only_for_id = next(uid for uid, name in resolved.usernames.items() if name == only_for)
+        only_for_id = _only_for_id(organisation=organisation, resolved=resolved, only_for=only_for, user=user)
     narrowed = ""
     if scope == PERSON and not only_for_id and solo_person(place) is None:
         if user is not None:
@@ -238,6 +140,10 @@ def memory_remember_in_place(
                     ]
                 }
             )
+    if scope == WORKSPACE and user is not None and not _is_owner(organisation=organisation, user=user):
+        # A workspace fact reaches every agent's prompt everywhere, and only owners change one.
+        scope = None
+        narrowed = "only owners write workspace facts; kept in this place"
     choice = scope_for(place, scope, only_for_id)
     if narrowed:
         choice = replace(choice, reason=narrowed)
@@ -246,18 +152,25 @@ def memory_remember_in_place(
     if ttl_days is not None:
         expires_at = now + timedelta(days=ttl_days)
 
-    usernames = dict(resolved.usernames)
     scope_label = ""
     if choice.scope == Scope.CHANNEL:
         scope_label = place.channel
     elif choice.scope == Scope.PERSON:
-        scope_label = usernames.get(choice.ref) or (
-            User.objects.filter(pk=choice.ref).values_list("username", flat=True).first() or ""
-        )
+        scope_label = resolved.label_for(choice.ref) or _label_of(organisation=organisation, person_id=choice.ref)
 
     if subject_type is None:
-        subject_type = SubjectType.USER if choice.scope == Scope.PERSON else SubjectType.WORKSPACE
-        subject_id = choice.ref if choice.scope == Scope.PERSON else ""
+        if choice.scope != Scope.PERSON:
+            # A personal fact must name whom it is about; it is never defaulted to nobody.
+            raise ValidationError(
+                {
+                    "subject_type": [
+                        "Say whom this fact is about: user or candidate with subject_id, or workspace for an "
+                        "operational fact. Only a fact kept in a person scope (a DM, or only_for) defaults to "
+                        "that person."
+                    ]
+                }
+            )
+        subject_type, subject_id = SubjectType.USER, choice.ref
     elif subject_type == SubjectType.USER:
         subject_id = user_subject_id(organisation=organisation, subject_id=subject_id)
 
@@ -286,7 +199,6 @@ def memory_remember_in_place(
         now=now,
     )
     with transaction.atomic():
-        channel_upsert(organisation=organisation, place=place)
         if agent is not None:
             # Two remembers at the limit would both count 1,999; locking the agent row serialises them.
             Agent.objects.select_for_update().filter(pk=agent.pk).first()
@@ -295,6 +207,15 @@ def memory_remember_in_place(
                 raise LimitReached(f"This agent holds {limit} live facts, the most it may: forget before remembering.")
         memory = memory_remember(**fields)
     return memory, choice
+
+
+def _is_owner(*, organisation: Organisation, user: User) -> bool:
+    return Membership.objects.filter(organisation=organisation, user=user, role=Membership.Role.OWNER).exists()
+
+
+def _label_of(*, organisation: Organisation, person_id: str) -> str:
+    membership = person_lookup(organisation=organisation, name=person_id)
+    return membership.label if membership is not None else ""
 
 
 def memory_forget(*, memory: Memory, reason: str, actor: User | None = None, agent: Agent | None = None) -> Memory:
@@ -428,7 +349,7 @@ def _same_request(injection: Injection, *, place: Place, question: str, cutoff: 
 def injection_render(
     *,
     organisation: Organisation,
-    resolved: ResolvedPlace,
+    resolved: PlaceInTurn,
     turn_id: str,
     principal,
     agent: Agent | None = None,
@@ -452,7 +373,6 @@ def injection_render(
             raise TurnConflict("turn_id", "This turn was already rendered with a different request; use a new turn id.")
         return _replayed_output(existing)
 
-    channel_upsert(organisation=organisation, place=place)
     caps = _caps()
     rows, totals = render_candidates(organisation=organisation, place=place, agent=agent, caps=caps, now=now)
     if question:

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from memories import api
+from memories import api, directory_api
 
 urlpatterns = [
     path("memories", api.MemoryListApi.as_view(), name="memories"),
@@ -11,6 +11,10 @@ urlpatterns = [
     path("memories/<uuid:memory_id>/supersede", api.MemorySupersedeApi.as_view(), name="memory-supersede"),
     path("memories/<uuid:memory_id>/pin", api.MemoryPinApi.as_view(), name="memory-pin"),
     path("memories/<uuid:memory_id>/unpin", api.MemoryUnpinApi.as_view(), name="memory-unpin"),
+    path("people", directory_api.PersonListApi.as_view(), name="people"),
+    path("people/<str:handle>", directory_api.PersonDetailApi.as_view(), name="person"),
+    path("places", directory_api.PlaceListApi.as_view(), name="places"),
+    path("places/<str:channel>", directory_api.PlaceDetailApi.as_view(), name="place"),
     path("recall", api.RecallApi.as_view(), name="recall"),
     path("render", api.RenderApi.as_view(), name="render"),
     path("injections/<str:turn_id>", api.InjectionDetailApi.as_view(), name="injection"),

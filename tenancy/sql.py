@@ -60,6 +60,8 @@ PROTECTED_TABLES = (
     "threads_threadevent",
     "threads_learning",
     "threads_learningsource",
+    # memories/migrations/0004_place_audit.py
+    "memories_placeaudit",
 )
 
 # Tables with an organisation column that stay outside row-level security, and why.

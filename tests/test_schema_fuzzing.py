@@ -36,7 +36,8 @@ from schemathesis.specs.openapi.checks import (
 
 from accounts.models import Membership
 from accounts.services import agent_create, user_create
-from memories.turn_services import memory_remember_in_place, place_resolve
+from memories.places import place_recorded
+from memories.turn_services import memory_remember_in_place
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
@@ -134,7 +135,7 @@ def test_every_operation_holds_the_checks_on_positive_and_negative_data(api_sche
 def test_stateful_runs_hold_the_checks_and_a_forgotten_memory_stays_forgotten(api_schema, org, member):
     # Facts the agent can see and change, so the links from listing to reading and forgetting have ids to follow.
     # (Written through the service: Django's test client would reconnect the signal the fixture took away.)
-    place = place_resolve(organisation=org, channel="D-mona", kind="dm", people=[member.username])
+    place = place_recorded(organisation=org, channel="D-mona", kind="dm", people=[member.username])
     for body in ("Prefers tea", "Works from Leeds", "Allergic to nuts", "Calls the cat Miso"):
         memory_remember_in_place(organisation=org, resolved=place, body=body, agent=Credentials.agent)
     calls: list[tuple[str, int]] = []

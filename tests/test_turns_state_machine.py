@@ -1,7 +1,8 @@
 """A Hypothesis state machine over three tenants and their people, through the real API.
 
 Rules: remember, recall, render, replay, supersede, forget, erase a person,
-and let time pass (so facts expire). A small model keeps what each tenant's
+let time pass (so facts expire), change a private channel's members (an
+owner's explicit write), and people acting in places they are and are not in. A small model keeps what each tenant's
 agent wrote, where, and what became of it. After every step, every recall
 and render so far has:
 
@@ -11,7 +12,10 @@ and render so far has:
 - returned no forgotten, erased, superseded or expired row, and no body of one;
 - kept every scope's count limits, character budgets and per-fact clamp;
 - replayed to the identical bytes, unless a fact has been erased since, in
-  which case the replay names it and no longer holds its words.
+  which case the replay names it and no longer holds its words;
+- and nobody sees a row their place does not allow: a person's call in a
+  place whose record does not have them answers 404, and no call, whatever
+  people it names, changes who is in a place.
 
 Small render caps (set below) make the caps bind within a short run. Time is
 moved with time-machine, never slept.
@@ -38,8 +42,10 @@ from hypothesis.stateful import (
 )
 from rest_framework.test import APIClient
 
-from accounts.models import Membership
+from accounts.models import Membership, User
 from accounts.services import agent_create, organisation_create, user_create
+from memories.models import ChannelMember
+from memories.places import place_recorded
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
@@ -49,7 +55,14 @@ CAPS = {
     for scope in ("workspace", "channel", "person")
 }
 # What the runs exercised, so the test fails if they stop reaching what they claim to check.
-EXERCISED = {"capped renders": 0, "replays after an erasure": 0, "expired rows": 0}
+EXERCISED = {
+    "capped renders": 0,
+    "replays after an erasure": 0,
+    "expired rows": 0,
+    "people refused a place": 0,
+    "people let into a place": 0,
+    "membership changes": 0,
+}
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 TENANTS = 3
 PEOPLE = 3
@@ -82,7 +95,8 @@ class Tenant:
     agent: APIClient
     owner: object
     people: dict[str, str]  # username -> account id
-    places: list[dict] = field(default_factory=list)
+    places: list[dict] = field(default_factory=list)  # the model's copy of each place's record
+    persons: dict[str, APIClient] = field(default_factory=dict)  # username -> their signed-in client
 
 
 def build_tenants() -> list[Tenant]:
@@ -100,9 +114,25 @@ def build_tenants() -> list[Tenant]:
         names = sorted(people)
         places = [{"channel": f"D-{index}-{name}", "kind": "dm", "people": [name]} for name in names]
         places.append({"channel": f"G-{index}", "kind": "private", "people": names[:2]})
-        places.append({"channel": f"C-{index}", "kind": "public", "people": names[2:]})
-        tenants.append(Tenant(index, str(organisation.pk), client, owner, people, places))
+        places.append({"channel": f"C-{index}", "kind": "public", "people": []})
+        for place in places:
+            place_recorded(organisation=organisation, **place)
+        persons = {}
+        for name in names:
+            persons[name] = APIClient()
+            persons[name].force_login(User.objects.get(username=name))
+        tenants.append(Tenant(index, str(organisation.pk), client, owner, people, places, persons))
     return tenants
+
+
+def person_may_use(place: dict, name: str, claimed: list[str]) -> bool:
+    """The model's reading of who may act where: their own DM (naming nobody else for it), private
+    channels listing them, public channels."""
+    if place["kind"] == "public":
+        return True
+    if place["kind"] == "dm":
+        return place["people"] == [name] and claimed == [name]
+    return name in place["people"]
 
 
 def expected_scope(place: dict, wanted: str | None, people_ids: dict[str, str]) -> tuple[str, str]:
@@ -184,6 +214,8 @@ class Turns(RuleBasedStateMachine):
         body = f"{marker} " + ("likes tea " * 20)[:length] if length else marker
         wanted = "workspace" if workspace else None
         payload = {"body": body.strip(), "place": where, "tier": tier, "ttl_days": ttl}
+        if where["kind"] != "dm":
+            payload["subject_type"] = "workspace"  # outside a person scope a fact says whom it is about
         if wanted:
             payload["scope"] = wanted
         response = t.agent.post("/api/v1/memories", payload, format="json")
@@ -341,6 +373,62 @@ class Turns(RuleBasedStateMachine):
         for row_id in about:
             self.rows[row_id].state = "forgotten"
             self.erased_bodies.add(self.rows[row_id].body)
+
+    @rule(tenant=st.integers(0, TENANTS - 1), members=st.sets(st.integers(0, PEOPLE - 1)))
+    def owner_changes_who_is_in_the_private_channel(self, tenant, members):
+        t = self.tenants[tenant]
+        place = t.places[PEOPLE]
+        names = sorted(sorted(t.people)[index] for index in members)
+        owner = APIClient()
+        owner.force_login(t.owner)
+        response = owner.put(f"/api/v1/places/{place['channel']}", {"kind": "private", "people": names}, format="json")
+        assert response.status_code == 200, response.content
+        place["people"] = names
+        EXERCISED["membership changes"] += 1
+
+    @rule(
+        tenant=st.integers(0, TENANTS - 1),
+        person=st.integers(0, PEOPLE - 1),
+        claims=st.sets(st.integers(0, PEOPLE - 1)),
+    )
+    def a_person_acts_in_every_place(self, tenant, person, claims):
+        """A person recalls and renders in each place, naming whoever they like; the record decides."""
+        t = self.tenants[tenant]
+        name = sorted(t.people)[person]
+        before = self.memberships(tenant)
+        for record in t.places:
+            claimed = {**record, "people": sorted({name} | {sorted(t.people)[index] for index in claims})}
+            self.person_turn(t, name, record, claimed)
+        assert self.memberships(tenant) == before
+
+    def person_turn(self, t: Tenant, name: str, record: dict, claimed: dict) -> None:
+        client = t.persons[name]
+        recalled = client.post("/api/v1/recall", {"place": claimed, "limit": 40}, format="json")
+        turn_id = f"turn-{next(self.counter)}"
+        rendered = client.post("/api/v1/render", {"place": claimed, "turn_id": turn_id}, format="json")
+        if not person_may_use(record, name, claimed["people"]):
+            assert recalled.status_code == rendered.status_code == 404, (recalled.content, rendered.content)
+            assert "results" not in recalled.json() and "text" not in rendered.json()
+            EXERCISED["people refused a place"] += 1
+            return
+        assert recalled.status_code == rendered.status_code == 200, (recalled.content, rendered.content)
+        allowed = self.allowed(t, record)
+        assert {row["id"] for row in recalled.json()["results"]} <= allowed
+        assert {fact["id"] for fact in rendered.json()["facts"]} <= allowed
+        for body in self.gone_bodies(t, record):
+            assert body not in rendered.json()["text"], body
+        EXERCISED["people let into a place"] += 1
+
+    def memberships(self, tenant: int) -> dict[str, set[str]]:
+        t = self.tenants[tenant]
+        rows = ChannelMember.objects.filter(organisation_id=t.organisation_id).values_list(
+            "channel__external_id", "user_id"
+        )
+        found: dict[str, set[str]] = {place["channel"]: set() for place in t.places}
+        for channel, user_id in rows:
+            found[channel].add(str(user_id))
+        assert found == {place["channel"]: {t.people[n] for n in place["people"]} for place in t.places}
+        return found
 
     @rule(days=st.integers(1, 2))
     def time_passes(self, days):

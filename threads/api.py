@@ -186,7 +186,11 @@ class ThreadEventsApi(_ThreadApi):
 
     def ingest(self, principal, thread_id: str, data: dict) -> Response:
         thread, outcome = thread_events_ingest(
-            organisation=principal.organisation, agent=principal.agent, thread_id=thread_id, events=data["events"]
+            organisation=principal.organisation,
+            agent=principal.agent,
+            thread_id=thread_id,
+            events=data["events"],
+            token=principal.token,
         )
         accepted = sum(not event.duplicate for event in outcome)
         body = {

@@ -22,12 +22,13 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from accounts.models import Agent, Membership, Organisation, User
+from accounts.models import Agent, AgentToken, Membership, Organisation, User
 from memories.embedding import EmbeddingError, get_embedder
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
+from memories.places import PlaceInTurn, place_for_turn
 from memories.scopes import WORKSPACE, Place, scope_for
 from memories.services import memory_redact, memory_supersede
-from memories.turn_services import LimitReached, ResolvedPlace, channel_upsert, memory_remember_in_place, place_resolve
+from memories.turn_services import LimitReached, memory_remember_in_place
 from threads.extraction import (
     ABOUT_AUTHOR,
     Candidate,
@@ -86,16 +87,24 @@ def _check_text(text: str, index: int) -> None:
         raise ValidationError({name: ["The text contains control characters; only newline and tab are allowed."]})
 
 
-def _resolve_places(*, organisation: Organisation, events: Sequence[dict]) -> list[ResolvedPlace]:
-    resolved: dict[tuple, ResolvedPlace] = {}
+def _resolve_places(
+    *, organisation: Organisation, agent: Agent, token: AgentToken | None, events: Sequence[dict]
+) -> list[PlaceInTurn]:
+    """Each event's place from its record; ingest never changes who is in a place."""
+    resolved: dict[tuple, PlaceInTurn] = {}
     out = []
     for index, event in enumerate(events):
         place = event["place"]
         key = (place["channel"], place["kind"], tuple(place.get("people") or ()))
         if key not in resolved:
             try:
-                resolved[key] = place_resolve(
-                    organisation=organisation, channel=key[0], kind=key[1], people=list(key[2])
+                resolved[key] = place_for_turn(
+                    organisation=organisation,
+                    channel=key[0],
+                    kind=key[1],
+                    people=list(key[2]),
+                    agent=agent,
+                    token=token,
                 )
             except ValidationError as error:
                 raise ValidationError(
@@ -106,7 +115,12 @@ def _resolve_places(*, organisation: Organisation, events: Sequence[dict]) -> li
 
 
 def thread_events_ingest(
-    *, organisation: Organisation, agent: Agent, thread_id: str, events: Sequence[dict]
+    *,
+    organisation: Organisation,
+    agent: Agent,
+    thread_id: str,
+    events: Sequence[dict],
+    token: AgentToken | None = None,
 ) -> tuple[Thread, list[IngestedEvent]]:
     """Store events of a thread in order, skip ones already stored (same event id), and queue consolidation.
 
@@ -116,7 +130,7 @@ def thread_events_ingest(
     """
     for index, event in enumerate(events):
         _check_text(event["text"], index)
-    places = _resolve_places(organisation=organisation, events=events)
+    places = _resolve_places(organisation=organisation, agent=agent, token=token, events=events)
     names = {event.get("author") or "" for event in events} - {""}
     accounts = dict(
         Membership.objects.filter(organisation=organisation, user__username__in=names).values_list(
@@ -168,8 +182,6 @@ def thread_events_ingest(
             ThreadEvent.objects.bulk_create(rows)
             thread.last_sequence = sequence
             thread.save(update_fields=["last_sequence", "updated_at"])
-            for resolved in {id(r): r for r in places}.values():
-                channel_upsert(organisation=organisation, place=resolved.place)
             enqueue_consolidation(thread.pk)
     return thread, outcome
 
@@ -234,12 +246,17 @@ class _Consolidator:
         self.fresh: list[tuple[tuple, list[float], str]] = []  # rows written in this batch, not yet embedded
         self.result = ConsolidationResult()
 
-    def place_of(self, event: ThreadEvent) -> ResolvedPlace:
+    def place_of(self, event: ThreadEvent) -> PlaceInTurn:
+        """The place as its record stood when the event was ingested."""
         people = tuple(str(person) for person in event.place_people)
-        names = dict(User.objects.filter(pk__in=people).values_list("pk", "username"))
-        return ResolvedPlace(
-            place=Place(channel=event.place_channel, kind=event.place_kind, people=people),
-            usernames={str(pk): name for pk, name in names.items()},
+        labels = {
+            str(membership.user_id): membership.label
+            for membership in Membership.objects.select_related("user").filter(
+                organisation_id=event.organisation_id, user_id__in=people
+            )
+        }
+        return PlaceInTurn(
+            place=Place(channel=event.place_channel, kind=event.place_kind, people=people), labels=labels
         )
 
     def apply(self, candidate: Candidate, vector: list[float] | None) -> None:

@@ -8,7 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0001_initial'),
-        ('memories', '0003_recall_pinned_index'),
+        ('memories', '0004_place_audit'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

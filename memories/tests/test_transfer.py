@@ -15,13 +15,16 @@ from django.utils import timezone
 from accounts.services import agent_create
 from memories.models import Memory, SourceKind
 from memories.services import memory_redact
-from memories.turn_services import memory_correct, memory_remember_in_place, place_resolve
+from memories.places import place_for_turn
+from memories.turn_services import memory_correct, memory_remember_in_place
 
 pytestmark = pytest.mark.django_db
 
 
 def said(org, agent, place, body, **extra):
-    resolved = place_resolve(organisation=org, channel=place["channel"], kind=place["kind"], people=place["people"])
+    resolved = place_for_turn(
+        organisation=org, channel=place["channel"], kind=place["kind"], people=place["people"], agent=agent
+    )
     return memory_remember_in_place(organisation=org, resolved=resolved, body=body, agent=agent, **extra)[0]
 
 

@@ -14,11 +14,11 @@ from accounts.models import Agent, Membership, Organisation, User
 from accounts.services import agent_create, organisation_create, user_create
 from admissions.services import admission_decide, claim_submit
 from memories.models import Memory, TenantVectorIndex
+from memories.places import place_recorded
 from memories.turn_services import (
     idempotent_write,
     injection_render,
     memory_remember_in_place,
-    place_resolve,
 )
 from tenancy.sql import APP_ROLE, CROSS_TENANT_SETTING, TENANT_SETTING, TOKEN_HASH_SETTING
 from threads.services import thread_consolidate, thread_events_ingest
@@ -85,7 +85,7 @@ def tenant_with_everything(slug: str, *, steward: User, decision: str) -> Tenant
     owner = user_create(username=f"{slug}-owner", organisation=organisation, role=Membership.Role.OWNER, password="pw")
     member = user_create(username=f"{slug}-member", organisation=organisation, role=Membership.Role.MEMBER)
     agent, token = agent_create(organisation=organisation, name=f"{slug}-agent")
-    resolved = place_resolve(organisation=organisation, channel=f"D-{slug}", kind="dm", people=[member.username])
+    resolved = place_recorded(organisation=organisation, channel=f"D-{slug}", kind="dm", people=[member.username])
 
     def write():
         memory, choice = memory_remember_in_place(

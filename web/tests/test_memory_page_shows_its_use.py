@@ -6,9 +6,10 @@ from django.urls import reverse
 
 
 def render_turn(client, token: str, turn_id: str, people: list[str]) -> None:
+    channel = f"dm-{people[0]}"  # each DM is its own place, bound to its one person
     response = client.post(
         "/api/v1/render",
-        {"place": {"channel": "dm-mona", "kind": "dm", "people": people}, "turn_id": turn_id},
+        {"place": {"channel": channel, "kind": "dm", "people": people}, "turn_id": turn_id},
         content_type="application/json",
         HTTP_AUTHORIZATION=f"Bearer {token}",
     )

@@ -6,6 +6,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from accounts.services import agent_create
+from memories.places import place_recorded
 from memories.tests.turn_api.helpers import EmbeddingsStandIn, session_client
 
 
@@ -53,19 +54,30 @@ def outsider_api(outsider):
     return session_client(outsider)
 
 
-@pytest.fixture
-def dm_with_mona(member):
-    return {"channel": "D-mona", "kind": "dm", "people": [member.username]}
+def recorded(org, place: dict, members: list[str] | None = None) -> dict:
+    """Record the place (its record decides who is in it) and return it as a turn call names it."""
+    place_recorded(
+        organisation=org,
+        channel=place["channel"],
+        kind=place["kind"],
+        people=place["people"] if members is None else members,
+    )
+    return place
 
 
 @pytest.fixture
-def general(member, second_member):
-    return {"channel": "C-general", "kind": "public", "people": [member.username]}
+def dm_with_mona(org, member):
+    return recorded(org, {"channel": "D-mona", "kind": "dm", "people": [member.username]})
 
 
 @pytest.fixture
-def private_team(member, second_member):
-    return {"channel": "G-team", "kind": "private", "people": [member.username, second_member.username]}
+def general(org, member, second_member):
+    return recorded(org, {"channel": "C-general", "kind": "public", "people": [member.username]}, members=[])
+
+
+@pytest.fixture
+def private_team(org, member, second_member):
+    return recorded(org, {"channel": "G-team", "kind": "private", "people": [member.username, second_member.username]})
 
 
 @pytest.fixture(scope="session")

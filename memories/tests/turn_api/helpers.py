@@ -12,6 +12,10 @@ def session_client(user) -> APIClient:
 
 
 def remember(client, place, body, **extra):
+    """Remember through the API. Outside a person scope a fact must say whom it is about; these tests'
+    facts are operational unless a test says otherwise, so `subject_type` defaults to workspace there."""
+    if "subject_type" not in extra and "only_for" not in extra and place and place.get("kind") != "dm":
+        extra["subject_type"] = "workspace"
     return client.post("/api/v1/memories", {"body": body, "place": place, **extra}, format="json")
 
 

@@ -69,9 +69,15 @@ def test_a_person_fact_is_recalled_only_in_a_dm_with_exactly_that_person(agent_a
     )
     dm = {"channel": "D-mona", "kind": "dm", "people": ["mona"]}
     assert bodies(recall(agent_api, dm, "milk")) == ["Mona takes oat milk"]
-    assert bodies(recall(agent_api, {**dm, "people": ["mona", "max"]}, "milk")) == []
     assert bodies(recall(agent_api, {"channel": "D-max", "kind": "dm", "people": ["max"]}, "milk")) == []
-    assert bodies(recall(agent_api, {**dm, "kind": "private"}, "milk")) == []
+    group = {"channel": "G-both", "kind": "private", "people": ["mona", "max"]}
+    assert bodies(recall(agent_api, group, "milk")) == []
+    # The DM is bound to mona: naming anyone else for it is a conflict, not a new audience.
+    assert recall(agent_api, {**dm, "people": ["mona", "max"]}, "milk").status_code == 409
+    # A read saying another kind does not change the record: the DM's record is used, and the notice says so.
+    response = recall(agent_api, {**dm, "kind": "private"}, "milk")
+    assert bodies(response) == ["Mona takes oat milk"]
+    assert "it is a dm place (the call said private)" in response.json()["notice"]
 
 
 def test_an_agent_does_not_recall_facts_another_agent_holds(agent_api, second_agent_api, general):

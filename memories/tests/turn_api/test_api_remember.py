@@ -61,28 +61,27 @@ def test_a_person_asking_for_person_scope_in_a_group_gets_it_for_themself(member
 
 
 def test_a_channel_fact_asked_for_in_a_dm_is_kept_in_that_channel(agent_api, dm_with_mona):
-    data = remember(agent_api, dm_with_mona, "We use this DM for the audit", scope="channel").json()
+    data = remember(
+        agent_api, dm_with_mona, "We use this DM for the audit", scope="channel", subject_type="workspace"
+    ).json()
     assert (data["scope"], data["scope_ref"]) == ("channel", "D-mona")
 
 
-def test_each_place_upserts_its_channel_and_members(agent_api, org, private_team, member, second_member):
-    remember(agent_api, private_team, "First")
+def test_a_turn_call_never_changes_a_private_channels_members(agent_api, org, private_team, member, second_member):
     channel = Channel.objects.get(organisation=org, external_id="G-team")
-    assert channel.kind == "private"
-    assert set(ChannelMember.objects.filter(channel=channel).values_list("user_id", flat=True)) == {
-        member.pk,
-        second_member.pk,
-    }
-    # A private channel's list is its whole audience: someone no longer named leaves it.
-    remember(agent_api, {**private_team, "people": [member.username]}, "Second")
-    assert list(ChannelMember.objects.filter(channel=channel).values_list("user_id", flat=True)) == [member.pk]
+    before = set(ChannelMember.objects.filter(channel=channel).values_list("user_id", flat=True))
+    assert before == {member.pk, second_member.pk}  # the record names both
+    response = remember(agent_api, {**private_team, "people": [member.username]}, "Second")
+    assert response.status_code == 201, response.content
+    assert "record was used" in response.json()["notice"]
+    assert "PUT /api/v1/places/G-team" in response.json()["notice"]
+    assert set(ChannelMember.objects.filter(channel=channel).values_list("user_id", flat=True)) == before
 
 
-def test_a_public_channel_only_adds_members(agent_api, org, general, member, second_member):
-    remember(agent_api, general, "First")
+def test_a_turn_call_never_adds_members_to_a_public_channel(agent_api, org, general, member, second_member):
     remember(agent_api, {**general, "people": [second_member.username]}, "Second")
     channel = Channel.objects.get(organisation=org, external_id="C-general")
-    assert ChannelMember.objects.filter(channel=channel).count() == 2
+    assert ChannelMember.objects.filter(channel=channel).count() == 0
 
 
 def test_the_expiry_can_be_given_as_days_or_a_date(agent_api, general):

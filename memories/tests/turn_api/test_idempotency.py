@@ -6,7 +6,8 @@ from memories.models import Memory
 
 
 def post(client, body, key, place):
-    return client.post("/api/v1/memories", {"body": body, "place": place}, format="json", HTTP_IDEMPOTENCY_KEY=key)
+    data = {"body": body, "place": place, "subject_type": "workspace"}
+    return client.post("/api/v1/memories", data, format="json", HTTP_IDEMPOTENCY_KEY=key)
 
 
 def test_a_retry_with_the_same_key_returns_the_first_result(agent_api, general):

@@ -1,0 +1,174 @@
+"""The people of an organisation: members who sign in, and directory people an integration created.
+
+Every person has one stable id, their account's id, which scopes, subjects,
+place members and audit rows store. A handle (an integration's id for them,
+such as a chat platform's user id) and a username are lookup keys: unique
+together within the organisation, so a name always finds one person, and a
+directory person invited later keeps everything said about them.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterable
+
+from django.contrib.auth.tokens import default_token_generator
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
+
+from accounts.models import HANDLE_MAX_CHARS, HANDLE_PATTERN, Membership, Organisation, User
+
+HANDLE_RE = re.compile(HANDLE_PATTERN)
+DISPLAY_NAME_MAX_CHARS = 200
+# Directory people get a username nobody would choose, never shown, until an owner invites them.
+DIRECTORY_USERNAME_PREFIX = "~"
+
+
+def handle_problem(handle: object) -> str:
+    """Why `handle` cannot name a person, or "" when it can."""
+    if not isinstance(handle, str) or not HANDLE_RE.fullmatch(handle):
+        return (
+            f"A handle is 1 to {HANDLE_MAX_CHARS} characters of letters, digits and . _ : @ - "
+            "(a chat platform's user id, for example)."
+        )
+    return ""
+
+
+def person_label(membership: Membership) -> str:
+    """How a person is named in answers and on pages: their handle, else their username."""
+    return membership.label
+
+
+def display_name_of(membership: Membership) -> str:
+    return membership.display_name or person_label(membership)
+
+
+def _by_name(names: Iterable[str]) -> Q:
+    names = list(names)
+    return Q(handle__in=names) | Q(user__username__in=names)
+
+
+def people_by_name(*, organisation: Organisation, names: Iterable[str]) -> dict[str, Membership]:
+    """Each name (a handle or a username) that names a person of the organisation, with that person.
+
+    One query. A name of another organisation's person is simply not found.
+    """
+    names = [name for name in dict.fromkeys(names) if isinstance(name, str) and name]
+    if not names:
+        return {}
+    found: dict[str, Membership] = {}
+    rows = Membership.objects.select_related("user").filter(organisation=organisation).filter(_by_name(names))
+    for membership in rows:
+        if membership.handle in names:
+            found[membership.handle] = membership
+        if membership.user.username in names:
+            found.setdefault(membership.user.username, membership)
+    return found
+
+
+def person_lookup(*, organisation: Organisation, name: str) -> Membership | None:
+    """The person of the organisation this handle, username or id names, or None."""
+    found = people_by_name(organisation=organisation, names=[name])
+    if name in found:
+        return found[name]
+    try:
+        person_id = uuid.UUID(str(name))
+    except ValueError:
+        return None
+    return Membership.objects.select_related("user").filter(organisation=organisation, user_id=person_id).first()
+
+
+def people_of(*, organisation: Organisation):
+    """The organisation's people, newest first, with their accounts."""
+    return Membership.objects.select_related("user").filter(organisation=organisation).order_by("-created_at", "-id")
+
+
+def _refuse_name_taken(*, organisation: Organisation, name: str, field: str, person: User | None) -> None:
+    """Handles and usernames are one namespace within an organisation: refuse a name another person has."""
+    clash = Membership.objects.filter(organisation=organisation).filter(_by_name([name]))
+    if person is not None:
+        clash = clash.exclude(user=person)
+    if clash.exists():
+        raise ValidationError({field: [f"{name!r} already names another person of your organisation."]})
+
+
+@transaction.atomic
+def person_upsert(*, organisation: Organisation, handle: str, display_name: str) -> tuple[Membership, bool]:
+    """Create a directory person with this handle, or update their display name. Returns (membership, created)."""
+    problem = handle_problem(handle)
+    if problem:
+        raise ValidationError({"handle": [problem]})
+    display_name = (display_name or "").strip()
+    if len(display_name) > DISPLAY_NAME_MAX_CHARS:
+        raise ValidationError({"display_name": [f"A display name is at most {DISPLAY_NAME_MAX_CHARS} characters."]})
+    # Two integrations naming the same newcomer at once: the lock orders them, the unique handle decides.
+    existing = (
+        Membership.objects.select_for_update(of=("self",))
+        .select_related("user")
+        .filter(organisation=organisation, handle=handle)
+        .first()
+    )
+    if existing is not None:
+        if existing.display_name != display_name:
+            existing.display_name = display_name
+            existing.save(update_fields=["display_name", "updated_at"])
+        return existing, False
+    _refuse_name_taken(organisation=organisation, name=handle, field="handle", person=None)
+    user = User(username=f"{DIRECTORY_USERNAME_PREFIX}{uuid.uuid4().hex[:12]}")
+    user.set_unusable_password()
+    try:
+        with transaction.atomic():
+            user.save()
+            membership = Membership.objects.create(
+                organisation=organisation,
+                user=user,
+                role=Membership.Role.MEMBER,
+                handle=handle,
+                display_name=display_name,
+                directory=True,
+            )
+    except IntegrityError:
+        # Created concurrently by another call: that one stands.
+        membership = Membership.objects.select_related("user").get(organisation=organisation, handle=handle)
+        return membership, False
+    membership.user = user
+    return membership, True
+
+
+@transaction.atomic
+def person_invite(*, membership: Membership, username: str) -> tuple[str, str]:
+    """Let a directory person sign in: give them a username and a one-time link to choose a password.
+
+    Returns (uidb64, token) for the link. The token is Django's password-reset
+    token, which stops working once a password is set, so the link works once.
+    """
+    username = (username or "").strip()
+    user = membership.user
+    if username and username != user.username:
+        _refuse_name_taken(organisation=membership.organisation, name=username, field="username", person=user)
+        if User.objects.filter(username=username).exclude(pk=user.pk).exists():
+            raise ValidationError({"username": ["This username is taken; choose another."]})
+        user.username = username
+        user.full_clean(exclude=["password"])
+    elif user.username.startswith(DIRECTORY_USERNAME_PREFIX):
+        raise ValidationError({"username": ["Choose the username this person will sign in with."]})
+    user.is_active = True
+    user.set_unusable_password()
+    user.save()
+    if membership.directory:
+        membership.directory = False
+        membership.save(update_fields=["directory", "updated_at"])
+    return urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)
+
+
+@transaction.atomic
+def person_deactivate(*, membership: Membership) -> None:
+    """Remove a person from use: they can no longer sign in. Erasing what is held about them is separate."""
+    user = membership.user
+    user.is_active = False
+    user.set_unusable_password()
+    user.save(update_fields=["is_active", "password"])

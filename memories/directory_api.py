@@ -1,0 +1,177 @@
+"""The directory: the people of an organisation and its places, as records changed only by explicit writes.
+
+Agents whose token holds the directory right, and owners, create and update
+people and places here. Turn calls only read these records.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.generics import GenericAPIView
+from rest_framework.response import Response
+
+from accounts.models import Membership
+from accounts.people import DIRECTORY_USERNAME_PREFIX, handle_problem, people_of, person_upsert
+from memories import serializers as s
+from memories.api import ERROR_EXAMPLE, MemoryCursorPagination, TurnApi
+from memories.places import PlaceRecord, channel_problem, member_labels, place_put, places_for
+
+
+def person_output(membership: Membership) -> dict:
+    user = membership.user
+    username = None if user.username.startswith(DIRECTORY_USERNAME_PREFIX) else user.username
+    return {
+        "id": str(user.pk),
+        "handle": membership.handle,
+        "username": username,
+        "display_name": membership.display_name,
+        "can_sign_in": user.is_active and user.has_usable_password(),
+        "active": user.is_active,
+        "created_at": membership.created_at,
+    }
+
+
+def place_output(record: PlaceRecord) -> dict:
+    return {
+        "channel": record.channel.external_id,
+        "kind": record.channel.kind,
+        "people": member_labels(record),
+        "created_at": record.channel.created_at,
+        "updated_at": record.channel.updated_at,
+    }
+
+
+class DirectoryApi(TurnApi):
+    """Writes need the directory right: an agent's token that holds it, or an owner's session."""
+
+    def require_directory_right(self) -> None:
+        principal = self.principal()
+        if principal.agent is not None:
+            if principal.token is None or not principal.token.directory:
+                raise exceptions.PermissionDenied("This token does not hold the directory right; an owner grants it.")
+        elif not principal.is_owner:
+            raise exceptions.PermissionDenied("Only owners, and agents holding the directory right, change records.")
+
+
+PERSON_EXAMPLE = {
+    "id": "7d2f5c9e-0b3c-4c1a-a1a2-2f3b4c5d6e7f",
+    "handle": "U024BE7LH",
+    "username": None,
+    "display_name": "Mona Lisa",
+    "can_sign_in": False,
+    "active": True,
+    "created_at": "2026-12-01T09:00:00Z",
+}
+PLACE_RECORD_EXAMPLE = {
+    "channel": "C024BE91L",
+    "kind": "private",
+    "people": ["U024BE7LH", "max"],
+    "created_at": "2026-12-01T09:00:00Z",
+    "updated_at": "2026-12-01T09:00:00Z",
+}
+
+
+class PersonListApi(DirectoryApi, GenericAPIView):
+    pagination_class = MemoryCursorPagination
+    serializer_class = s.PersonOutputSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
+            return Membership.objects.none()
+        principal = self.principal()
+        rows = people_of(organisation=principal.organisation)
+        token = principal.token
+        if token is not None and token.restricted:
+            rows = rows.filter(user_id__in=list(token.allowed_people))
+        return rows
+
+    @extend_schema(
+        summary="List the people of your organisation",
+        responses={200: s.PersonOutputSerializer(many=True)},
+        examples=[OpenApiExample("People", value=[PERSON_EXAMPLE], response_only=True)],
+    )
+    def get(self, request):
+        self.require_directory_right()
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response([person_output(row) for row in page])
+
+
+class PersonDetailApi(DirectoryApi):
+    @extend_schema(
+        summary="Create or update a directory person by handle",
+        request=s.PersonInputSerializer,
+        responses={
+            200: s.PersonOutputSerializer,
+            201: s.PersonOutputSerializer,
+            400: OpenApiResponse(description="The handle or the display name is malformed; it is named."),
+            403: OpenApiResponse(description="Neither an owner nor a token with the directory right."),
+        },
+        examples=[
+            OpenApiExample("A newcomer from chat", value={"display_name": "Mona Lisa"}, request_only=True),
+            OpenApiExample("Created", value=PERSON_EXAMPLE, response_only=True, status_codes=["201"]),
+            OpenApiExample("Refused", value=ERROR_EXAMPLE, response_only=True, status_codes=["400"]),
+        ],
+    )
+    def put(self, request, handle: str):
+        self.require_directory_right()
+        problem = handle_problem(handle)
+        if problem:
+            raise exceptions.ValidationError({"handle": [problem]})
+        data = self.validated(s.PersonInputSerializer)
+        membership, created = person_upsert(
+            organisation=self.principal().organisation, handle=handle, display_name=data["display_name"]
+        )
+        return Response(person_output(membership), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class PlaceListApi(TurnApi):
+    @extend_schema(
+        summary="List the places you may use",
+        responses={200: s.PlaceOutputSerializer(many=True)},
+        examples=[OpenApiExample("Places", value=[PLACE_RECORD_EXAMPLE], response_only=True)],
+    )
+    def get(self, request):
+        principal = self.principal()
+        records = places_for(organisation=principal.organisation, user=principal.user, token=principal.token)
+        return Response([place_output(record) for record in records])
+
+
+class PlaceDetailApi(DirectoryApi):
+    @extend_schema(
+        summary="Record a place: its kind and its whole membership",
+        request=s.PlaceInputSerializer,
+        responses={
+            200: s.PlaceOutputSerializer,
+            201: s.PlaceOutputSerializer,
+            400: OpenApiResponse(description="A field is wrong; it is named."),
+            403: OpenApiResponse(description="Neither an owner nor a token with the directory right."),
+            404: OpenApiResponse(description="The token is restricted to other channels."),
+            409: OpenApiResponse(description="A DM stays with the person it was first recorded with."),
+        },
+        examples=[
+            OpenApiExample(
+                "A private channel", value={"kind": "private", "people": ["U024BE7LH", "max"]}, request_only=True
+            ),
+            OpenApiExample("Recorded", value=PLACE_RECORD_EXAMPLE, response_only=True, status_codes=["201"]),
+        ],
+    )
+    def put(self, request, channel: str):
+        self.require_directory_right()
+        problem = channel_problem(channel)
+        if problem:
+            raise exceptions.ValidationError({"channel": [problem]})
+        data = self.validated(s.PlaceInputSerializer)
+        principal = self.principal()
+        token = principal.token
+        if token is not None and token.restricted and channel not in token.allowed_channels:
+            raise exceptions.NotFound("No place you can act in has this channel id.")
+        record, created = place_put(
+            organisation=principal.organisation,
+            channel=channel,
+            kind=data["kind"],
+            people=data["people"],
+            actor=principal.user,
+            agent=principal.agent,
+        )
+        return Response(place_output(record), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)

@@ -1,0 +1,417 @@
+"""Places are records: who is in a place is what its record says, not what a call claims.
+
+A turn call names its place; `place_for_turn` reads the record (one query:
+the channel with its members) and answers with the rules' `Place` built from
+it. Turn calls never change a record. Only explicit writes do
+(`place_write`: `PUT /api/v1/places/{channel}` and the owners' pages), each
+leaving a `PlaceAudit` row. The one exception is a place seen for the first
+time, which an agent holding the directory right may create from its call,
+audited the same way.
+
+Who may act where:
+- a signed-in person: their own DM, private channels listing them, public
+  channels of their organisation; anything else is not found;
+- an agent: anywhere in its organisation, unless its token is restricted to
+  listed channels (and DMs with listed people).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from django.contrib.postgres.aggregates import ArrayAgg
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import Q, QuerySet, Value
+from django.db.models.functions import Coalesce
+
+from accounts.models import Agent, AgentToken, Membership, Organisation, User
+from accounts.people import people_by_name
+from memories.models import CHANNEL_PATTERN, Channel, ChannelMember, PlaceAudit
+from memories.scopes import Place
+
+CHANNEL_RE = re.compile(CHANNEL_PATTERN)
+MAX_PEOPLE_IN_PLACE = 500
+PLACES_ENDPOINT = "PUT /api/v1/places/{channel}"
+
+
+class PlaceNotFound(Exception):
+    """The caller may not act in this place, or it has no record: answered as 404, so nothing leaks."""
+
+    def __init__(self, message: str = "No place you can act in has this channel id."):
+        super().__init__(message)
+        self.message = message
+
+
+class PlaceConflict(Exception):
+    """An agent named someone else for a DM bound to one person: answered as 409."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Member:
+    id: str
+    handle: str
+    username: str
+
+    @property
+    def label(self) -> str:
+        return self.handle or self.username
+
+    def named_by(self, name: str) -> bool:
+        return name in (self.handle, self.username, self.id)
+
+
+@dataclass(frozen=True)
+class PlaceRecord:
+    """A channel with its members, as one read."""
+
+    channel: Channel
+    members: tuple[Member, ...]
+
+    @property
+    def member_ids(self) -> tuple[str, ...]:
+        return tuple(member.id for member in self.members)
+
+    def labels(self) -> dict[str, str]:
+        return {member.id: member.label for member in self.members}
+
+
+@dataclass(frozen=True)
+class PlaceInTurn:
+    """The place a turn happens in, from its record, and what the call said that the record overrode."""
+
+    place: Place
+    channel: Channel | None = None  # None for a place as recorded on a stored event
+    labels: dict[str, str] = field(default_factory=dict)  # person id -> handle or username
+    notice: str = ""
+
+    def label_for(self, person_id: str) -> str:
+        return self.labels.get(person_id, "")
+
+
+def channel_problem(channel: object) -> str:
+    """Why `channel` cannot be a channel id, or "" when it can."""
+    if not isinstance(channel, str) or not CHANNEL_RE.fullmatch(channel):
+        return (
+            "A channel id is 1 to 200 printable characters with no slash, no control characters "
+            "and no surrounding spaces."
+        )
+    return ""
+
+
+def place_records(*, organisation: Organisation) -> QuerySet[Channel]:
+    """The organisation's channels, each annotated with its members' ids, handles and usernames (one query)."""
+    present = Q(channelmember__isnull=False)
+    return Channel.objects.filter(organisation=organisation).annotate(
+        member_ids=ArrayAgg("channelmember__user_id", filter=present, default=Value([]), order_by="channelmember__id"),
+        member_handles=ArrayAgg(
+            Coalesce("channelmember__user__memberships__handle", Value("")),
+            filter=present,
+            default=Value([]),
+            order_by="channelmember__id",
+        ),
+        member_usernames=ArrayAgg(
+            "channelmember__user__username", filter=present, default=Value([]), order_by="channelmember__id"
+        ),
+    )
+
+
+def record_of(channel: Channel) -> PlaceRecord:
+    """A `PlaceRecord` from a channel annotated by `place_records`."""
+    members = tuple(
+        Member(id=str(person_id), handle=handle or "", username=username)
+        for person_id, handle, username in zip(
+            channel.member_ids, channel.member_handles, channel.member_usernames, strict=True
+        )
+    )
+    return PlaceRecord(channel=channel, members=members)
+
+
+def place_record(*, organisation: Organisation, channel: str) -> PlaceRecord | None:
+    row = place_records(organisation=organisation).filter(external_id=channel).first()
+    return record_of(row) if row is not None else None
+
+
+def token_allows(token: AgentToken | None, *, channel: str, kind: str, people: Sequence[str]) -> bool:
+    """Whether a token may act in this place: unrestricted, or the channel or the DM's person is listed."""
+    if token is None or not token.restricted:
+        return True
+    if channel in token.allowed_channels:
+        return True
+    allowed = {str(person_id) for person_id in token.allowed_people}
+    return kind == Channel.Kind.DM and len(people) == 1 and str(people[0]) in allowed
+
+
+def token_reaches(token: AgentToken | None, memory) -> bool:
+    """Whether a row is inside a token's restriction: workspace facts, and its channels' and people's facts."""
+    if token is None or not token.restricted:
+        return True
+    if memory.scope == "workspace":
+        return True
+    if memory.scope == "channel":
+        return memory.scope_ref in token.allowed_channels
+    return memory.scope_ref in {str(person_id) for person_id in token.allowed_people}
+
+
+def person_may_use(record: PlaceRecord, user: User) -> bool:
+    """A person acts only in their own DM, a private channel listing them, or a public channel."""
+    kind = record.channel.kind
+    if kind == Channel.Kind.PUBLIC:
+        return True
+    if kind == Channel.Kind.DM:
+        return record.member_ids == (str(user.pk),)
+    return str(user.pk) in record.member_ids
+
+
+def _names(people: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(name.strip() for name in people if isinstance(name, str) and name.strip()))
+
+
+def _validate(*, channel: str, kind: str, names: list[str]) -> None:
+    errors: dict[str, list[str]] = {}
+    problem = channel_problem(channel)
+    if problem:
+        errors["place.channel"] = [problem]
+    if kind not in Channel.Kind.values:
+        errors["place.kind"] = [f"{kind!r} is not a place kind; use one of {', '.join(Channel.Kind.values)}."]
+    if len(names) > MAX_PEOPLE_IN_PLACE:
+        errors["place.people"] = [f"A place names at most {MAX_PEOPLE_IN_PLACE} people."]
+    if errors:
+        raise ValidationError(errors)
+
+
+def resolve_people(*, organisation: Organisation, names: list[str], field: str = "place.people") -> list[Membership]:
+    """The people these names (handles or usernames) name, in order; refuses names of nobody here."""
+    found = people_by_name(organisation=organisation, names=names)
+    unknown = [name for name in names if name not in found]
+    if unknown:
+        # The same answer for a stranger and another organisation's person: existence does not leak.
+        raise ValidationError({field: [f"Not a person of your organisation: {', '.join(sorted(unknown)[:10])}."]})
+    return list({found[name].user_id: found[name] for name in names}.values())
+
+
+def _difference(record: PlaceRecord, *, kind: str, names: list[str]) -> str:
+    """What the call said that the record does not (empty when they agree)."""
+    parts = []
+    recorded = record.channel.kind
+    if kind != recorded:
+        parts.append(f"it is a {recorded} place (the call said {kind})")
+    if recorded != Channel.Kind.PUBLIC and names:
+        members = record.members
+        same = len(names) == len(members) and all(any(m.named_by(name) for m in members) for name in names)
+        if not same:
+            listed = ", ".join(sorted(member.label for member in members)) or "nobody"
+            parts.append(f"its people are {listed} (the call named {', '.join(sorted(names))})")
+    if not parts:
+        return ""
+    return (
+        f"This place's record was used, not the call: {'; '.join(parts)}. "
+        f"{PLACES_ENDPOINT.format(channel=record.channel.external_id)} changes the record."
+    )
+
+
+def in_turn(record: PlaceRecord, notice: str = "") -> PlaceInTurn:
+    channel = record.channel
+    return PlaceInTurn(
+        place=Place(channel=channel.external_id, kind=channel.kind, people=record.member_ids),
+        channel=channel,
+        labels=record.labels(),
+        notice=notice,
+    )
+
+
+def place_for_turn(
+    *,
+    organisation: Organisation,
+    channel: str,
+    kind: str,
+    people: Sequence[str] = (),
+    user: User | None = None,
+    agent: Agent | None = None,
+    token: AgentToken | None = None,
+) -> PlaceInTurn:
+    """The place a turn call names, from its record; never changes the record of a place that has one.
+
+    `token` is the agent's token when the call came over the API: its
+    directory right and its restriction apply. Raises `PlaceNotFound` when the caller may not act there, `PlaceConflict`
+    when an agent names someone else for a bound DM, and `ValidationError`
+    naming the field for a malformed place.
+    """
+    if (agent is None) == (user is None):
+        raise ValueError("exactly one of agent and user acts in a place")
+    names = _names(people)
+    _validate(channel=channel, kind=kind, names=names)
+    record = place_record(organisation=organisation, channel=channel)
+    if record is None:
+        # An agent acting through the services without a token (scripts, the suite) holds the right.
+        if agent is None or (token is not None and not token.directory):
+            raise PlaceNotFound(
+                "No place you can act in has this channel id. An owner, or an agent holding the directory "
+                f"right, records it with {PLACES_ENDPOINT.format(channel=channel)}."
+            )
+        members = resolve_people(organisation=organisation, names=names)
+        if kind == Channel.Kind.DM and len(members) != 1:
+            raise ValidationError({"place.people": ["A DM is with exactly one person; name them in place.people."]})
+        if not token_allows(token, channel=channel, kind=kind, people=[str(m.user_id) for m in members]):
+            raise PlaceNotFound()
+        record = place_write(
+            organisation=organisation,
+            channel=channel,
+            kind=kind,
+            people=[m.user_id for m in members],
+            agent=agent,
+            created_only=True,
+        )
+        return in_turn(record)
+    recorded = record.channel
+    if agent is not None:
+        if not token_allows(token, channel=channel, kind=recorded.kind, people=record.member_ids):
+            raise PlaceNotFound()
+        if recorded.kind == Channel.Kind.DM and names and not _names_the_one(record, names):
+            bound = record.members[0].label if record.members else "nobody yet"
+            raise PlaceConflict(
+                "place.people",
+                f"This DM is with {bound}; it cannot be used with anyone else. Use the DM's own channel id.",
+            )
+    elif not person_may_use(record, user) or (
+        recorded.kind == Channel.Kind.DM and names and not _names_the_one(record, names)
+    ):
+        raise PlaceNotFound()
+    return in_turn(record, _difference(record, kind=kind, names=names))
+
+
+def _names_the_one(record: PlaceRecord, names: list[str]) -> bool:
+    return len(record.members) == 1 and len(names) == 1 and record.members[0].named_by(names[0])
+
+
+def place_write(
+    *,
+    organisation: Organisation,
+    channel: str,
+    kind: str,
+    people: Sequence,
+    actor: User | None = None,
+    agent: Agent | None = None,
+    created_only: bool = False,
+) -> PlaceRecord:
+    """Record a place's kind and its whole membership, auditing what changed.
+
+    `people` are person ids (the record's whole audience). A DM is with exactly
+    one person and stays bound to them. With `created_only`, a place someone
+    created concurrently is left as they recorded it.
+    """
+    problem = channel_problem(channel)
+    if problem:
+        raise ValidationError({"channel": [problem]})
+    if kind not in Channel.Kind.values:
+        raise ValidationError({"kind": [f"{kind!r} is not a place kind; use one of {', '.join(Channel.Kind.values)}."]})
+    wanted = list(dict.fromkeys(str(person_id) for person_id in people))
+    if kind == Channel.Kind.DM and len(wanted) != 1:
+        raise ValidationError({"people": ["A DM is with exactly one person; name them."]})
+    if len(wanted) > MAX_PEOPLE_IN_PLACE:
+        raise ValidationError({"people": [f"A place names at most {MAX_PEOPLE_IN_PLACE} people."]})
+    with transaction.atomic():
+        try:
+            with transaction.atomic():
+                record, created = Channel.objects.get_or_create(
+                    organisation=organisation, external_id=channel, defaults={"kind": kind}
+                )
+        except IntegrityError:
+            record, created = Channel.objects.get(organisation=organisation, external_id=channel), False
+        if created_only and not created:
+            return place_record(organisation=organisation, channel=channel)
+        # Two writers of one place would each compute the member diff; the row lock orders them.
+        record = Channel.objects.select_for_update(of=("self",)).get(pk=record.pk)
+        current = [
+            str(person_id)
+            for person_id in ChannelMember.objects.filter(organisation=organisation, channel=record)
+            .order_by("id")
+            .values_list("user_id", flat=True)
+        ]
+        if not created and record.kind == Channel.Kind.DM and current and current != wanted:
+            raise PlaceConflict(
+                "people", "A DM stays with the person it was first recorded with; use a new channel id for another."
+            )
+        added = [person_id for person_id in wanted if person_id not in current]
+        removed = [person_id for person_id in current if person_id not in wanted]
+        kind_from = "" if created else record.kind
+        changed = created or bool(added or removed) or kind_from != kind
+        if changed and not created:
+            record.kind = kind
+            record.save(update_fields=["kind", "updated_at"])
+        ChannelMember.objects.bulk_create(
+            [ChannelMember(organisation=organisation, channel=record, user_id=person_id) for person_id in added]
+        )
+        if removed:
+            ChannelMember.objects.filter(organisation=organisation, channel=record, user_id__in=removed).delete()
+        if changed:
+            PlaceAudit.objects.create(
+                organisation=organisation,
+                channel=record,
+                actor=actor,
+                agent=agent,
+                kind_from=kind_from,
+                kind_to=kind,
+                added=added,
+                removed=removed,
+            )
+    return place_record(organisation=organisation, channel=channel)
+
+
+def place_put(
+    *,
+    organisation: Organisation,
+    channel: str,
+    kind: str,
+    people: Sequence[str],
+    actor: User | None = None,
+    agent: Agent | None = None,
+) -> tuple[PlaceRecord, bool]:
+    """An explicit write of a place named by people's handles or usernames. Returns (record, created)."""
+    names = _names(people)
+    if len(names) > MAX_PEOPLE_IN_PLACE:
+        raise ValidationError({"people": [f"A place names at most {MAX_PEOPLE_IN_PLACE} people."]})
+    members = resolve_people(organisation=organisation, names=names, field="people")
+    existed = Channel.objects.filter(organisation=organisation, external_id=channel).exists()
+    record = place_write(
+        organisation=organisation,
+        channel=channel,
+        kind=kind,
+        people=[member.user_id for member in members],
+        actor=actor,
+        agent=agent,
+    )
+    return record, not existed
+
+
+def place_recorded(**fields) -> PlaceInTurn:
+    """Record a place (as `place_put`) and answer with it as a turn sees it: for seeding and scripts."""
+    record, _ = place_put(**fields)
+    return in_turn(record)
+
+
+def places_for(*, organisation: Organisation, user: User | None = None, token: AgentToken | None = None):
+    """The place records a caller may use: a person's DM, private channels listing them, public channels;
+    an agent's whole organisation, or its token's listed channels and DMs."""
+    rows = place_records(organisation=organisation).order_by("external_id")
+    if user is not None:
+        mine = ChannelMember.objects.filter(organisation=organisation, user=user).values("channel_id")
+        rows = rows.filter(Q(kind=Channel.Kind.PUBLIC) | Q(pk__in=mine))
+        return [record for record in map(record_of, rows) if person_may_use(record, user)]
+    records = list(map(record_of, rows))
+    return [
+        record
+        for record in records
+        if token_allows(token, channel=record.channel.external_id, kind=record.channel.kind, people=record.member_ids)
+    ]
+
+
+def member_labels(record: PlaceRecord) -> list[str]:
+    return [member.label for member in record.members]
