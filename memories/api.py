@@ -301,7 +301,16 @@ class MemoryListApi(TurnApi, GenericAPIView):
         return filterset.qs
 
     @extend_schema(
+        operation_id="memories_list",
         summary="List the memories you may see",
+        description=(
+            "Every memory the caller may see, newest first, as cursor pages (`next`, `previous`, `results`; "
+            "`page_size` up to 200). Agents see the facts they hold and those shared with them; a person sees "
+            "their own and their organisation's. Filters: bucket, scope, subject, author, tier, pinned, created "
+            "and expiry ranges, `state` (live, expired, superseded, erased), `q` for words, `source_ref` or "
+            "`source_ref_prefix` for an integration's own references, and `channel` for a place (its channel "
+            "facts, and for a DM its person's facts). Erased rows show their receipt, never their text."
+        ),
         responses={200: s.MemoryOutputSerializer(many=True)},
         examples=[OpenApiExample("A page of memories", value=[MEMORY_EXAMPLE], response_only=True)],
     )
@@ -311,7 +320,17 @@ class MemoryListApi(TurnApi, GenericAPIView):
         return self.get_paginated_response([memory_output(row, now) for row in page])
 
     @extend_schema(
+        operation_id="memories_remember",
         summary="Remember a fact said in a place",
+        description=(
+            "Writes one fact. `place` is where it was said: the narrowest scope the place allows is used (a DM "
+            "with one person keeps it as that person's; a private channel as the channel's; only a public channel"
+            " may write a workspace fact), and `scope_reason` says when the scope used differs from the one asked"
+            " for; `only_for` keeps it for one person. Tiers: `profile` (who someone is; kept 90 days unless "
+            "given an expiry), `log` (what happened; 90 days) and `note` (working notes; 14 days, fading from the"
+            " block). An agent holds at most 2,000 live facts (409 `limit_reached`). Embedding follows in the "
+            "workers."
+        ),
         request=s.RememberInputSerializer,
         parameters=[
             OpenApiParameter(
@@ -405,7 +424,14 @@ class MemoryDetailApi(TurnApi):
     """One memory with its provenance, its versions and its injections; `DELETE` forgets it."""
 
     @extend_schema(
+        operation_id="memories_read",
         summary="Read a memory: provenance, supersede chain and injections",
+        description=(
+            "One memory the caller may see, with its source, every version of its supersede chain (oldest first) "
+            "and the turns it was injected into. A forgotten memory answers 410 with its receipt (who erased it, "
+            "when, why) in place of its text. Another organisation's memory, or one the caller may not see, "
+            "answers 404."
+        ),
         responses={
             200: s.MemoryDetailOutputSerializer,
             404: OpenApiResponse(description="No memory you can see."),
@@ -455,7 +481,14 @@ class MemoryDetailApi(TurnApi):
         return Response(data, status=status.HTTP_410_GONE if memory.redacted_at else status.HTTP_200_OK)
 
     @extend_schema(
+        operation_id="memories_forget",
         summary="Forget a memory (a recorded erasure)",
+        description=(
+            "Erases the memory's text and vector and keeps a receipt (who, when, why); its lines in recorded "
+            "injections are scrubbed. An agent names the `place` of its turn to forget a channel's facts there. "
+            "Forgetting twice answers the receipt."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.ForgetInputSerializer,
         responses={200: s.MemoryOutputSerializer},
         examples=[
@@ -492,7 +525,14 @@ class MemoryDetailApi(TurnApi):
 
 class MemorySupersedeApi(TurnApi):
     @extend_schema(
+        operation_id="memories_correct",
         summary="Correct a memory: a new version replaces it",
+        description=(
+            "Writes a new version with the corrected body; the old one stays in the chain, superseded, and is no "
+            "longer recalled. Tier, pin, expiry and source may be changed with it. An agent names the `place` of "
+            "its turn to correct facts there."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.SupersedeInputSerializer,
         responses={201: s.MemoryOutputSerializer, 400: OpenApiResponse(description="Already corrected, or bad input.")},
         examples=[
@@ -550,7 +590,13 @@ class MemoryPinApi(_PinApi):
     pinned = True
 
     @extend_schema(
+        operation_id="memories_pin",
         summary="Pin a memory: recalled and rendered before the others",
+        description=(
+            "Pinned facts come first in recall and in the rendered block, within the size limits. Only the "
+            "current version can be pinned; an agent names the `place` of its turn."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.PlaceOnlyInputSerializer,
         responses={200: s.MemoryOutputSerializer},
         examples=[
@@ -566,7 +612,10 @@ class MemoryUnpinApi(_PinApi):
     pinned = False
 
     @extend_schema(
+        operation_id="memories_unpin",
         summary="Unpin a memory",
+        description="Takes the pin away: the fact is ranked with the others again.",
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.PlaceOnlyInputSerializer,
         responses={200: s.MemoryOutputSerializer},
         examples=[
@@ -607,7 +656,14 @@ def recall_row_output(row: dict) -> dict:
 
 class RecallApi(TurnApi):
     @extend_schema(
+        operation_id="turns_recall",
         summary="Recall the facts most relevant to a question, among those recallable here",
+        description=(
+            "Ranks the facts recallable in `place` against `question`: a workspace fact anywhere, a channel fact "
+            "in its channel, a person fact only in a DM with that person. Modes: `auto` (contextual when the "
+            "question can be embedded, else lexical), `hybrid`, `semantic`, `lexical`, `recent`, `contextual`, "
+            "`reranked`; `ranking` reports what was used, `notice` what gave way. Read-only: nothing is recorded."
+        ),
         request=s.RecallInputSerializer,
         responses={200: s.RecallOutputSerializer, 400: OpenApiResponse(description="A field is wrong; it is named.")},
         examples=[
@@ -697,7 +753,15 @@ RENDER_TEXT_EXAMPLE = (
 
 class RenderApi(TurnApi):
     @extend_schema(
+        operation_id="turns_render",
         summary="Render the memory block for one turn, and record what it injected",
+        description=(
+            "Composes the fenced `<memory>` block for the turn in `place` (one paragraph per scope, profile then "
+            "recent, within each scope's caps; notes fade with age) and records the injection under `turn_id`, so"
+            " it can be read and replayed. The same turn id answers the recorded block again (`replayed`); "
+            "another question under it is a 409."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.RenderInputSerializer,
         responses={200: s.RenderOutputSerializer, 409: OpenApiResponse(description="Turn id used for another render.")},
         examples=[
@@ -793,7 +857,13 @@ class _InjectionApi(TurnApi):
 
 class InjectionDetailApi(_InjectionApi):
     @extend_schema(
+        operation_id="injections_read",
         summary="The record of one turn's injection",
+        description=(
+            "What one turn's block injected: the place, the question, the cutoff, every line with its memory, and"
+            " what the limits left out. Shown to the agent that rendered it and to the people who were in the "
+            "place."
+        ),
         responses={200: s.InjectionOutputSerializer},
         examples=[
             OpenApiExample(
@@ -873,7 +943,12 @@ class InjectionDetailApi(_InjectionApi):
 
 class InjectionReplayApi(_InjectionApi):
     @extend_schema(
+        operation_id="injections_replay",
         summary="Compose a turn's block again from its record",
+        description=(
+            "Lays the recorded lines out again and compares the hash with the record; facts erased since are "
+            "named with their receipt, never shown. Writes nothing."
+        ),
         request=None,
         responses={200: s.ReplayOutputSerializer},
         examples=[
@@ -942,7 +1017,12 @@ class SubjectMemoriesApi(_SubjectApi):
     action = "export"
 
     @extend_schema(
+        operation_id="subjects_export",
         summary="Everything held about a subject, oldest first, receipts included",
+        description=(
+            "A subject access export: every memory about a candidate or a user of the organisation, oldest first,"
+            " erased ones as receipts. A person exports their own; owners and agents handle candidates."
+        ),
         responses={200: s.SubjectExportOutputSerializer},
         examples=[
             OpenApiExample(
@@ -979,7 +1059,14 @@ class SubjectEraseApi(_SubjectApi):
     action = "erase"
 
     @extend_schema(
+        operation_id="subjects_erase",
         summary="Erase everything held about a subject; one receipt per row stays",
+        description=(
+            "Erases every memory about the subject, its vectors, its lines in injections, the thread events it "
+            "was said in and what was learned only from them; one receipt per memory stays. A person or an owner "
+            "erases a user; owners and agents a candidate."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.SubjectEraseInputSerializer,
         responses={200: s.SubjectEraseOutputSerializer},
         examples=[
@@ -1172,3 +1259,7 @@ def batch_refusal(index: int, code: str, error) -> dict:
         f"{names[0]}: {fields[names[0]][0]}" if len(names) == 1 else f"The item was refused: check {', '.join(names)}."
     )
     return {"index": index, "status": "refused", "memory": None, "error": error_shape(code, sentence, fields)}
+
+
+def refused_item(index: int, error: dict) -> dict:
+    return {"index": index, "status": "refused", "memory": None, "error": error}

@@ -510,6 +510,7 @@ class BatchOutputSerializer(serializers.Serializer):
     refused = serializers.IntegerField()
     items = BatchItemOutputSerializer(many=True)
 
+
 # --- People and places: the directory ------------------------------------------------
 
 

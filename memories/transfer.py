@@ -194,6 +194,9 @@ def from_mem0(item: dict, *, organisation: Organisation, default_place: dict | N
         "created_at": item.get("created_at"),
         "source_ref": ref[:200],
         "source_label": "mem0 import",
+        # A person's mem0 memories are about them; the rest are the place's operational facts.
+        "subject_type": "user" if place.get("kind") == "dm" else "workspace",
+        "subject_id": user_id if place.get("kind") == "dm" else "",
     }
 
 
@@ -239,7 +242,17 @@ def memories_import(
             memory, superseded = _import_row(
                 organisation=organisation, agent=agent, row=row, imported=imported, default_place=default_place
             )
-        except (RowRefused, ValidationError, LimitReached, PlaceNotFound, PlaceConflict, DatabaseError, ValueError, TypeError, KeyError) as error:
+        except (
+            RowRefused,
+            ValidationError,
+            LimitReached,
+            PlaceNotFound,
+            PlaceConflict,
+            DatabaseError,
+            ValueError,
+            TypeError,
+            KeyError,
+        ) as error:
             report.errors.append((number, _message(error)))
         else:
             if row.get("ref"):
@@ -299,7 +312,7 @@ def _import_row(*, organisation, agent, row: dict, imported: dict, default_place
             agent=agent,
             scope=row.get("scope"),
             only_for=row.get("only_for"),
-            subject_type=row.get("subject_type") if row.get("subject_type") != SubjectType.WORKSPACE else None,
+            subject_type=row.get("subject_type"),
             subject_id=str(row.get("subject_id") or ""),
             tier=row.get("tier") or "log",
             pinned=bool(row.get("pinned", False)),

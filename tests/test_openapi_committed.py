@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
+import yaml
 from django.core.management import call_command
 
 COMMITTED = Path(__file__).resolve().parent.parent / "openapi.yaml"
@@ -19,3 +20,13 @@ def test_the_committed_schema_is_the_one_the_code_generates(tmp_path):
             list(difflib.unified_diff(have.splitlines(True), want.splitlines(True), "committed", "code"))[:80]
         )
         raise AssertionError(f"openapi.yaml differs from the code's schema; run `make schema` and commit it.\n{diff}")
+
+
+def test_every_operation_has_its_own_stable_id_and_description():
+    schema = yaml.safe_load(COMMITTED.read_text())
+    operations = [op for path in schema["paths"].values() for op in path.values() if isinstance(op, dict)]
+    ids = [op["operationId"] for op in operations]
+    assert len(ids) == len(set(ids))
+    descriptions = [op.get("description", "") for op in operations]
+    assert all(descriptions), [op["operationId"] for op in operations if not op.get("description")]
+    assert len(set(descriptions)) == len(descriptions), "operations share a description"

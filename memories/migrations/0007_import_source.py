@@ -5,25 +5,41 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('accounts', '0001_initial'),
-        ('memories', '0004_place_audit'),
+        ("accounts", "0001_initial"),
+        ("memories", "0004_place_audit"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='memory',
-            name='memories_enums_valid',
+            model_name="memory",
+            name="memories_enums_valid",
         ),
         migrations.AlterField(
-            model_name='memory',
-            name='source_kind',
-            field=models.CharField(choices=[('message', 'Message'), ('session', 'Session'), ('run', 'Run'), ('thread_event', 'Thread event'), ('person', 'Person'), ('import', 'Import')], max_length=16),
+            model_name="memory",
+            name="source_kind",
+            field=models.CharField(
+                choices=[
+                    ("message", "Message"),
+                    ("session", "Session"),
+                    ("run", "Run"),
+                    ("thread_event", "Thread event"),
+                    ("person", "Person"),
+                    ("import", "Import"),
+                ],
+                max_length=16,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='memory',
-            constraint=models.CheckConstraint(condition=models.Q(('author__in', ['model', 'person']), ('source_kind__in', ['message', 'session', 'run', 'thread_event', 'person', 'import']), ('tier__in', ['profile', 'log', 'note'])), name='memories_enums_valid'),
+            model_name="memory",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("author__in", ["model", "person"]),
+                    ("source_kind__in", ["message", "session", "run", "thread_event", "person", "import"]),
+                    ("tier__in", ["profile", "log", "note"]),
+                ),
+                name="memories_enums_valid",
+            ),
         ),
     ]

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from accounts.services import agent_create
 from memories.models import Memory, SourceKind
-from memories.services import memory_redact
 from memories.places import place_for_turn
+from memories.services import memory_redact
 from memories.turn_services import memory_correct, memory_remember_in_place
 
 pytestmark = pytest.mark.django_db
@@ -36,10 +36,12 @@ def seeded(org, member, second_member, agent):
     old = timezone.now() - timedelta(days=10)
     rows = {
         "person": said(org, agent, dm, "Prefers to be called Mo", tier="profile", occurred_at=old),
-        "channel": said(org, agent, team, "Standup is at 9", source_ref="msg-9"),
-        "workspace": said(org, agent, general, "The office is closed on Fridays", scope="workspace"),
+        "channel": said(org, agent, team, "Standup is at 9", source_ref="msg-9", subject_type="workspace"),
+        "workspace": said(
+            org, agent, general, "The office is closed on Fridays", scope="workspace", subject_type="workspace"
+        ),
         "candidate": said(org, agent, team, "Candidate speaks Dutch", subject_type="candidate", subject_id="cand-1"),
-        "erased": said(org, agent, team, "A secret to forget"),
+        "erased": said(org, agent, team, "A secret to forget", subject_type="workspace"),
     }
     rows["corrected"] = memory_correct(memory=rows["channel"], body="Standup is at 10", agent=agent)
     memory_redact(memory=rows["erased"], reason="asked", agent=agent)
@@ -91,7 +93,11 @@ def test_an_export_imports_back_with_the_same_shapes_dates_and_chain(org, seeded
 
 
 def test_a_refused_row_is_reported_by_line_number_and_the_rest_continue(org, agent, member, tmp_path):
-    good = {"body": "Good fact", "place": {"channel": "C-general", "kind": "public", "people": ["mona"]}}
+    good = {
+        "body": "Good fact",
+        "place": {"channel": "C-general", "kind": "public", "people": ["mona"]},
+        "subject_type": "workspace",
+    }
     lines = [
         json.dumps(good),
         "{not json",
@@ -119,7 +125,9 @@ def test_imported_rows_count_toward_the_agents_cap(org, agent, tmp_path, setting
     settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT = 2
     place = {"channel": "C-general", "kind": "public", "people": []}
     path = tmp_path / "rows.jsonl"
-    path.write_text("\n".join(json.dumps({"body": f"Fact {n}", "place": place}) for n in range(3)))
+    path.write_text(
+        "\n".join(json.dumps({"body": f"Fact {n}", "place": place, "subject_type": "workspace"}) for n in range(3))
+    )
     err = io.StringIO()
     call_command(
         "import_memories",

@@ -4,7 +4,7 @@ Namespaces map to places, scopes and subjects (anything else is refused with `In
 
 | namespace | memories |
 | --- | --- |
-| `("memories", CHANNEL)` | said in the place `CHANNEL`, in the narrowest scope it allows (a DM's: the person's) |
+| `("memories", CHANNEL)` | said in `CHANNEL`, narrowest scope (a DM's: the person's; else subject workspace) |
 | `("memories", CHANNEL, SCOPE)` | the same, asking for `workspace`, `channel` or `person` |
 | `("memories", CHANNEL, "person", HANDLE)` | kept for one person of the place (`only_for`) |
 | `("subjects", CHANNEL, TYPE, ID)` | about a subject (`candidate` or `user`), written in the place |
@@ -242,13 +242,17 @@ class ArchivistStore(BaseStore):
                 existing.id, body=body, place=target.place, expires_at=expires_at, source_ref=ref, **kept
             )
             return None
+        fields = dict(target.fields)
+        if "subject_type" not in fields and "only_for" not in fields and target.place["kind"] != "dm":
+            # Outside a DM an item names no person: it is the place's operational fact (documented above).
+            fields["subject_type"] = "workspace"
         self.client.remember(
             body=body,
             place=target.place,
             source_kind="run",
             source_ref=source_ref(op.namespace, op.key),
             expires_at=expires_at,
-            **target.fields,
+            **fields,
             **extra,
         )
         return None

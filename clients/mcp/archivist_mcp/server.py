@@ -193,6 +193,11 @@ def build_server(
             Literal["workspace", "channel", "person"] | None, Field(description="Asked-for scope.")
         ] = None,
         only_for: Annotated[str | None, Field(description="A handle: keep it for this person alone.")] = None,
+        subject_type: Annotated[
+            Literal["user", "candidate", "workspace"] | None,
+            Field(description="Whom it is about; required outside a DM: workspace for an operational fact."),
+        ] = None,
+        subject_id: Annotated[str | None, Field(description="The user's handle or the candidate's id.")] = None,
         tier: Annotated[Literal["profile", "log", "note"] | None, Field(description="profile, log or note.")] = None,
         ttl_days: Annotated[int | None, Field(description="Keep it this many days (default 90).")] = None,
         source_ref: Annotated[str | None, Field(description="Your reference for where it was said.")] = None,
@@ -204,6 +209,8 @@ def build_server(
                 place=where(place),
                 scope=scope,
                 only_for=only_for,
+                subject_type=subject_type,
+                subject_id=subject_id,
                 tier=tier,
                 ttl_days=ttl_days,
                 source_ref=source_ref,

@@ -178,7 +178,13 @@ class ArchivistMemoryTool(BetaAbstractMemoryTool):
         ref = self._ref(scope, name)
         row = self._call(
             lambda: self.client.remember(
-                body=command.file_text, place=self.place, scope=scope, source_kind="run", source_ref=ref
+                body=command.file_text,
+                place=self.place,
+                scope=scope,
+                # A file of a channel or the workspace is the place's own note, about nobody in particular.
+                subject_type=None if scope == "person" else "workspace",
+                source_kind="run",
+                source_ref=ref,
             )
         )
         if row.scope != scope:

@@ -411,6 +411,8 @@ class Archivist(_Core, _Operations):
         params = dict(params)
         while True:
             page = self._run(_Call("GET", path, params=params))
+            if isinstance(page, list):  # an unpaginated list (the places one may use)
+                page = {"results": page, "next": None}
             for row in page["results"]:
                 yield model.model_validate(row)
             cursor = self._cursor(page.get("next"))
@@ -485,6 +487,8 @@ class AsyncArchivist(_Core, _Operations):
         params = dict(params)
         while True:
             page = await self._run(_Call("GET", path, params=params))
+            if isinstance(page, list):
+                page = {"results": page, "next": None}
             for row in page["results"]:
                 yield model.model_validate(row)
             cursor = self._cursor(page.get("next"))

@@ -77,6 +77,7 @@ class Memory(_Answer):
 class Remembered(Memory):
     schema_name: ClassVar[str] = "RememberedOutput"
     scope_reason: str
+    notice: str = ""
 
 
 class InjectionUse(_Answer):
@@ -166,6 +167,7 @@ class Rendered(_Answer):
     omissions: list[Count]
     faded: list[Count]
     replayed: bool
+    notice: str = ""
 
 
 class InjectionLine(_Answer):

@@ -43,7 +43,7 @@ def test_a_full_agent_gets_limit_reached(live_api, settings):
         for index in range(settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT)
     )
     with Archivist(live_api.url, live_api.token, place=live_api.general) as archivist, pytest.raises(LimitReached):
-        archivist.remember(body="One too many")
+        archivist.remember(body="One too many", subject_type="workspace")
 
 
 def test_every_write_carries_an_idempotency_key_so_a_retry_writes_once(live_api):
@@ -58,20 +58,20 @@ def test_every_write_carries_an_idempotency_key_so_a_retry_writes_once(live_api)
         event_hooks={"request": [record]},
     )
     with Archivist(live_api.url, live_api.token, place=live_api.general, http=http) as archivist:
-        archivist.remember(body="Written with a key")
+        archivist.remember(body="Written with a key", subject_type="workspace")
         archivist.recall(question="key")
         assert sent[0] and sent[1] is None  # a write carries a key, a read none
-        again = archivist.remember(body="Same key", idempotency_key="k-1")
-        replayed = archivist.remember(body="Same key", idempotency_key="k-1")
+        again = archivist.remember(body="Same key", idempotency_key="k-1", subject_type="workspace")
+        replayed = archivist.remember(body="Same key", idempotency_key="k-1", subject_type="workspace")
     assert replayed.id == again.id
     assert Memory.objects.filter(body="Same key").count() == 1
 
 
 def test_a_key_reused_for_another_request_is_a_conflict(live_api):
     with Archivist(live_api.url, live_api.token, place=live_api.general) as archivist:
-        archivist.remember(body="First", idempotency_key="k-2")
+        archivist.remember(body="First", idempotency_key="k-2", subject_type="workspace")
         with pytest.raises(Conflict) as conflict:
-            archivist.remember(body="Second", idempotency_key="k-2")
+            archivist.remember(body="Second", idempotency_key="k-2", subject_type="workspace")
     assert conflict.value.status == 422 and "Idempotency-Key" in conflict.value.fields
 
 
@@ -86,7 +86,7 @@ def test_a_throttled_call_is_retried_after_retry_after(live_api):
     live_api.throttle_token(seconds_left=1)
     with Archivist(live_api.url, live_api.token, place=live_api.general) as archivist:
         started = time.monotonic()
-        remembered = archivist.remember(body="Waited my turn")
+        remembered = archivist.remember(body="Waited my turn", subject_type="workspace")
         waited = time.monotonic() - started
     assert remembered.body == "Waited my turn"
     assert waited >= 1.0  # the server's Retry-After, not an immediate retry

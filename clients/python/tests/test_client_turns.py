@@ -29,7 +29,7 @@ def test_a_fact_is_remembered_recalled_rendered_and_its_injection_read(live_api)
 
 def test_a_call_may_name_its_own_place_instead_of_the_default(live_api):
     with Archivist(live_api.url, live_api.token, place=live_api.dm) as archivist:
-        archivist.remember(body="The team ships on Fridays", place=Place(**live_api.team))
+        archivist.remember(body="The team ships on Fridays", place=Place(**live_api.team), subject_type="workspace")
         assert archivist.recall(question="ships", place=live_api.team).results[0].scope == "channel"
         # The DM with mona does not recall what was said in the team channel.
         assert archivist.recall(question="ships").results == []
@@ -37,7 +37,7 @@ def test_a_call_may_name_its_own_place_instead_of_the_default(live_api):
 
 def test_correct_pin_unpin_forget_and_get_answer_typed_memories(live_api):
     with Archivist(live_api.url, live_api.token, place=live_api.team) as archivist:
-        first = archivist.remember(body="Standup is at 9")
+        first = archivist.remember(body="Standup is at 9", subject_type="workspace")
         corrected = archivist.correct(first.id, body="Standup is at 10")
         assert corrected.body == "Standup is at 10"
         detail = archivist.get(corrected.id)
@@ -54,7 +54,7 @@ def test_correct_pin_unpin_forget_and_get_answer_typed_memories(live_api):
 def test_list_follows_the_cursors_past_one_page(live_api):
     with Archivist(live_api.url, live_api.token, place=live_api.team) as archivist:
         for index in range(7):
-            archivist.remember(body=f"Fact number {index}", source_ref=f"ref-{index}")
+            archivist.remember(body=f"Fact number {index}", source_ref=f"ref-{index}", subject_type="workspace")
         rows = list(archivist.list(page_size=3))
         assert len(rows) == 7 and all(isinstance(row, m.Memory) for row in rows)
         assert [row.body for row in rows] == [f"Fact number {index}" for index in reversed(range(7))]
@@ -63,7 +63,7 @@ def test_list_follows_the_cursors_past_one_page(live_api):
 
 def test_the_client_reads_its_url_and_token_from_the_environment(archivist_env):
     with Archivist(place=archivist_env.general) as archivist:
-        assert archivist.remember(body="Lunch is at noon").scope == "channel"
+        assert archivist.remember(body="Lunch is at noon", subject_type="workspace").scope == "channel"
 
 
 def test_no_url_or_token_is_refused_by_name(monkeypatch):
@@ -104,7 +104,7 @@ def test_thread_events_subject_export_and_claims_through_the_client(live_api):
 def test_the_async_client_has_the_same_methods(live_api):
     async def scenario():
         async with AsyncArchivist(live_api.url, live_api.token, place=live_api.team) as archivist:
-            first = await archivist.remember(body="Deploys need two approvals")
+            first = await archivist.remember(body="Deploys need two approvals", subject_type="workspace")
             recalled = await archivist.recall(question="approvals")
             listed = [row async for row in archivist.list(page_size=1)]
             corrected = await archivist.correct(first.id, body="Deploys need one approval")

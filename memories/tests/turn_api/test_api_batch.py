@@ -13,11 +13,11 @@ def test_one_refusal_keeps_the_rest_and_each_item_has_its_status(agent_api, gene
     response = batch(
         agent_api,
         [
-            {"body": "Lunch is at noon", "place": general},
-            {"body": "", "place": general},
+            {"body": "Lunch is at noon", "place": general, "subject_type": "workspace"},
+            {"body": "", "place": general, "subject_type": "workspace"},
             {"body": "Prefers tea", "place": dm_with_mona, "tier": "profile"},
-            {"body": "Typo", "place": general, "scoep": "channel"},
-            {"body": "x" * 2001, "place": general},
+            {"body": "Typo", "place": general, "scoep": "channel", "subject_type": "workspace"},
+            {"body": "x" * 2001, "place": general, "subject_type": "workspace"},
         ],
     )
     assert response.status_code == 200
@@ -32,7 +32,7 @@ def test_one_refusal_keeps_the_rest_and_each_item_has_its_status(agent_api, gene
 
 
 def test_an_item_sent_again_with_its_key_is_a_duplicate_not_a_second_write(agent_api, general):
-    items = [{"body": "Standup at 9", "place": general, "idempotency_key": "batch-1"}]
+    items = [{"body": "Standup at 9", "place": general, "subject_type": "workspace", "idempotency_key": "batch-1"}]
     first = batch(agent_api, items).json()["items"][0]
     again = batch(agent_api, items).json()["items"][0]
     assert (first["status"], again["status"]) == ("created", "duplicate")
@@ -40,7 +40,10 @@ def test_an_item_sent_again_with_its_key_is_a_duplicate_not_a_second_write(agent
     assert Memory.objects.filter(body="Standup at 9").count() == 1
     # The same key names the same write as a lone remember.
     lone = agent_api.post(
-        "/api/v1/memories", {"body": "Standup at 9", "place": general}, format="json", HTTP_IDEMPOTENCY_KEY="batch-1"
+        "/api/v1/memories",
+        {"body": "Standup at 9", "place": general, "subject_type": "workspace"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="batch-1",
     )
     assert lone.status_code == 201 and lone.json()["id"] == first["memory"]["id"]
     changed = batch(agent_api, [{**items[0], "body": "Standup at 10"}]).json()["items"][0]
@@ -50,13 +53,17 @@ def test_an_item_sent_again_with_its_key_is_a_duplicate_not_a_second_write(agent
 
 def test_the_batch_counts_toward_the_live_fact_cap(agent_api, general, settings):
     settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT = 2
-    data = batch(agent_api, [{"body": f"Fact {n}", "place": general} for n in range(3)]).json()
+    data = batch(
+        agent_api, [{"body": f"Fact {n}", "place": general, "subject_type": "workspace"} for n in range(3)]
+    ).json()
     assert [item["status"] for item in data["items"]] == ["created", "created", "refused"]
     assert data["items"][2]["error"]["error"] == "limit_reached"
 
 
 def test_more_than_100_items_or_none_is_refused_and_nothing_written(agent_api, general):
-    too_many = batch(agent_api, [{"body": f"Fact {n}", "place": general} for n in range(101)])
+    too_many = batch(
+        agent_api, [{"body": f"Fact {n}", "place": general, "subject_type": "workspace"} for n in range(101)]
+    )
     assert too_many.status_code == 400 and "At most 100 items" in too_many.json()["fields"]["items"][0]
     assert batch(agent_api, []).status_code == 400
     not_objects = batch(agent_api, ["just text"])
@@ -65,5 +72,7 @@ def test_more_than_100_items_or_none_is_refused_and_nothing_written(agent_api, g
 
 
 def test_a_hundred_items_are_written(agent_api, general):
-    data = batch(agent_api, [{"body": f"Fact number {n}", "place": general} for n in range(100)]).json()
+    data = batch(
+        agent_api, [{"body": f"Fact number {n}", "place": general, "subject_type": "workspace"} for n in range(100)]
+    ).json()
     assert data["created"] == 100 and Memory.objects.count() == 100
