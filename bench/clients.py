@@ -36,7 +36,7 @@ def arguments():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=300)
     parser.add_argument("--rows", type=int, default=1000)
-    parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("--port", type=int, default=0, help="default: a free port on loopback")
     parser.add_argument("--data-dir", default=str(ROOT / "var" / "bench-clients"))
     return parser.parse_args()
 
@@ -71,6 +71,12 @@ def main() -> None:
 
         organisation = organisation_create(slug="bench-clients")
         _, token = agent_create(organisation=organisation, name="bench")
+        if not args.port:
+            import socket
+
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                args.port = probe.getsockname()[1]
         gunicorn = start_gunicorn(port=args.port, data_dir=data_dir, workers=2, threads=4)
         base = f"http://127.0.0.1:{args.port}"
 
@@ -80,7 +86,7 @@ def main() -> None:
         raw = httpx.Client(base_url=base + "/api/v1/", headers={"Authorization": f"Bearer {token}"})
         client = Archivist(base, token, place=PLACE)
         for index in range(20):  # warm both connections and the server's caches
-            client.remember(body=f"Warm-up fact {index}")
+            client.remember(body=f"Warm-up fact {index}", subject_type="workspace")
             raw.post("recall", json={"question": "warm", "place": PLACE}).raise_for_status()
 
         times: dict[str, list[float]] = {
@@ -94,7 +100,7 @@ def main() -> None:
                 timed(lambda: raw.post("recall", json={"question": "fact", "place": PLACE}).raise_for_status())
             )
             times["client recall"].append(timed(lambda: client.recall(question="fact")))
-            body = {"body": f"Raw fact {index}", "place": PLACE}
+            body = {"body": f"Raw fact {index}", "place": PLACE, "subject_type": "workspace"}
             times["raw remember"].append(
                 timed(
                     lambda body=body: raw.post(
@@ -102,7 +108,9 @@ def main() -> None:
                     ).raise_for_status()
                 )
             )
-            times["client remember"].append(timed(lambda index=index: client.remember(body=f"Client fact {index}")))
+            times["client remember"].append(
+                timed(lambda index=index: client.remember(body=f"Client fact {index}", subject_type="workspace"))
+            )
         print(f"\nPer call, {args.calls} calls each, interleaved (ms):")
         for name, values in times.items():
             print(f"  {name:16} median {statistics.median(values):6.2f}  p95 {percentile(values, 0.95):6.2f}")
@@ -112,9 +120,9 @@ def main() -> None:
 
         started = time.perf_counter()
         for index in range(args.rows):
-            client.remember(body=f"One by one {index}")
+            client.remember(body=f"One by one {index}", subject_type="workspace")
         single = args.rows / (time.perf_counter() - started)
-        items = [{"body": f"Batched fact {index}"} for index in range(args.rows)]
+        items = [{"body": f"Batched fact {index}", "subject_type": "workspace"} for index in range(args.rows)]
         started = time.perf_counter()
         batch = client.remember_many(items)
         batched = args.rows / (time.perf_counter() - started)
