@@ -66,7 +66,7 @@ ERROR_EXAMPLE = {
 PLACE_EXAMPLE = {"channel": "C024BE91L", "kind": "dm", "people": ["mona"]}
 IDEMPOTENCY_PARAMETER = OpenApiParameter(
     IDEMPOTENCY_HEADER,
-    OpenApiTypes.STR,
+    {"type": "string", "pattern": "^[!-~]{1,200}$", "maxLength": 200},
     OpenApiParameter.HEADER,
     description=(
         "Retrying with the same key answers from the first write instead of writing again "
@@ -1239,7 +1239,10 @@ class MemoryBatchApi(TurnApi):
             }
         if replayed:
             memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
-        output = memory_output(memory, timezone.now(), scope_reason=extra.get("scope_reason", ""))
+        output = {
+            **memory_output(memory, timezone.now(), scope_reason=extra.get("scope_reason", "")),
+            "notice": extra.get("notice", ""),
+        }
         return {"index": index, "status": "duplicate" if replayed else "created", "memory": output, "error": None}
 
 

@@ -69,7 +69,7 @@ def test_the_client_installs_offline_and_talks_to_the_server_without_django(bare
         "from archivist_client import Archivist\n"
         "assert importlib.util.find_spec('django') is None, 'django in a bare venv'\n"
         f"client = Archivist({live_api.url!r}, {live_api.token!r}, place={live_api.general!r})\n"
-        "print(client.remember(body='From a bare venv').scope)\n"
+        "print(client.remember(body='From a bare venv', subject_type='workspace').scope)\n"
     )
     done = subprocess.run([str(bare_venv), "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
