@@ -114,3 +114,15 @@ def test_the_async_client_has_the_same_methods(live_api):
     assert recalled.results[0].id == first.id
     assert [row.id for row in listed] == [first.id]
     assert corrected.body == "Deploys need one approval"
+
+
+def test_remember_many_sends_batches_of_100_and_answers_each_item(live_api):
+    items = [{"body": f"Bulk fact {n}", "subject_type": "workspace"} for n in range(150)]
+    items[120] = {"body": "", "subject_type": "workspace"}
+    with Archivist(live_api.url, live_api.token, place=live_api.general) as archivist:
+        batch = archivist.remember_many(items)
+        again = archivist.remember_many(items[:3])  # new keys: written again, not duplicates
+    assert (batch.created, batch.refused, len(batch.items)) == (149, 1, 150)
+    assert batch.items[120].index == 120 and batch.items[120].status == "refused" and "body" in batch.items[120].fields
+    assert batch.items[149].memory.body == "Bulk fact 149"
+    assert again.created == 3
