@@ -4,12 +4,14 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format migrations-check deploy-check bench venv clean
+.PHONY: run test lint format migrations-check deploy-check bench venv clean schema
 
-$(STAMP): pyproject.toml requirements.lock
+$(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml clients/mcp/pyproject.toml clients/langgraph/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
 	$(PY) -m pip install --quiet -c requirements.lock --group dev
+	# The integrations, editable, so their tests run against this checkout's server in `make test`.
+	$(PY) -m pip install --quiet --no-deps -e clients/python -e clients/mcp -e clients/langgraph
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -29,6 +31,10 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(VENV)/bin/ruff format .
 	$(VENV)/bin/ruff check --fix .
+
+## Writes the OpenAPI schema the code serves to openapi.yaml (a test fails when the two differ).
+schema: $(STAMP)
+	DJANGO_SETTINGS_MODULE=config.settings.test $(PY) manage.py spectacular --file openapi.yaml --validate --fail-on-warn
 
 migrations-check: $(STAMP)
 	DJANGO_SETTINGS_MODULE=config.settings.test $(PY) manage.py makemigrations --check --dry-run

@@ -19,6 +19,7 @@ from admissions.labels import UNNAMED_STEWARD, claimant_label, steward_label
 from admissions.selectors import claim_history, claim_visible_to
 from admissions.services import claim_submit
 from config.api import Principal, principal_of
+from memories.api import IDEMPOTENCY_PARAMETER, idempotent_response
 from memories.fields import ID_FORBIDDEN, StrictDateField
 from memories.models import (
     BODY_MAX_CHARS,
@@ -197,6 +198,7 @@ class SystemClaimListApi(APIView):
             "with its field and the reason."
         ),
         request=ClaimInputSerializer,
+        parameters=[IDEMPOTENCY_PARAMETER],
         responses={201: ClaimOutputSerializer},
         examples=[OpenApiExample("A claim with one piece of evidence", value=CLAIM_EXAMPLE, request_only=True)],
         tags=["system claims"],
@@ -207,14 +209,21 @@ class SystemClaimListApi(APIView):
             raise PermissionDenied(f"Submitting system claims needs the {SUBMIT_PERMISSION} permission.")
         serializer = ClaimInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        claim = claim_submit(
-            organisation=principal.organisation,
-            agent=principal.agent,
-            user=None if principal.is_agent else principal.user,
-            **serializer.validated_data,
-        )
-        row = claim_visible_to(principal=principal, claim_id=claim.pk)
-        return Response(ClaimOutputSerializer(claim_output(row, principal)).data, status=status.HTTP_201_CREATED)
+
+        def answer(claim_id) -> Response:
+            row = claim_visible_to(principal=principal, claim_id=claim_id)
+            return Response(ClaimOutputSerializer(claim_output(row, principal)).data, status=status.HTTP_201_CREATED)
+
+        def write():
+            claim = claim_submit(
+                organisation=principal.organisation,
+                agent=principal.agent,
+                user=None if principal.is_agent else principal.user,
+                **serializer.validated_data,
+            )
+            return answer(claim.pk), None, {"claim": str(claim.pk)}
+
+        return idempotent_response(request, principal, "system-claim", write, lambda m, extra: answer(extra["claim"]))
 
 
 class SystemClaimDetailApi(APIView):

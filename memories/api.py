@@ -8,9 +8,13 @@ may not see, answers 404 so its existence does not leak.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
@@ -22,9 +26,11 @@ from rest_framework.views import APIView
 
 from accounts.people import people_labels
 from config.api import Principal, PrincipalRateThrottle, SafeJSONParser, error_response, principal_of
+from config.api import _flatten as flatten_errors
 from memories import contextual, ranking
 from memories import serializers as s
 from memories.filters import MemoryFilter
+from memories.idempotency import KEY_MESSAGE, idempotent_call
 from memories.models import Bucket, Injection, Memory, SubjectType
 from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound, place_for_turn, token_allows, token_reaches
 from memories.recall import recall
@@ -59,6 +65,65 @@ ERROR_EXAMPLE = {
     "fields": {"limit": ["limit is at most 40."]},
 }
 PLACE_EXAMPLE = {"channel": "C024BE91L", "kind": "dm", "people": ["mona"]}
+IDEMPOTENCY_PARAMETER = OpenApiParameter(
+    IDEMPOTENCY_HEADER,
+    {"type": "string", "pattern": "^[!-~]{1,200}$", "maxLength": 200},
+    OpenApiParameter.HEADER,
+    description=(
+        "Retrying with the same key answers from the first write instead of writing again "
+        "(`Idempotent-Replayed: true`); the same key for a different request is refused with 422."
+    ),
+)
+PLACE_MEANS = (
+    "`place` is where the turn happens (the channel's id in your chat system, its kind and the people in it): "
+    "it decides which scopes may be recalled and written there."
+)
+
+
+def principal_key(principal: Principal) -> str:
+    """Whose key space an Idempotency-Key lives in: the agent (by id), or the person."""
+    return principal.label if principal.agent is None else f"agent:{principal.agent.pk}"
+
+
+def idempotency_key_of(request) -> str | None:
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is not None and not IDEMPOTENCY_KEY_PATTERN.match(key):
+        raise exceptions.ValidationError({IDEMPOTENCY_HEADER: [KEY_MESSAGE]})
+    return key
+
+
+def idempotent_response(request, principal: Principal, endpoint: str, write, replay) -> Response:
+    """Every write honours `Idempotency-Key`: `write()` gives (response, memory or None, extra), a retry with
+    the same key gets `replay(memory, extra)`. Without a key the write simply runs."""
+    key = idempotency_key_of(request)
+    if key is None:
+        return write()[0]
+    data = {
+        "path": {name: str(value) for name, value in request.parser_context["kwargs"].items()},
+        "body": request.data,
+    }
+    try:
+        response, replayed = idempotent_call(
+            organisation=principal.organisation,
+            principal=principal_key(principal),
+            key=key,
+            endpoint=endpoint,
+            fingerprint=request_fingerprint(endpoint=endpoint, data=data),
+            write=write,
+            replay=replay,
+        )
+    except TurnConflict as conflict:
+        return error_response(
+            "conflict", conflict.message, {conflict.field: [conflict.message]}, status.HTTP_422_UNPROCESSABLE_ENTITY
+        )
+    if replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def plain_json(data) -> dict:
+    """Ids, counts and dates as JSON, for a key row's `extra` (never a memory's text)."""
+    return json.loads(json.dumps(data, cls=DjangoJSONEncoder))
 
 
 class TurnRateThrottle(PrincipalRateThrottle):
@@ -143,6 +208,19 @@ class TurnApi(APIView):
         principal = self.principal()
         return {"actor": principal.user, "agent": principal.agent}
 
+    def idempotent(self, endpoint: str, write, replay) -> Response:
+        return idempotent_response(self.request, self.principal(), endpoint, write, replay)
+
+    @staticmethod
+    def replay_memory(status_code: int = status.HTTP_200_OK):
+        """A retry's answer: the memory the first write returned, as it is now (a receipt once erased)."""
+
+        def replay(memory, extra) -> Response:
+            memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
+            return Response(memory_output(memory, timezone.now()), status=status_code)
+
+        return replay
+
 
 class MemoryCursorPagination(CursorPagination):
     ordering = ("-created_at", "-id")
@@ -224,7 +302,16 @@ class MemoryListApi(TurnApi, GenericAPIView):
         return filterset.qs
 
     @extend_schema(
+        operation_id="memories_list",
         summary="List the memories you may see",
+        description=(
+            "Every memory the caller may see, newest first, as cursor pages (`next`, `previous`, `results`; "
+            "`page_size` up to 200). Agents see the facts they hold and those shared with them; a person sees "
+            "their own and their organisation's. Filters: bucket, scope, subject, author, tier, pinned, created "
+            "and expiry ranges, `state` (live, expired, superseded, erased), `q` for words, `source_ref` or "
+            "`source_ref_prefix` for an integration's own references, and `channel` for a place (its channel "
+            "facts, and for a DM its person's facts). Erased rows show their receipt, never their text."
+        ),
         responses={200: s.MemoryOutputSerializer(many=True)},
         examples=[OpenApiExample("A page of memories", value=[MEMORY_EXAMPLE], response_only=True)],
     )
@@ -234,7 +321,17 @@ class MemoryListApi(TurnApi, GenericAPIView):
         return self.get_paginated_response([memory_output(row, now) for row in page])
 
     @extend_schema(
+        operation_id="memories_remember",
         summary="Remember a fact said in a place",
+        description=(
+            "Writes one fact. `place` is where it was said: the narrowest scope the place allows is used (a DM "
+            "with one person keeps it as that person's; a private channel as the channel's; only a public channel"
+            " may write a workspace fact), and `scope_reason` says when the scope used differs from the one asked"
+            " for; `only_for` keeps it for one person. Tiers: `profile` (who someone is; kept 90 days unless "
+            "given an expiry), `log` (what happened; 90 days) and `note` (working notes; 14 days, fading from the"
+            " block). An agent holds at most 2,000 live facts (409 `limit_reached`). Embedding follows in the "
+            "workers."
+        ),
         request=s.RememberInputSerializer,
         parameters=[
             OpenApiParameter(
@@ -267,38 +364,14 @@ class MemoryListApi(TurnApi, GenericAPIView):
         resolved = self.resolve_place(data["place"])
 
         def write():
-            memory, choice = memory_remember_in_place(
-                organisation=principal.organisation,
-                resolved=resolved,
-                body=data["body"],
-                agent=principal.agent,
-                user=principal.user,
-                scope=data.get("scope"),
-                only_for=data.get("only_for"),
-                subject_type=data.get("subject_type"),
-                subject_id=data.get("subject_id", ""),
-                tier=data["tier"],
-                pinned=data["pinned"],
-                expires_at=data.get("expires_at"),
-                ttl_days=data.get("ttl_days"),
-                source_kind=data.get("source_kind"),
-                source_ref=data["source_ref"],
-                source_label=data["source_label"],
-                run_id=data["run_id"],
-                occurred_at=data.get("occurred_at"),
-            )
-            return memory, {"scope_reason": choice.reason, "notice": resolved.notice}
+            return remember_write(principal=principal, data=data, resolved=resolved)
 
-        key = request.headers.get(IDEMPOTENCY_HEADER)
+        key = idempotency_key_of(request)
         replayed = False
         if key is not None:
-            if not IDEMPOTENCY_KEY_PATTERN.match(key):
-                raise exceptions.ValidationError(
-                    {IDEMPOTENCY_HEADER: ["An Idempotency-Key is 1 to 200 visible ASCII characters."]}
-                )
             memory, extra, replayed = idempotent_write(
                 organisation=principal.organisation,
-                principal=principal.label if principal.agent is None else f"agent:{principal.agent.pk}",
+                principal=principal_key(principal),
                 key=key,
                 endpoint="remember",
                 fingerprint=request_fingerprint(endpoint="remember", data=request.data),
@@ -323,11 +396,43 @@ def memory_output(memory: Memory, now, scope_reason: str | None = None) -> dict:
     return s.memory_output(memory, now=now, scope_reason=scope_reason)
 
 
+def remember_write(*, principal: Principal, data: dict, resolved: PlaceInTurn) -> tuple[Memory, dict]:
+    """One validated remember request, written: (the memory, {"scope_reason"})."""
+    memory, choice = memory_remember_in_place(
+        organisation=principal.organisation,
+        resolved=resolved,
+        body=data["body"],
+        agent=principal.agent,
+        user=principal.user,
+        scope=data.get("scope"),
+        only_for=data.get("only_for"),
+        subject_type=data.get("subject_type"),
+        subject_id=data.get("subject_id", ""),
+        tier=data["tier"],
+        pinned=data["pinned"],
+        expires_at=data.get("expires_at"),
+        ttl_days=data.get("ttl_days"),
+        source_kind=data.get("source_kind"),
+        source_ref=data["source_ref"],
+        source_label=data["source_label"],
+        run_id=data["run_id"],
+        occurred_at=data.get("occurred_at"),
+    )
+    return memory, {"scope_reason": choice.reason, "notice": resolved.notice}
+
+
 class MemoryDetailApi(TurnApi):
     """One memory with its provenance, its versions and its injections; `DELETE` forgets it."""
 
     @extend_schema(
+        operation_id="memories_read",
         summary="Read a memory: provenance, supersede chain and injections",
+        description=(
+            "One memory the caller may see, with its source, every version of its supersede chain (oldest first) "
+            "and the turns it was injected into. A forgotten memory answers 410 with its receipt (who erased it, "
+            "when, why) in place of its text. Another organisation's memory, or one the caller may not see, "
+            "answers 404."
+        ),
         responses={
             200: s.MemoryDetailOutputSerializer,
             404: OpenApiResponse(description="No memory you can see."),
@@ -377,7 +482,14 @@ class MemoryDetailApi(TurnApi):
         return Response(data, status=status.HTTP_410_GONE if memory.redacted_at else status.HTTP_200_OK)
 
     @extend_schema(
+        operation_id="memories_forget",
         summary="Forget a memory (a recorded erasure)",
+        description=(
+            "Erases the memory's text and vector and keeps a receipt (who, when, why); its lines in recorded "
+            "injections are scrubbed. An agent names the `place` of its turn to forget a channel's facts there. "
+            "Forgetting twice answers the receipt."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.ForgetInputSerializer,
         responses={200: s.MemoryOutputSerializer},
         examples=[
@@ -400,17 +512,28 @@ class MemoryDetailApi(TurnApi):
     )
     def delete(self, request, memory_id):
         data = self.validated(s.ForgetInputSerializer)
-        viewer = self.viewer(self.resolve_place(data.get("place")))
-        memory = self.memory_or_404(memory_id, viewer)
-        if memory.redacted_at is None:
-            self.changeable_or_403(memory, viewer)
-            memory = memory_forget(memory=memory, reason=data.get("reason", ""), **self.actor())
-        return Response(memory_output(memory, timezone.now()))
+
+        def write():
+            viewer = self.viewer(self.resolve_place(data.get("place")))
+            memory = self.memory_or_404(memory_id, viewer)
+            if memory.redacted_at is None:
+                self.changeable_or_403(memory, viewer)
+                memory = memory_forget(memory=memory, reason=data.get("reason", ""), **self.actor())
+            return Response(memory_output(memory, timezone.now())), memory, {}
+
+        return self.idempotent("forget", write, self.replay_memory())
 
 
 class MemorySupersedeApi(TurnApi):
     @extend_schema(
+        operation_id="memories_correct",
         summary="Correct a memory: a new version replaces it",
+        description=(
+            "Writes a new version with the corrected body; the old one stays in the chain, superseded, and is no "
+            "longer recalled. Tier, pin, expiry and source may be changed with it. An agent names the `place` of "
+            "its turn to correct facts there."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.SupersedeInputSerializer,
         responses={201: s.MemoryOutputSerializer, 400: OpenApiResponse(description="Already corrected, or bad input.")},
         examples=[
@@ -420,6 +543,11 @@ class MemorySupersedeApi(TurnApi):
     )
     def post(self, request, memory_id):
         data = dict(self.validated(s.SupersedeInputSerializer))
+        return self.idempotent(
+            "supersede", lambda: self.supersede(memory_id, data), self.replay_memory(status.HTTP_201_CREATED)
+        )
+
+    def supersede(self, memory_id, data: dict):
         viewer = self.viewer(self.resolve_place(data.pop("place", None)))
         memory = self.memory_or_404(memory_id, viewer)
         self.changeable_or_403(memory, viewer)
@@ -439,7 +567,7 @@ class MemorySupersedeApi(TurnApi):
                 overrides[target] = data[name]
         replacement = memory_correct(memory=memory, body=body, overrides=overrides, **self.actor())
         replacement = Memory.objects.select_related("agent", "written_by").get(pk=replacement.pk)
-        return Response(memory_output(replacement, timezone.now()), status=status.HTTP_201_CREATED)
+        return Response(memory_output(replacement, timezone.now()), status=status.HTTP_201_CREATED), replacement, {}
 
 
 class _PinApi(TurnApi):
@@ -447,19 +575,29 @@ class _PinApi(TurnApi):
 
     def post(self, request, memory_id):
         data = self.validated(s.PlaceOnlyInputSerializer)
-        viewer = self.viewer(self.resolve_place(data.get("place")))
-        memory = self.memory_or_404(memory_id, viewer)
-        self.changeable_or_403(memory, viewer)
-        memory = memory_pin(memory=memory, pinned=self.pinned, **self.actor())
-        memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
-        return Response(memory_output(memory, timezone.now()))
+
+        def write():
+            viewer = self.viewer(self.resolve_place(data.get("place")))
+            memory = self.memory_or_404(memory_id, viewer)
+            self.changeable_or_403(memory, viewer)
+            memory = memory_pin(memory=memory, pinned=self.pinned, **self.actor())
+            memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
+            return Response(memory_output(memory, timezone.now())), memory, {}
+
+        return self.idempotent("pin" if self.pinned else "unpin", write, self.replay_memory())
 
 
 class MemoryPinApi(_PinApi):
     pinned = True
 
     @extend_schema(
+        operation_id="memories_pin",
         summary="Pin a memory: recalled and rendered before the others",
+        description=(
+            "Pinned facts come first in recall and in the rendered block, within the size limits. Only the "
+            "current version can be pinned; an agent names the `place` of its turn."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.PlaceOnlyInputSerializer,
         responses={200: s.MemoryOutputSerializer},
         examples=[
@@ -475,7 +613,10 @@ class MemoryUnpinApi(_PinApi):
     pinned = False
 
     @extend_schema(
+        operation_id="memories_unpin",
         summary="Unpin a memory",
+        description="Takes the pin away: the fact is ranked with the others again.",
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.PlaceOnlyInputSerializer,
         responses={200: s.MemoryOutputSerializer},
         examples=[
@@ -516,7 +657,14 @@ def recall_row_output(row: dict) -> dict:
 
 class RecallApi(TurnApi):
     @extend_schema(
+        operation_id="turns_recall",
         summary="Recall the facts most relevant to a question, among those recallable here",
+        description=(
+            "Ranks the facts recallable in `place` against `question`: a workspace fact anywhere, a channel fact "
+            "in its channel, a person fact only in a DM with that person. Modes: `auto` (contextual when the "
+            "question can be embedded, else lexical), `hybrid`, `semantic`, `lexical`, `recent`, `contextual`, "
+            "`reranked`; `ranking` reports what was used, `notice` what gave way. Read-only: nothing is recorded."
+        ),
         request=s.RecallInputSerializer,
         responses={200: s.RecallOutputSerializer, 400: OpenApiResponse(description="A field is wrong; it is named.")},
         examples=[
@@ -606,7 +754,15 @@ RENDER_TEXT_EXAMPLE = (
 
 class RenderApi(TurnApi):
     @extend_schema(
+        operation_id="turns_render",
         summary="Render the memory block for one turn, and record what it injected",
+        description=(
+            "Composes the fenced `<memory>` block for the turn in `place` (one paragraph per scope, profile then "
+            "recent, within each scope's caps; notes fade with age) and records the injection under `turn_id`, so"
+            " it can be read and replayed. The same turn id answers the recorded block again (`replayed`); "
+            "another question under it is a 409."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.RenderInputSerializer,
         responses={200: s.RenderOutputSerializer, 409: OpenApiResponse(description="Turn id used for another render.")},
         examples=[
@@ -641,8 +797,12 @@ class RenderApi(TurnApi):
         ],
     )
     def post(self, request):
-        principal = self.principal()
         data = self.validated(s.RenderInputSerializer)
+        # A turn id is rendered once and answered from its record after: the retry is the render again.
+        return self.idempotent("render", lambda: (self.render(data), None, {}), lambda memory, extra: self.render(data))
+
+    def render(self, data: dict) -> Response:
+        principal = self.principal()
         resolved = self.resolve_place(data["place"])
         output = injection_render(
             organisation=principal.organisation,
@@ -698,7 +858,13 @@ class _InjectionApi(TurnApi):
 
 class InjectionDetailApi(_InjectionApi):
     @extend_schema(
+        operation_id="injections_read",
         summary="The record of one turn's injection",
+        description=(
+            "What one turn's block injected: the place, the question, the cutoff, every line with its memory, and"
+            " what the limits left out. Shown to the agent that rendered it and to the people who were in the "
+            "place."
+        ),
         responses={200: s.InjectionOutputSerializer},
         examples=[
             OpenApiExample(
@@ -778,7 +944,12 @@ class InjectionDetailApi(_InjectionApi):
 
 class InjectionReplayApi(_InjectionApi):
     @extend_schema(
+        operation_id="injections_replay",
         summary="Compose a turn's block again from its record",
+        description=(
+            "Lays the recorded lines out again and compares the hash with the record; facts erased since are "
+            "named with their receipt, never shown. Writes nothing."
+        ),
         request=None,
         responses={200: s.ReplayOutputSerializer},
         examples=[
@@ -847,7 +1018,12 @@ class SubjectMemoriesApi(_SubjectApi):
     action = "export"
 
     @extend_schema(
+        operation_id="subjects_export",
         summary="Everything held about a subject, oldest first, receipts included",
+        description=(
+            "A subject access export: every memory about a candidate or a user of the organisation, oldest first,"
+            " erased ones as receipts. A person exports their own; owners and agents handle candidates."
+        ),
         responses={200: s.SubjectExportOutputSerializer},
         examples=[
             OpenApiExample(
@@ -880,7 +1056,14 @@ class SubjectEraseApi(_SubjectApi):
     action = "erase"
 
     @extend_schema(
+        operation_id="subjects_erase",
         summary="Erase everything held about a subject; one receipt per row stays",
+        description=(
+            "Erases every memory about the subject, its vectors, its lines in injections, the thread events it "
+            "was said in and what was learned only from them; one receipt per memory stays. A person or an owner "
+            "erases a user; owners and agents a candidate."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.SubjectEraseInputSerializer,
         responses={200: s.SubjectEraseOutputSerializer},
         examples=[
@@ -918,11 +1101,165 @@ class SubjectEraseApi(_SubjectApi):
         principal = self.principal()
         data = self.validated(s.SubjectEraseInputSerializer)
         subject_type, subject_id = self.subject(subject_type, subject_id)
-        result = subject_erase(
-            organisation=principal.organisation,
-            subject_type=subject_type,
-            subject_id=subject_id,
-            reason=data.get("reason", ""),
-            **self.actor(),
+
+        def write():
+            result = plain_json(
+                subject_erase(
+                    organisation=principal.organisation,
+                    subject_type=subject_type,
+                    subject_id=subject_id,
+                    reason=data.get("reason", ""),
+                    **self.actor(),
+                )
+            )
+            # The answer holds counts, ids and reasons, never a memory's text: a retry gets it back as it was.
+            return Response(result), None, {"result": result}
+
+        return self.idempotent("subject-erase", write, lambda memory, extra: Response(extra["result"]))
+
+
+class MemoryBatchApi(TurnApi):
+    """Up to 100 remembers in one call, each in its own savepoint: one refusal keeps the rest."""
+
+    @extend_schema(
+        operation_id="memories_remember_batch",
+        summary="Remember up to 100 facts in one call, each answered on its own",
+        description=(
+            "Each item is a remember request as `POST /api/v1/memories` takes it, plus its own optional "
+            "`idempotency_key`. Each is written in its own savepoint under the same rules (scopes, the "
+            "live-fact cap, the database's constraints): the answer is 200 with a status per item, `created`, "
+            "`duplicate` (its key was seen: the first write's memory) or `refused` (the API's error, naming "
+            f"the fields). {PLACE_MEANS} Embedding happens after, in the workers."
+        ),
+        request=s.BatchInputSerializer,
+        responses={200: s.BatchOutputSerializer, 400: OpenApiResponse(description="Not 1 to 100 items.")},
+        examples=[
+            OpenApiExample(
+                "Two facts",
+                value={
+                    "items": [
+                        {**REMEMBER_EXAMPLE, "idempotency_key": "import-1"},
+                        {"body": "", "place": PLACE_EXAMPLE},
+                    ]
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "One created, one refused",
+                value={
+                    "created": 1,
+                    "duplicates": 0,
+                    "refused": 1,
+                    "items": [
+                        {
+                            "index": 0,
+                            "status": "created",
+                            "memory": {**MEMORY_EXAMPLE, "scope_reason": ""},
+                            "error": None,
+                        },
+                        {
+                            "index": 1,
+                            "status": "refused",
+                            "memory": None,
+                            "error": {
+                                "error": "invalid",
+                                "detail": "body: A memory needs text; the body is empty or only whitespace.",
+                                "fields": {"body": ["A memory needs text; the body is empty or only whitespace."]},
+                            },
+                        },
+                    ],
+                },
+                response_only=True,
+            ),
+        ],
+    )
+    def post(self, request):
+        principal = self.principal()
+        items = self.validated(s.BatchInputSerializer)["items"]
+        places: dict[str, PlaceInTurn] = {}  # one lookup per place named in the batch
+        answers = [self.item(principal, index, item, places) for index, item in enumerate(items)]
+        counts = {
+            outcome: sum(a["status"] == outcome for a in answers) for outcome in ("created", "duplicate", "refused")
+        }
+        return Response(
+            {
+                "created": counts["created"],
+                "duplicates": counts["duplicate"],
+                "refused": counts["refused"],
+                "items": answers,
+            }
         )
-        return Response(result)
+
+    def item(self, principal: Principal, index: int, item: dict, places: dict) -> dict:
+        try:
+            with transaction.atomic():
+                data = self.validated(s.BatchItemInputSerializer, data=item)
+                place_key = json.dumps(data["place"], sort_keys=True)
+                if place_key not in places:
+                    places[place_key] = self.resolve_place(data["place"])
+                resolved = places[place_key]
+                key = data.pop("idempotency_key", None)
+
+                def write():
+                    return remember_write(principal=principal, data=data, resolved=resolved)
+
+                if key is None:
+                    (memory, extra), replayed = write(), False
+                else:
+                    body = {name: value for name, value in item.items() if name != "idempotency_key"}
+                    memory, extra, replayed = idempotent_write(
+                        organisation=principal.organisation,
+                        principal=principal_key(principal),
+                        key=key,
+                        endpoint="remember",
+                        fingerprint=request_fingerprint(endpoint="remember", data=body),
+                        write=write,
+                    )
+        except (exceptions.ValidationError, DjangoValidationError) as error:
+            return batch_refusal(index, "invalid", error)
+        except LimitReached as error:
+            return {
+                "index": index,
+                "status": "refused",
+                "memory": None,
+                "error": error_shape("limit_reached", str(error), {}),
+            }
+        except PlaceNotFound as error:
+            return refused_item(index, error_shape("not_found", error.message, {}))
+        except (TurnConflict, PlaceConflict) as error:
+            fields = {error.field: [error.message]}
+            return {
+                "index": index,
+                "status": "refused",
+                "memory": None,
+                "error": error_shape("conflict", error.message, fields),
+            }
+        if replayed:
+            memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
+        output = {
+            **memory_output(memory, timezone.now(), scope_reason=extra.get("scope_reason", "")),
+            "notice": extra.get("notice", ""),
+        }
+        return {"index": index, "status": "duplicate" if replayed else "created", "memory": output, "error": None}
+
+
+def error_shape(code: str, detail: str, fields: dict) -> dict:
+    return {"error": code, "detail": detail, "fields": fields}
+
+
+def batch_refusal(index: int, code: str, error) -> dict:
+    """A refused item in the API's one error shape, its fields named as a lone request would name them."""
+    if isinstance(error, DjangoValidationError):
+        detail = error.message_dict if hasattr(error, "error_dict") else {"non_field_errors": error.messages}
+    else:
+        detail = error.detail
+    fields = flatten_errors(detail)
+    names = sorted(fields)
+    sentence = (
+        f"{names[0]}: {fields[names[0]][0]}" if len(names) == 1 else f"The item was refused: check {', '.join(names)}."
+    )
+    return {"index": index, "status": "refused", "memory": None, "error": error_shape(code, sentence, fields)}
+
+
+def refused_item(index: int, error: dict) -> dict:
+    return {"index": index, "status": "refused", "memory": None, "error": error}

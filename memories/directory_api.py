@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from accounts.models import Membership
 from accounts.people import DIRECTORY_USERNAME_PREFIX, handle_problem, people_of, person_upsert
 from memories import serializers as s
-from memories.api import ERROR_EXAMPLE, MemoryCursorPagination, TurnApi
+from memories.api import ERROR_EXAMPLE, IDEMPOTENCY_PARAMETER, MemoryCursorPagination, TurnApi, plain_json
 from memories.places import PlaceRecord, channel_problem, member_labels, place_put, places_for
 
 
@@ -87,7 +87,12 @@ class PersonListApi(DirectoryApi, GenericAPIView):
         return rows
 
     @extend_schema(
+        operation_id="people_list",
         summary="List the people of your organisation",
+        description=(
+            "The organisation's people (handle, username, display name, whether they can sign in), as cursor "
+            "pages. Owners and agents holding the directory right; a restricted token sees only its people."
+        ),
         responses={200: s.PersonOutputSerializer(many=True)},
         examples=[OpenApiExample("People", value=[PERSON_EXAMPLE], response_only=True)],
     )
@@ -99,8 +104,14 @@ class PersonListApi(DirectoryApi, GenericAPIView):
 
 class PersonDetailApi(DirectoryApi):
     @extend_schema(
+        operation_id="people_put",
         summary="Create or update a directory person by handle",
+        description=(
+            "A person an integration knows by a chat handle: created (201) with no password, so they cannot sign "
+            "in until invited, or updated (200). Their one stable id is what person memories and subjects store."
+        ),
         request=s.PersonInputSerializer,
+        parameters=[IDEMPOTENCY_PARAMETER],
         responses={
             200: s.PersonOutputSerializer,
             201: s.PersonOutputSerializer,
@@ -119,15 +130,27 @@ class PersonDetailApi(DirectoryApi):
         if problem:
             raise exceptions.ValidationError({"handle": [problem]})
         data = self.validated(s.PersonInputSerializer)
-        membership, created = person_upsert(
-            organisation=self.principal().organisation, handle=handle, display_name=data["display_name"]
-        )
-        return Response(person_output(membership), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+        def write():
+            membership, created = person_upsert(
+                organisation=self.principal().organisation, handle=handle, display_name=data["display_name"]
+            )
+            response = Response(
+                person_output(membership), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+            )
+            return response, None, replayable(response)
+
+        return self.idempotent("people-put", write, replay_stored)
 
 
 class PlaceListApi(TurnApi):
     @extend_schema(
+        operation_id="places_list",
         summary="List the places you may use",
+        description=(
+            "Every place the caller may act in, with its kind and members' labels: a person's own DM, private "
+            "channels listing them and public ones; an agent's, within its token's restriction."
+        ),
         responses={200: s.PlaceOutputSerializer(many=True)},
         examples=[OpenApiExample("Places", value=[PLACE_RECORD_EXAMPLE], response_only=True)],
     )
@@ -139,8 +162,14 @@ class PlaceListApi(TurnApi):
 
 class PlaceDetailApi(DirectoryApi):
     @extend_schema(
+        operation_id="places_put",
         summary="Record a place: its kind and its whole membership",
+        description=(
+            "Creates (201) or updates (200) a place's record: `kind` and every member, by handle or username. "
+            "Turn calls never change it; each change is audited. A DM keeps the one person it was recorded with."
+        ),
         request=s.PlaceInputSerializer,
+        parameters=[IDEMPOTENCY_PARAMETER],
         responses={
             200: s.PlaceOutputSerializer,
             201: s.PlaceOutputSerializer,
@@ -166,12 +195,26 @@ class PlaceDetailApi(DirectoryApi):
         token = principal.token
         if token is not None and token.restricted and channel not in token.allowed_channels:
             raise exceptions.NotFound("No place you can act in has this channel id.")
-        record, created = place_put(
-            organisation=principal.organisation,
-            channel=channel,
-            kind=data["kind"],
-            people=data["people"],
-            actor=principal.user,
-            agent=principal.agent,
-        )
-        return Response(place_output(record), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+        def write():
+            record, created = place_put(
+                organisation=principal.organisation,
+                channel=channel,
+                kind=data["kind"],
+                people=data["people"],
+                actor=principal.user,
+                agent=principal.agent,
+            )
+            response = Response(place_output(record), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+            return response, None, replayable(response)
+
+        return self.idempotent("places-put", write, replay_stored)
+
+
+def replayable(response: Response) -> dict:
+    """A directory answer (ids, labels, kinds; no memory text) as a key row keeps it for a retry."""
+    return {"status": response.status_code, "body": plain_json(response.data)}
+
+
+def replay_stored(memory, extra: dict) -> Response:
+    return Response(extra["body"], status=extra["status"])

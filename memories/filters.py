@@ -7,11 +7,12 @@ from datetime import UTC
 import django_filters
 from django.contrib.postgres.search import SearchQuery
 from django.core.exceptions import ValidationError
-from django.db.models import Q
+from django.db.models import CharField, OuterRef, Q, Subquery
+from django.db.models.functions import Cast
 from django.utils import timezone
 from django_filters.fields import IsoDateTimeField
 
-from memories.models import Author, Bucket, Memory, Scope, SubjectType, Tier
+from memories.models import Author, Bucket, Channel, ChannelMember, Memory, Scope, SubjectType, Tier
 
 
 class UtcIsoDateTimeField(IsoDateTimeField):
@@ -49,6 +50,18 @@ class MemoryFilter(django_filters.FilterSet):
     expires_before = UtcIsoDateTimeFilter(field_name="expires_at", lookup_expr="lt")
     state = django_filters.ChoiceFilter(choices=STATES, method="filter_state", help_text="Default: every state.")
     q = django_filters.CharFilter(method="filter_words", max_length=500, help_text="Lexical search over the body.")
+    source_ref = django_filters.CharFilter(max_length=200, help_text="Only memories with this source reference.")
+    source_ref_prefix = django_filters.CharFilter(
+        field_name="source_ref",
+        lookup_expr="startswith",
+        max_length=200,
+        help_text="Only memories whose source reference starts with this text (an integration's own references).",
+    )
+    channel = django_filters.CharFilter(
+        method="filter_channel",
+        max_length=200,
+        help_text="Only memories kept in this place: its channel facts, and for a DM its person's facts.",
+    )
 
     class Meta:
         model = Memory
@@ -80,6 +93,18 @@ class MemoryFilter(django_filters.FilterSet):
         if value == "expired":
             return queryset.filter(live, expires_at__lte=now)
         return queryset.filter(live, expires_at__gt=now)
+
+    def filter_channel(self, queryset, name, value):
+        # A DM's facts are its person's (scope person, by account id); a channel's are its own.
+        dm_people = (
+            ChannelMember.objects.filter(
+                organisation_id=OuterRef("organisation_id"), channel__external_id=value, channel__kind=Channel.Kind.DM
+            )
+            .annotate(ref=Cast("user_id", CharField()))
+            .values("ref")
+        )
+        in_dm = Q(scope=Scope.PERSON, scope_ref__in=Subquery(dm_people))
+        return queryset.filter(Q(scope=Scope.CHANNEL, scope_ref=value) | in_dm)
 
     def filter_words(self, queryset, name, value):
         if not value.strip():

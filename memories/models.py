@@ -65,6 +65,7 @@ class SourceKind(models.TextChoices):
     # Issue 16: a thread event kept as a transcript line by consolidation. Only consolidation
     # writes it (memories/serializers.py refuses it from callers); `source_event` names the event.
     EPISODE = "episode", "Episode"
+    IMPORT = "import", "Import"
 
 
 class Tier(models.TextChoices):

@@ -542,6 +542,54 @@ class SubjectEraseOutputSerializer(serializers.Serializer):
     )
 
 
+# --- Batch remember -------------------------------------------------------------------
+
+BATCH_MAX_ITEMS = 100
+
+
+class BatchItemInputSerializer(RememberInputSerializer):
+    idempotency_key = serializers.RegexField(
+        r"^[\x21-\x7e]{1,200}$",
+        required=False,
+        help_text="This item's own Idempotency-Key: an item sent again with it is answered `duplicate`.",
+        error_messages={"invalid": "An idempotency key is 1 to 200 visible ASCII characters."},
+    )
+
+
+class BatchInputSerializer(StrictSerializer):
+    # Each item is checked on its own (a refusal answers that item), so here they are only objects.
+    items = serializers.ListField(
+        child=serializers.DictField(),
+        min_length=1,
+        max_length=BATCH_MAX_ITEMS,
+        help_text=f"1 to {BATCH_MAX_ITEMS} remember requests, each as `POST /api/v1/memories` takes it.",
+        error_messages={
+            "min_length": "Send at least one item.",
+            "max_length": f"At most {BATCH_MAX_ITEMS} items per call; send the rest in another.",
+        },
+    )
+
+
+class BatchErrorOutputSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    detail = serializers.CharField()
+    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+
+
+class BatchItemOutputSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The item's position in `items`, from 0.")
+    status = serializers.ChoiceField(choices=["created", "duplicate", "refused"])
+    memory = RememberedOutputSerializer(allow_null=True, help_text="The memory written (or first written).")
+    error = BatchErrorOutputSerializer(allow_null=True, help_text="Why the item was refused, in the API's error shape.")
+
+
+class BatchOutputSerializer(serializers.Serializer):
+    created = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    refused = serializers.IntegerField()
+    items = BatchItemOutputSerializer(many=True)
+
+
 # --- People and places: the directory ------------------------------------------------
 
 

@@ -6,6 +6,7 @@ from memories import api, directory_api
 
 urlpatterns = [
     path("memories", api.MemoryListApi.as_view(), name="memories"),
+    path("memories/batch", api.MemoryBatchApi.as_view(), name="memories-batch"),
     path("memories/<uuid:memory_id>", api.MemoryDetailApi.as_view(), name="memory"),
     path("memories/<uuid:memory_id>/supersede", api.MemorySupersedeApi.as_view(), name="memory-supersede"),
     path("memories/<uuid:memory_id>/pin", api.MemoryPinApi.as_view(), name="memory-pin"),

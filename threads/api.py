@@ -13,7 +13,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
-from memories.api import ERROR_EXAMPLE, PLACE_EXAMPLE, TurnApi
+from memories.api import ERROR_EXAMPLE, IDEMPOTENCY_PARAMETER, PLACE_EXAMPLE, TurnApi
 from memories.fields import StrictDateTimeField
 from memories.serializers import PlaceSerializer, StrictSerializer
 from threads.models import THREAD_ID_PATTERN, Learning, Thread, ThreadEvent
@@ -170,7 +170,14 @@ class _ThreadApi(TurnApi):
 
 class ThreadEventsApi(_ThreadApi):
     @extend_schema(
+        operation_id="threads_ingest_events",
         summary="Ingest thread events; learned memories follow in the background",
+        description=(
+            "Stores up to 100 events of a thread (each with the `place` it happened in); resent event ids are "
+            "skipped. Consolidation turns explicit statements into learned memories in the background, with the "
+            "events as their sources. Agents only."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
         request=IngestInputSerializer,
         responses={
             201: IngestOutputSerializer,
@@ -203,6 +210,17 @@ class ThreadEventsApi(_ThreadApi):
         principal = self.agent_principal()
         thread_id = self.checked_thread_id(thread_id)
         data = self.validated(IngestInputSerializer)
+
+        def write():
+            response = self.ingest(principal, thread_id, data)
+            # Ids, sequence numbers and counts only: a retry is answered from them, never from the events' text.
+            return response, None, {"status": response.status_code, "body": response.data}
+
+        return self.idempotent(
+            "thread-events", write, lambda memory, extra: Response(extra["body"], status=extra["status"])
+        )
+
+    def ingest(self, principal, thread_id: str, data: dict) -> Response:
         thread, outcome = thread_events_ingest(
             organisation=principal.organisation,
             agent=principal.agent,
@@ -228,7 +246,12 @@ class ThreadEventsApi(_ThreadApi):
 
 class ThreadDetailApi(_ThreadApi):
     @extend_schema(
+        operation_id="threads_read",
         summary="A thread's consolidation state and the memories learned from it",
+        description=(
+            "How far consolidation has read the thread, its last error, and each memory the caller's agent "
+            "learned from it with the sequences of its source events."
+        ),
         responses={200: ThreadOutputSerializer, 404: OpenApiResponse(description="No thread with this id.")},
         examples=[
             OpenApiExample(

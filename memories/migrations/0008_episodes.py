@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("accounts", "0001_initial"),
-        ("memories", "0006_verbose_names"),
+        ("memories", "0007_import_source"),
         ("threads", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -7,7 +7,6 @@ import pytest
 from memories.models import Channel, IdempotencyKey, Injection, Memory
 from memories.tests.turn_api.helpers import recall, remember, render
 
-
 RECORDED_BY_FIXTURES = ("D-mona", "C-general", "G-team")
 
 

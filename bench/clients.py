@@ -1,0 +1,141 @@
+"""The Python client's cost per call against a raw httpx call, and bulk remembering through the batch endpoint.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/clients.py          # about a minute, prints figures
+
+1. Its own PostgreSQL and Redis (var/bench-clients), one organisation with an agent, gunicorn as the run
+   command starts it (requests as `archivist_app`, under row-level security), no embedder (embedding
+   happens after a write in the workers, so it is not part of a write's cost).
+2. Per call, interleaved so drift hits both alike: `recall` and `remember` through `archivist_client`
+   and through a bare `httpx.Client` with the same keep-alive connection and JSON; median and p95 of each,
+   and the client's overhead (median difference), from `--calls` calls of each.
+3. Rows per second: `--rows` remembers one request each, then the same through `remember_many`
+   (`POST /api/v1/memories/batch`, 100 per call).
+
+The client runs on the same two cores as the server; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from harness import start_gunicorn, start_services, stop_services  # noqa: E402 - after the path is set
+
+DATABASE = "archivist_clients"
+PLACE = {"channel": "C-bench", "kind": "public", "people": []}
+
+
+def arguments():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--rows", type=int, default=1000)
+    parser.add_argument("--port", type=int, default=0, help="default: a free port on loopback")
+    parser.add_argument("--data-dir", default=str(ROOT / "var" / "bench-clients"))
+    return parser.parse_args()
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def timed(call) -> float:
+    started = time.perf_counter()
+    call()
+    return (time.perf_counter() - started) * 1000
+
+
+def main() -> None:
+    args = arguments()
+    data_dir = Path(args.data_dir)
+    shutil.rmtree(data_dir, ignore_errors=True)
+    server, redis = start_services(
+        data_dir,
+        DATABASE,
+        {
+            "ARCHIVIST_EMBEDDER": "none",
+            "ARCHIVIST_TOKEN_RATE": "1000000/min",
+            "MEMORY_MAX_LIVE_FACTS_PER_AGENT": "1000000",
+        },
+    )
+    gunicorn = None
+    try:
+        from accounts.services import agent_create, organisation_create
+
+        organisation = organisation_create(slug="bench-clients")
+        _, token = agent_create(organisation=organisation, name="bench")
+        if not args.port:
+            import socket
+
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                args.port = probe.getsockname()[1]
+        gunicorn = start_gunicorn(port=args.port, data_dir=data_dir, workers=2, threads=4)
+        base = f"http://127.0.0.1:{args.port}"
+
+        import httpx
+        from archivist_client import Archivist
+
+        raw = httpx.Client(base_url=base + "/api/v1/", headers={"Authorization": f"Bearer {token}"})
+        client = Archivist(base, token, place=PLACE)
+        for index in range(20):  # warm both connections and the server's caches
+            client.remember(body=f"Warm-up fact {index}", subject_type="workspace")
+            raw.post("recall", json={"question": "warm", "place": PLACE}).raise_for_status()
+
+        times: dict[str, list[float]] = {
+            "client recall": [],
+            "raw recall": [],
+            "client remember": [],
+            "raw remember": [],
+        }
+        for index in range(args.calls):
+            times["raw recall"].append(
+                timed(lambda: raw.post("recall", json={"question": "fact", "place": PLACE}).raise_for_status())
+            )
+            times["client recall"].append(timed(lambda: client.recall(question="fact")))
+            body = {"body": f"Raw fact {index}", "place": PLACE, "subject_type": "workspace"}
+            times["raw remember"].append(
+                timed(
+                    lambda body=body: raw.post(
+                        "memories", json=body, headers={"Idempotency-Key": str(uuid.uuid4())}
+                    ).raise_for_status()
+                )
+            )
+            times["client remember"].append(
+                timed(lambda index=index: client.remember(body=f"Client fact {index}", subject_type="workspace"))
+            )
+        print(f"\nPer call, {args.calls} calls each, interleaved (ms):")
+        for name, values in times.items():
+            print(f"  {name:16} median {statistics.median(values):6.2f}  p95 {percentile(values, 0.95):6.2f}")
+        for op in ("recall", "remember"):
+            overhead = statistics.median(times[f"client {op}"]) - statistics.median(times[f"raw {op}"])
+            print(f"  client overhead on {op}: {overhead:+.2f} ms per call (median difference)")
+
+        started = time.perf_counter()
+        for index in range(args.rows):
+            client.remember(body=f"One by one {index}", subject_type="workspace")
+        single = args.rows / (time.perf_counter() - started)
+        items = [{"body": f"Batched fact {index}", "subject_type": "workspace"} for index in range(args.rows)]
+        started = time.perf_counter()
+        batch = client.remember_many(items)
+        batched = args.rows / (time.perf_counter() - started)
+        assert batch.created == args.rows, batch
+        print(f"\nRows per second, {args.rows} rows: one request each {single:.0f}/s; batch of 100 {batched:.0f}/s")
+        client.close()
+        raw.close()
+    finally:
+        if gunicorn is not None:
+            gunicorn.terminate()
+            gunicorn.wait(timeout=20)
+        stop_services(server, redis)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,68 @@
+"""The live server for the integrations' tests: the browser harness's gunicorn (`web.tests.browser`) on this
+run's test database, and an organisation with a person and an agent token committed where it can see them.
+
+The packages under clients/ never import Django; only their tests set up rows through the services.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pytest
+from django.core.cache import cache
+
+from accounts.models import AgentToken, Membership
+from accounts.services import agent_create, organisation_create, user_create
+
+
+@dataclass
+class LiveApi:
+    url: str
+    token: str
+    organisation: object
+    agent: object
+    person: object
+    other_person: object
+    dm: dict
+    team: dict
+    general: dict
+
+    def throttle_token(self, *, seconds_left: float = 1.0, scope: str = "turn") -> None:
+        """Fill this token's shared request count (Redis, as every web worker reads it) so the real server
+        answers 429 until `seconds_left` have passed."""
+        from django.conf import settings
+
+        token = AgentToken.objects.get(agent=self.agent)
+        count = int(settings.MEMORY_API_RATE.split("/")[0])
+        oldest = time.time() - 60 + seconds_left
+        cache.set(f"throttle_{scope}_token:{token.pk}", [oldest] * count, 60)
+
+
+@pytest.fixture
+def live_api(gunicorn_server, transactional_db) -> LiveApi:
+    cache.clear()
+    organisation = organisation_create(slug="acme-live", name="Acme Live")
+    person = user_create(username="mona", organisation=organisation, role=Membership.Role.MEMBER, password="pw-mona-1")
+    other = user_create(username="max", organisation=organisation, role=Membership.Role.MEMBER, password="pw-max-1")
+    agent, token = agent_create(organisation=organisation, name="helper")
+    yield LiveApi(
+        url=gunicorn_server,
+        token=token,
+        organisation=organisation,
+        agent=agent,
+        person=person,
+        other_person=other,
+        dm={"channel": "D-mona", "kind": "dm", "people": ["mona"]},
+        team={"channel": "G-team", "kind": "private", "people": ["mona", "max"]},
+        general={"channel": "C-general", "kind": "public", "people": ["mona"]},
+    )
+    cache.clear()
+
+
+@pytest.fixture
+def archivist_env(live_api, monkeypatch) -> LiveApi:
+    """ARCHIVIST_URL and ARCHIVIST_TOKEN set to the live server and its agent token."""
+    monkeypatch.setenv("ARCHIVIST_URL", live_api.url)
+    monkeypatch.setenv("ARCHIVIST_TOKEN", live_api.token)
+    return live_api

@@ -1,0 +1,127 @@
+"""ArchivistStore against the real server: the namespace mapping, supersede on put, forget on delete,
+search as recall or list, namespaces, ttl, and LangMem's tools running on it unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from archivist_client import Archivist
+from archivist_langgraph import ArchivistStore, render_hook
+from langgraph.store.base import InvalidNamespaceError
+from langmem import create_manage_memory_tool, create_search_memory_tool
+
+from memories.models import Memory
+
+PLACES = {"D-mona": {"kind": "dm", "people": ["mona"]}, "G-team": {"kind": "private", "people": ["mona", "max"]}}
+
+
+@pytest.fixture
+def store(live_api):
+    store = ArchivistStore(live_api.url, live_api.token, places=PLACES)
+    yield store
+    store.client.close()
+
+
+def test_put_get_supersede_and_delete_map_to_remember_correct_and_forget(store, live_api):
+    namespace = ("memories", "D-mona")
+    store.put(namespace, "pref", {"content": "Prefers tea"})
+    item = store.get(namespace, "pref")
+    assert item.value["content"] == "Prefers tea" and item.value["scope"] == "person"
+    store.put(namespace, "pref", {"content": "Prefers coffee now"})
+    assert store.get(namespace, "pref").value["content"] == "Prefers coffee now"
+    versions = Memory.objects.filter(organisation=live_api.organisation).order_by("created_at")
+    assert [row.body for row in versions] == ["Prefers tea", "Prefers coffee now"]
+    assert versions[0].superseded_by_id == versions[1].pk  # history kept
+    store.delete(namespace, "pref")
+    assert store.get(namespace, "pref") is None
+    assert Memory.objects.get(pk=versions[1].pk).redacted_at is not None
+
+
+def test_namespaces_choose_scope_person_and_subject(store, live_api):
+    store.put(("memories", "G-team"), "k1", {"content": "Ships on Fridays"})
+    store.put(("memories", "G-team", "person", "mona"), "k2", {"content": "Mona is on call"})
+    store.put(("subjects", "G-team", "candidate", "cand-9"), "k3", {"content": "Candidate speaks Dutch"})
+    rows = {row.body: row for row in Memory.objects.filter(organisation=live_api.organisation)}
+    assert rows["Ships on Fridays"].scope == "channel" and rows["Ships on Fridays"].scope_ref == "G-team"
+    assert rows["Mona is on call"].scope == "person" and rows["Mona is on call"].scope_ref == str(live_api.person.pk)
+    assert (rows["Candidate speaks Dutch"].subject_type, rows["Candidate speaks Dutch"].subject_id) == (
+        "candidate",
+        "cand-9",
+    )
+
+
+def test_namespaces_and_values_that_map_to_nothing_are_refused(store):
+    with pytest.raises(InvalidNamespaceError, match="maps to nothing"):
+        store.put(("notes",), "k", {"content": "x"})
+    with pytest.raises(InvalidNamespaceError, match="does not know"):
+        store.put(("memories", "C-unknown"), "k", {"content": "x"})
+    with pytest.raises(InvalidNamespaceError, match="maps to nothing"):
+        store.put(("memories", "G-team", "galaxy"), "k", {"content": "x"})
+    with pytest.raises(ValueError, match="does not keep colour"):
+        store.put(("memories", "G-team"), "k", {"content": "x", "colour": "blue"})
+    store.put(("memories", "G-team"), "structured", {"content": {"food": "tea"}})
+    assert json.loads(store.get(("memories", "G-team"), "structured").value["content"]) == {"food": "tea"}
+
+
+def test_search_recalls_with_a_query_and_lists_without_one(store):
+    store.put(("memories", "G-team"), "a", {"content": "The release train leaves on Fridays"})
+    store.put(("memories", "G-team"), "b", {"content": "Lunch is at noon"})
+    found = store.search(("memories", "G-team"), query="release train")
+    assert [item.key for item in found] == ["a"] and found[0].score is not None
+    listed = store.search(("memories", "G-team"))
+    assert [item.key for item in listed] == ["b", "a"]
+    assert [item.key for item in store.search(("memories", "G-team"), limit=1, offset=1)] == ["a"]
+
+
+def test_list_namespaces_and_ttl(store, live_api):
+    store.put(("memories", "G-team", "channel"), "t", {"content": "Expires soon"}, ttl=60)
+    row = Memory.objects.get(body="Expires soon")
+    assert abs(row.expires_at - (datetime.now(UTC) + timedelta(minutes=60))) < timedelta(minutes=2)
+    assert ("memories", "G-team", "channel") in store.list_namespaces()
+    assert store.list_namespaces(prefix=("memories", "D-mona")) == [("memories", "D-mona")]
+    with pytest.raises(ValueError, match="does not extend a memory's expiry"):
+        store.get(("memories", "G-team", "channel"), "t", refresh_ttl=True)
+
+
+def test_the_async_batch(store):
+    async def scenario():
+        await store.aput(("memories", "G-team"), "x", {"content": "Async fact"})
+        return await store.aget(("memories", "G-team"), "x"), await store.asearch(("memories", "G-team"))
+
+    item, found = asyncio.run(scenario())
+    assert item.value["content"] == "Async fact" and [i.key for i in found] == ["x"]
+
+
+def test_langmem_tools_work_unchanged_on_the_store(store, live_api):
+    manage = create_manage_memory_tool(namespace=("memories", "{langgraph_user_id}"), store=store)
+    search = create_search_memory_tool(namespace=("memories", "{langgraph_user_id}"), store=store)
+    config = {"configurable": {"langgraph_user_id": "D-mona"}}
+    created = manage.invoke({"content": "Mona's dog is called Rex", "action": "create"}, config)
+    memory_id = created.split()[-1]
+    found = json.loads(search.invoke({"query": "dog"}, config))
+    assert [row["key"] for row in found] == [memory_id] and found[0]["value"]["content"] == "Mona's dog is called Rex"
+    manage.invoke({"content": "Mona's dog is called Max", "action": "update", "id": memory_id}, config)
+    assert json.loads(search.invoke({"query": "dog"}, config))[0]["value"]["content"] == "Mona's dog is called Max"
+    manage.invoke({"action": "delete", "id": memory_id}, config)
+    assert json.loads(search.invoke({"query": "dog"}, config)) == []
+    assert Memory.objects.filter(organisation=live_api.organisation, redacted_at__isnull=False).count() == 1
+
+
+def test_the_pre_model_hook_renders_the_block_and_records_the_injection(live_api):
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    with Archivist(live_api.url, live_api.token, place=live_api.dm) as client:
+        fact = client.remember(body="Prefers to be called Mo")
+        hook = render_hook(client)
+        update = hook(
+            {"messages": [HumanMessage("What should you call me?")]},
+            {"configurable": {"thread_id": "T-7", "turn_id": "lg-turn-1"}},
+        )
+        system, human = update["llm_input_messages"]
+        assert isinstance(system, SystemMessage) and system.content.startswith("<memory>")
+        assert "Prefers to be called Mo" in system.content and human.content == "What should you call me?"
+        recorded = client.injection("lg-turn-1")
+        assert recorded.fact_ids == [fact.id] and recorded.question == "What should you call me?"

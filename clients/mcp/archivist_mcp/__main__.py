@@ -1,0 +1,3 @@
+from archivist_mcp.cli import main
+
+main()

@@ -1,0 +1,524 @@
+"""`Archivist` and `AsyncArchivist`: the agent-turn API as keyword-argument methods with typed answers.
+
+Each method is written once (`_Operations`) as a description of one HTTP call; the sync client runs it
+with `httpx.Client`, the async one with `httpx.AsyncClient`. Every write carries an `Idempotency-Key`
+(made here unless given), kept across retries, so a retried write never writes twice. A 429 or 503 is
+retried after the `Retry-After` the server sent, a dropped connection after a short backoff, at most
+`max_retries` times and never for longer than `max_retry_wait` seconds at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+import httpx
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
+
+from archivist_client import models as m
+from archivist_client.errors import ArchivistError, Unavailable, error_for, retry_after_seconds
+
+DEFAULT_TIMEOUT = 30.0
+BATCH_MAX_ITEMS = 100
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+_RETRY_STATUSES = (429, 503)
+
+
+def _clean(values: Mapping[str, Any], *drop: str) -> dict[str, Any]:
+    """The keyword arguments that were given (not None), as JSON-ready values."""
+    return {
+        name: to_jsonable_python(value)
+        for name, value in values.items()
+        if value is not None and name not in drop and name != "self"
+    }
+
+
+def _segment(value: str) -> str:
+    return quote(str(value), safe="")
+
+
+@dataclass
+class _Call:
+    method: str
+    path: str
+    json: Any = None
+    params: dict[str, Any] | None = None
+    model: type[BaseModel] | None = None
+    write: bool = False
+    idempotency_key: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _Operations:
+    """The API's operations, each building one `_Call`; `_run` (sync or async) sends it."""
+
+    default_place: dict | None
+
+    def _run(self, call: _Call):  # pragma: no cover - each client defines it
+        raise NotImplementedError
+
+    def _place(self, place: m.Place | Mapping | None, *, required: bool = False) -> dict | None:
+        if place is None:
+            place = self.default_place
+        if place is None:
+            if required:
+                raise ValueError("This call needs a place: pass place=... or give the client a default place.")
+            return None
+        if isinstance(place, BaseModel):
+            return place.model_dump()
+        return m.Place.model_validate(dict(place)).model_dump()
+
+    # --- memories ---------------------------------------------------------------------------
+
+    def remember(
+        self,
+        *,
+        body: str,
+        place: m.Place | Mapping | None = None,
+        scope: str | None = None,
+        only_for: str | None = None,
+        subject_type: str | None = None,
+        subject_id: str | None = None,
+        tier: str | None = None,
+        pinned: bool | None = None,
+        expires_at: Any = None,
+        ttl_days: int | None = None,
+        source_kind: str | None = None,
+        source_ref: str | None = None,
+        source_label: str | None = None,
+        run_id: str | None = None,
+        occurred_at: Any = None,
+        idempotency_key: str | None = None,
+    ) -> m.Remembered:
+        """Remember a fact said in a place; the narrowest scope the place allows is used (`scope_reason` says)."""
+        data = _clean(locals(), "idempotency_key", "place")
+        data["place"] = self._place(place, required=True)
+        return self._run(
+            _Call("POST", "memories", data, model=m.Remembered, write=True, idempotency_key=idempotency_key)
+        )
+
+    def remember_many(self, items: Iterable[Mapping[str, Any]], *, place: m.Place | Mapping | None = None) -> m.Batch:
+        """Remember many facts, 100 per call to `POST /memories/batch`; each item is answered on its own.
+
+        Items are `remember` keyword arguments as dicts; an item without a place takes `place` or the
+        client's default. Each item gets its own idempotency key, so a retried batch writes nothing twice.
+        """
+        prepared = []
+        for item in items:
+            row = _clean(item)
+            row["place"] = self._place(item.get("place") or place, required=True)
+            row.setdefault("idempotency_key", str(uuid.uuid4()))
+            prepared.append(row)
+        chunks = [prepared[start : start + BATCH_MAX_ITEMS] for start in range(0, len(prepared), BATCH_MAX_ITEMS)]
+        return self._run_batches(chunks)
+
+    def _run_batches(self, chunks):  # pragma: no cover - each client defines it
+        raise NotImplementedError
+
+    def _batch_call(self, chunk: list[dict]) -> _Call:
+        return _Call("POST", "memories/batch", {"items": chunk}, model=m.Batch, write=True)
+
+    def get(self, memory_id: Any) -> m.MemoryDetail:
+        """A memory with its provenance, versions and injections; raises `Forgotten` (with the receipt) if erased."""
+        return self._run(_Call("GET", f"memories/{_segment(memory_id)}", model=m.MemoryDetail))
+
+    def correct(
+        self,
+        memory_id: Any,
+        *,
+        body: str,
+        place: m.Place | Mapping | None = None,
+        tier: str | None = None,
+        pinned: bool | None = None,
+        expires_at: Any = None,
+        ttl_days: int | None = None,
+        source_kind: str | None = None,
+        source_ref: str | None = None,
+        source_label: str | None = None,
+        run_id: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> m.Memory:
+        """Correct a memory: a new version supersedes it (the old one stays in the chain)."""
+        data = _clean(locals(), "idempotency_key", "place", "memory_id")
+        if (resolved := self._place(place)) is not None:
+            data["place"] = resolved
+        path = f"memories/{_segment(memory_id)}/supersede"
+        return self._run(_Call("POST", path, data, model=m.Memory, write=True, idempotency_key=idempotency_key))
+
+    def pin(self, memory_id: Any, *, place=None, idempotency_key: str | None = None) -> m.Memory:
+        """Pin a memory: recalled and rendered before the others."""
+        return self._pin(memory_id, "pin", place, idempotency_key)
+
+    def unpin(self, memory_id: Any, *, place=None, idempotency_key: str | None = None) -> m.Memory:
+        return self._pin(memory_id, "unpin", place, idempotency_key)
+
+    def _pin(self, memory_id, action, place, idempotency_key):
+        data = {} if (resolved := self._place(place)) is None else {"place": resolved}
+        path = f"memories/{_segment(memory_id)}/{action}"
+        return self._run(_Call("POST", path, data, model=m.Memory, write=True, idempotency_key=idempotency_key))
+
+    def forget(self, memory_id: Any, *, reason: str = "", place=None, idempotency_key: str | None = None) -> m.Memory:
+        """Forget a memory; the answer is its receipt (who, when, why; no body)."""
+        data: dict[str, Any] = {"reason": reason}
+        if (resolved := self._place(place)) is not None:
+            data["place"] = resolved
+        path = f"memories/{_segment(memory_id)}"
+        return self._run(_Call("DELETE", path, data, model=m.Memory, write=True, idempotency_key=idempotency_key))
+
+    # --- turns ------------------------------------------------------------------------------
+
+    def recall(
+        self,
+        *,
+        question: str = "",
+        place: m.Place | Mapping | None = None,
+        limit: int | None = None,
+        mode: str | None = None,
+        occurred_after: Any = None,
+        occurred_before: Any = None,
+    ) -> m.Recalled:
+        """The facts most relevant to a question, among those recallable in the place."""
+        data = _clean(locals(), "place")
+        data["place"] = self._place(place, required=True)
+        return self._run(_Call("POST", "recall", data, model=m.Recalled))
+
+    def render(
+        self,
+        *,
+        turn_id: str,
+        question: str = "",
+        place: m.Place | Mapping | None = None,
+        cutoff: Any = None,
+    ) -> m.Rendered:
+        """The fenced memory block for one turn; the injection is recorded under `turn_id`."""
+        data = _clean(locals(), "place")
+        data["place"] = self._place(place, required=True)
+        return self._run(_Call("POST", "render", data, model=m.Rendered, write=True))
+
+    def injection(self, turn_id: str) -> m.Injection:
+        """The record of what one turn's block injected."""
+        return self._run(_Call("GET", f"injections/{_segment(turn_id)}", model=m.Injection))
+
+    def replay(self, turn_id: str) -> m.Replay:
+        """Compose a turn's block again from its record (erased facts are named, not shown)."""
+        return self._run(_Call("POST", f"injections/{_segment(turn_id)}/replay", {}, model=m.Replay))
+
+    def ingest_events(self, thread_id: str, *, events: Iterable[Mapping[str, Any]]) -> m.Ingested:
+        """Post what happened in a thread (at most 100 events); learned memories follow in the background.
+
+        An event without a place takes the client's default place.
+        """
+        rows = []
+        for event in events:
+            row = _clean(event)
+            row["place"] = self._place(event.get("place"), required=True)
+            rows.append(row)
+        path = f"threads/{_segment(thread_id)}/events"
+        return self._run(_Call("POST", path, {"events": rows}, model=m.Ingested, write=True))
+
+    def thread(self, thread_id: str) -> dict:
+        """A thread's consolidation state and the memories learned from it."""
+        return self._run(_Call("GET", f"threads/{_segment(thread_id)}"))
+
+    # --- subjects and claims ----------------------------------------------------------------
+
+    def subject_export(self, *, subject_type: str, subject_id: str) -> m.SubjectExport:
+        """Everything held about a subject, oldest first, receipts included."""
+        path = f"subjects/{_segment(subject_type)}/{_segment(subject_id)}/memories"
+        return self._run(_Call("GET", path, model=m.SubjectExport))
+
+    def subject_erase(
+        self, *, subject_type: str, subject_id: str, reason: str = "", idempotency_key: str | None = None
+    ) -> m.SubjectErase:
+        """Erase everything held about a subject; one receipt per row stays."""
+        path = f"subjects/{_segment(subject_type)}/{_segment(subject_id)}/erase"
+        return self._run(
+            _Call("POST", path, {"reason": reason}, model=m.SubjectErase, write=True, idempotency_key=idempotency_key)
+        )
+
+    def submit_claim(
+        self,
+        *,
+        body: str,
+        slug: str,
+        entity: str,
+        transparency: str,
+        as_of: Any,
+        evidence_refs: list[dict],
+        source_ref: str | None = None,
+        source_label: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> m.Claim:
+        """Submit a system claim for stewards to decide."""
+        data = _clean(locals(), "idempotency_key")
+        return self._run(
+            _Call("POST", "system-claims", data, model=m.Claim, write=True, idempotency_key=idempotency_key)
+        )
+
+    def claim(self, claim_id: Any) -> m.Claim:
+        return self._run(_Call("GET", f"system-claims/{_segment(claim_id)}", model=m.Claim))
+
+    # --- the directory and places -----------------------------------------------------------
+
+    def put_person(self, handle: str, *, display_name: str = "", idempotency_key: str | None = None) -> m.Person:
+        """Create or update a directory person by handle (201 created, 200 updated)."""
+        path = f"people/{_segment(handle)}"
+        data = {"display_name": display_name}
+        return self._run(_Call("PUT", path, data, model=m.Person, write=True, idempotency_key=idempotency_key))
+
+    def put_place(
+        self, channel: str, *, kind: str, people: Iterable[str] = (), idempotency_key: str | None = None
+    ) -> m.PlaceRecord:
+        """Create or update a place's record: its kind and its members (handles or usernames)."""
+        path = f"places/{_segment(channel)}"
+        data = {"kind": kind, "people": list(people)}
+        return self._run(_Call("PUT", path, data, model=m.PlaceRecord, write=True, idempotency_key=idempotency_key))
+
+
+class _Core:
+    def __init__(
+        self,
+        base_url: str | None,
+        token: str | None,
+        place: m.Place | Mapping | None,
+        timeout: float,
+        max_retries: int,
+        max_retry_wait: float,
+    ):
+        base_url = base_url or os.environ.get("ARCHIVIST_URL")
+        token = token or os.environ.get("ARCHIVIST_TOKEN")
+        if not base_url:
+            raise ValueError("No Archivist URL: pass base_url=... or set ARCHIVIST_URL.")
+        if not token:
+            raise ValueError("No Archivist token: pass token=... or set ARCHIVIST_TOKEN.")
+        self.base_url = base_url.rstrip("/")
+        self.api = self.base_url + "/api/v1/"
+        self.token = token
+        self.default_place = None
+        self.default_place = _Operations._place(self, place) if place is not None else None  # type: ignore[arg-type]
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+
+    def _request(self, call: _Call, key: str | None) -> dict[str, Any]:
+        headers = dict(call.headers)
+        if key is not None:
+            headers[IDEMPOTENCY_HEADER] = key
+        return {"method": call.method, "url": call.path, "json": call.json, "params": call.params, "headers": headers}
+
+    @staticmethod
+    def _key(call: _Call) -> str | None:
+        return (call.idempotency_key or str(uuid.uuid4())) if call.write else None
+
+    def _wait_after(self, attempt: int, response: httpx.Response | None) -> float | None:
+        """Seconds to wait before retrying, or None when this answer is final."""
+        if attempt >= self.max_retries:
+            return None
+        if response is not None:
+            if response.status_code not in _RETRY_STATUSES:
+                return None
+            wait = retry_after_seconds(response)
+            wait = 0.5 * 2**attempt if wait is None else wait
+        else:
+            wait = 0.25 * 2**attempt
+        return wait if wait <= self.max_retry_wait else None
+
+    @staticmethod
+    def _answer(call: _Call, response: httpx.Response):
+        if response.status_code >= 400:
+            raise error_for(response)
+        if response.status_code == 204 or not response.content:
+            return None
+        data = response.json()
+        return call.model.model_validate(data) if call.model is not None else data
+
+    @staticmethod
+    def _transport_error(error: Exception) -> ArchivistError:
+        return Unavailable(f"Archivist could not be reached: {error}", status=0, code="unreachable")
+
+    @staticmethod
+    def _cursor(next_url: str | None) -> str | None:
+        if not next_url:
+            return None
+        values = parse_qs(urlsplit(next_url).query).get("cursor")
+        return values[0] if values else None
+
+
+_LIST_DOC = """Every memory you may see, newest first, as an iterator that follows the cursors.
+
+Filters are the API's (`scope`, `tier`, `state`, `q`, `subject_type`, `subject_id`, `source_ref`, `channel`,
+`created_after`, ...); `page_size` is how many each request fetches (at most 200)."""
+
+
+class Archivist(_Core, _Operations):
+    """The synchronous client: `Archivist(base_url, token, place=None)`; both read the environment when not given."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        place: m.Place | Mapping | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = 2,
+        max_retry_wait: float = 30.0,
+        http: httpx.Client | None = None,
+    ):
+        super().__init__(base_url, token, place, timeout, max_retries, max_retry_wait)
+        self.http = http or httpx.Client(base_url=self.api, headers=self.headers, timeout=timeout)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> Archivist:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _send(self, call: _Call) -> httpx.Response:
+        key = self._key(call)
+        attempt = 0
+        while True:
+            try:
+                response = self.http.request(**self._request(call, key))
+            except httpx.TransportError as error:
+                wait = self._wait_after(attempt, None)
+                if wait is None:
+                    raise self._transport_error(error) from error
+            else:
+                wait = self._wait_after(attempt, response)
+                if wait is None:
+                    return response
+            time.sleep(wait)
+            attempt += 1
+
+    def _run(self, call: _Call):
+        return self._answer(call, self._send(call))
+
+    def _run_batches(self, chunks) -> m.Batch:
+        return _merge_batches([self._run(self._batch_call(chunk)) for chunk in chunks])
+
+    def _pages(self, path: str, params: dict, model: type[BaseModel]) -> Iterator[Any]:
+        params = dict(params)
+        while True:
+            page = self._run(_Call("GET", path, params=params))
+            if isinstance(page, list):  # an unpaginated list (the places one may use)
+                page = {"results": page, "next": None}
+            for row in page["results"]:
+                yield model.model_validate(row)
+            cursor = self._cursor(page.get("next"))
+            if cursor is None:
+                return
+            params["cursor"] = cursor
+
+    def people(self, *, page_size: int | None = None) -> Iterator[m.Person]:
+        """The organisation's people, following the cursors."""
+        return self._pages("people", _clean({"page_size": page_size}), m.Person)
+
+    def places(self, *, page_size: int | None = None) -> Iterator[m.PlaceRecord]:
+        """The places the caller may use."""
+        return self._pages("places", _clean({"page_size": page_size}), m.PlaceRecord)
+
+    def list(self, *, page_size: int | None = None, **filters: Any) -> Iterator[m.Memory]:
+        return self._pages("memories", _clean({**filters, "page_size": page_size}), m.Memory)
+
+    list.__doc__ = _LIST_DOC
+
+
+class AsyncArchivist(_Core, _Operations):
+    """The asynchronous client: the same methods as `Archivist`, awaited; `list` is an async iterator."""
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        token: str | None = None,
+        place: m.Place | Mapping | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = 2,
+        max_retry_wait: float = 30.0,
+        http: httpx.AsyncClient | None = None,
+    ):
+        super().__init__(base_url, token, place, timeout, max_retries, max_retry_wait)
+        self.http = http or httpx.AsyncClient(base_url=self.api, headers=self.headers, timeout=timeout)
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def __aenter__(self) -> AsyncArchivist:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def _send(self, call: _Call) -> httpx.Response:
+        key = self._key(call)
+        attempt = 0
+        while True:
+            try:
+                response = await self.http.request(**self._request(call, key))
+            except httpx.TransportError as error:
+                wait = self._wait_after(attempt, None)
+                if wait is None:
+                    raise self._transport_error(error) from error
+            else:
+                wait = self._wait_after(attempt, response)
+                if wait is None:
+                    return response
+            await asyncio.sleep(wait)
+            attempt += 1
+
+    async def _run(self, call: _Call):
+        return self._answer(call, await self._send(call))
+
+    async def _run_batches(self, chunks) -> m.Batch:
+        return _merge_batches([await self._run(self._batch_call(chunk)) for chunk in chunks])
+
+    async def _pages(self, path: str, params: dict, model: type[BaseModel]) -> AsyncIterator[Any]:
+        params = dict(params)
+        while True:
+            page = await self._run(_Call("GET", path, params=params))
+            if isinstance(page, list):
+                page = {"results": page, "next": None}
+            for row in page["results"]:
+                yield model.model_validate(row)
+            cursor = self._cursor(page.get("next"))
+            if cursor is None:
+                return
+            params["cursor"] = cursor
+
+    def people(self, *, page_size: int | None = None) -> AsyncIterator[m.Person]:
+        return self._pages("people", _clean({"page_size": page_size}), m.Person)
+
+    def places(self, *, page_size: int | None = None) -> AsyncIterator[m.PlaceRecord]:
+        return self._pages("places", _clean({"page_size": page_size}), m.PlaceRecord)
+
+    def list(self, *, page_size: int | None = None, **filters: Any) -> AsyncIterator[m.Memory]:
+        return self._pages("memories", _clean({**filters, "page_size": page_size}), m.Memory)
+
+    list.__doc__ = _LIST_DOC
+
+
+def _merge_batches(batches: list[m.Batch]) -> m.Batch:
+    items: list[m.BatchItem] = []
+    for batch in batches:
+        offset = len(items)
+        items.extend(item.model_copy(update={"index": item.index + offset}) for item in batch.items)
+    return m.Batch(
+        created=sum(b.created for b in batches),
+        duplicates=sum(b.duplicates for b in batches),
+        refused=sum(b.refused for b in batches),
+        items=items,
+    )
+
+
+__all__ = ["Archivist", "AsyncArchivist"]

@@ -1,0 +1,75 @@
+"""`manage.py import_memories FILE --org SLUG --agent NAME --format archivist|mem0|jsonl` (`memories.transfer`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from accounts.models import Organisation
+from memories.transfer import FORMATS, agent_named, mem0_rows, memories_import, read_lines
+
+PLACE_KINDS = ("dm", "private", "public")
+
+
+class Command(BaseCommand):
+    help = (
+        "Import memories written by an agent: an Archivist export, a mem0 export (get_all output) or plain JSON "
+        "lines of the export's shape. Every row passes the same rules as the API; a row that breaks one is "
+        "reported with its line number and the rest continue. Rows carry the `import` source kind."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="the file to read ('-' for standard input)")
+        parser.add_argument("--org", required=True, help="the organisation's slug")
+        parser.add_argument("--agent", required=True, help="the agent the memories are written by")
+        parser.add_argument("--format", choices=FORMATS, default="archivist")
+        parser.add_argument(
+            "--place", help="CHANNEL:KIND[:person,person] for rows that name no place (mem0 rows of no person)"
+        )
+
+    def handle(self, *args, file: str, org: str, agent: str, format: str, place: str | None, **options):
+        organisation = Organisation.objects.filter(slug=org).first()
+        if organisation is None:
+            raise CommandError(f"No organisation with the slug {org!r}.")
+        try:
+            writer = agent_named(organisation=organisation, name=agent)
+        except ValueError as error:
+            raise CommandError(str(error)) from None
+        default_place = self.parse_place(place) if place else None
+        path = Path(file)
+        if file != "-" and not path.is_file():
+            raise CommandError(f"No file at {file}.")
+        text = self.stdin_text() if file == "-" else path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        rows = list(mem0_rows(lines) if format == "mem0" else read_lines(lines))
+        bar = tqdm(total=len(rows), unit="rows", desc=f"import {format}", file=self.stderr)
+        report = memories_import(
+            organisation=organisation,
+            agent=writer,
+            rows=rows,
+            format=format,
+            default_place=default_place,
+            progress=bar.update,
+        )
+        bar.close()
+        for number, message in report.errors:
+            self.stderr.write(f"line {number}: {message}")
+        self.stdout.write(
+            f"Imported {report.created} memories ({report.superseded} as corrections of earlier rows); "
+            f"{report.refused} refused."
+        )
+
+    @staticmethod
+    def parse_place(value: str) -> dict:
+        channel, _, rest = value.partition(":")
+        kind, _, people = rest.partition(":")
+        if not channel or kind not in PLACE_KINDS:
+            raise CommandError("--place is CHANNEL:KIND[:person,person] with KIND one of dm, private, public.")
+        return {"channel": channel, "kind": kind, "people": [p for p in people.split(",") if p]}
+
+    def stdin_text(self) -> str:
+        import sys
+
+        return sys.stdin.read()
