@@ -10,7 +10,8 @@ from django.utils import timezone
 from memories.models import Bucket, Memory, MemoryAudit
 from memories.places import place_for_turn
 from memories.recall import recall
-from memories.turn_services import live_facts_of, memory_remember_in_place
+from memories.services import live_facts
+from memories.turn_services import memory_remember_in_place
 from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts, user_fact_keyed
 from threads.models import Learning
 from threads.services import thread_consolidate
@@ -69,7 +70,7 @@ def test_an_inference_contradicting_the_persons_fact_waits_unrecalled_and_uncoun
     assert Memory.objects.get(pk=own_fact.pk).superseded_by_id is None  # theirs is untouched
     found = [row["body"] for row in recall(organisation=org, place=dm.place, question="timezone", agent=agent).rows]
     assert found == ["My timezone is CET"]  # only the person's own fact
-    assert live_facts_of(agent=agent, now=timezone.now()) == 0
+    assert live_facts(organisation_id=agent.organisation_id, agent=agent, now=timezone.now()) == 0
     assert list(pending_conflicts(organisation=org, subject_ids=[member.pk])) == [learning]
 
 
