@@ -36,7 +36,12 @@ class LiveApi:
         token = AgentToken.objects.get(agent=self.agent)
         count = int(settings.MEMORY_API_RATE.split("/")[0])
         oldest = time.time() - 60 + seconds_left
-        cache.set(f"throttle_{scope}_token:{token.pk}", [oldest] * count, 60)
+        # The throttle keeps each principal's requests as a Redis sorted set scored by time (config.api).
+        key = cache.make_and_validate_key(f"throttle_{scope}_token:{token.pk}")
+        client = cache._cache.get_client(key, write=True)
+        client.delete(key)
+        client.zadd(key, {f"{oldest!r}:{index}": oldest for index in range(count)})
+        client.pexpire(key, 60_000)
 
 
 @pytest.fixture

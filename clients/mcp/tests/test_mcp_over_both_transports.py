@@ -156,8 +156,9 @@ def test_every_tool_over_stdio_against_the_real_server(live_api):
             return await session_scenario(client, live_api.team)
 
     check(asyncio.run(scenario()))
-    # The forgotten version is a receipt in the database: no body, the reason kept.
-    assert Memory.objects.get(organisation=live_api.organisation, redaction_reason="asked").body == ""
+    # Forgetting a corrected memory forgets its whole chain: each version a receipt, no body, the reason kept.
+    receipts = Memory.objects.filter(organisation=live_api.organisation, redaction_reason="asked")
+    assert receipts.count() == 2 and set(receipts.values_list("body", flat=True)) == {""}
 
 
 def test_every_tool_over_http_with_the_callers_bearer_token(live_api, http_server):

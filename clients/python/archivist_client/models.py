@@ -229,6 +229,7 @@ class SubjectExport(_Answer):
     exported_at: datetime
     count: int
     memories: list[Memory]
+    thread_events: list[dict[str, Any]]
 
 
 class SubjectErase(_Answer):
@@ -280,6 +281,7 @@ class Claim(_Answer):
     status: str
     claimed_admission: str
     stance: str | None
+    promoted_to: str | None
     superseded_by: UUID | None
     erased: bool
     created_at: datetime

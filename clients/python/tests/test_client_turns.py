@@ -80,7 +80,7 @@ def test_thread_events_subject_export_and_claims_through_the_client(live_api):
         ingested = archivist.ingest_events(
             "T-1",
             events=[
-                {"id": "e-1", "role": "user", "author": "mona", "text": "Call me Mo.", "time": "2026-11-30T09:00Z"}
+                {"id": "e-1", "role": "user", "author": "mona", "text": "Call me Mo.", "time": "2026-11-30T09:00:00Z"}
             ],
         )
         assert (ingested.accepted, ingested.events[0].id) == (1, "e-1")

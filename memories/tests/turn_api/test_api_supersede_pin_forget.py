@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from memories.models import Memory, MemoryAudit
+from memories.tests.turn_api.conftest import recorded
 from memories.tests.turn_api.helpers import recall, remember
 
 
-def test_supersede_writes_a_new_row_and_points_the_old_one_at_it(member_api, make_memory):
+def test_supersede_writes_a_new_row_and_points_the_old_one_at_it(member_api, make_memory, org, member):
+    recorded(org, {"channel": "C-x", "kind": "private", "people": [member.username]})  # mona reads C-x
     old = make_memory(body="Lives in Leeds", scope="channel", scope_ref="C-x")
     response = member_api.post(f"/api/v1/memories/{old.pk}/supersede", {"body": "Lives in York"}, format="json")
     assert response.status_code == 201, response.content
@@ -93,7 +95,8 @@ def test_forget_without_a_reason_still_leaves_a_receipt(agent_api, general):
     assert receipt["erased_by"] == "agent:helper" and receipt["reason"] == "forgotten on request"
 
 
-def test_an_erased_memory_cannot_be_pinned_or_corrected(member_api, make_memory, member):
+def test_an_erased_memory_cannot_be_pinned_or_corrected(member_api, make_memory, member, org):
+    recorded(org, {"channel": "C-x", "kind": "private", "people": [member.username]})
     fact = make_memory(body="Gone soon", scope="channel", scope_ref="C-x")
     member_api.delete(f"/api/v1/memories/{fact.pk}")
     assert member_api.post(f"/api/v1/memories/{fact.pk}/pin").status_code == 400
