@@ -8,10 +8,15 @@ import time
 import pytest
 
 from memories.embedding import get_embedder
-from memories.models import Bucket, Memory
+from memories.models import Bucket, Memory, SourceKind
 from memories.tests import processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def facts(model: str):
+    """The learned facts the worker embedded: learned rows that are not episodes."""
+    return Memory.objects.filter(bucket=Bucket.LEARNED, embedding_model=model).exclude(source_kind=SourceKind.EPISODE)
 
 
 def test_posted_events_become_learned_memories_that_the_worker_embeds(agent_api, member, tmp_path):
@@ -36,13 +41,16 @@ def test_posted_events_become_learned_memories_that_the_worker_embeds(agent_api,
         model = get_embedder().name
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            if Memory.objects.filter(bucket=Bucket.LEARNED, embedding_model=model).count() == 2:
+            if facts(model).count() == 2:
                 break
             time.sleep(0.2)
     finally:
         worker.stop()
-    learned = {m.body: m for m in Memory.objects.filter(bucket=Bucket.LEARNED, embedding_model=model)}
+    learned = {m.body: m for m in facts(model)}
     assert set(learned) == {"mona wants to be called Mo", "mona's timezone is CET"}, worker.log()[-2000:]
+    # Besides the facts, each event was kept as an episode (what was said, recallable as said).
+    episodes = Memory.objects.filter(bucket=Bucket.LEARNED, source_kind=SourceKind.EPISODE)
+    assert episodes.count() == 3
     called = learned["mona wants to be called Mo"]
     assert called.source_ref.endswith("#1") and called.author == "model"
     body = agent_api.get("/api/v1/threads/T-7").json()
