@@ -6,7 +6,9 @@ The packages under clients/ never import Django; only their tests set up rows th
 
 from __future__ import annotations
 
+import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
@@ -71,3 +73,18 @@ def archivist_env(live_api, monkeypatch) -> LiveApi:
     monkeypatch.setenv("ARCHIVIST_URL", live_api.url)
     monkeypatch.setenv("ARCHIVIST_TOKEN", live_api.token)
     return live_api
+
+
+@pytest.fixture
+def run_async():
+    """Run a coroutine to the end on a fresh event loop in a thread of its own.
+
+    The browser tests' Playwright keeps an event loop running in the main thread for the whole session,
+    and `asyncio.run` refuses to start inside a running loop.
+    """
+
+    def run(coroutine):
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, coroutine).result()
+
+    return run

@@ -29,8 +29,9 @@ from config.api import Principal, PrincipalRateThrottle, SafeJSONParser, error_r
 from config.api import _flatten as flatten_errors
 from memories import contextual, ranking
 from memories import serializers as s
+from memories.errors import LimitReached, TurnConflict
 from memories.filters import MemoryFilter
-from memories.idempotency import KEY_MESSAGE, idempotent_call
+from memories.idempotency import KEY_MESSAGE, idempotent_call, idempotent_write, request_fingerprint
 from memories.models import Bucket, Injection, Memory, SubjectType
 from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound, place_for_turn, token_allows, token_reaches
 from memories.recall import recall
@@ -44,16 +45,12 @@ from memories.selectors import (
 )
 from memories.subjects import subject_erase, subject_export_document
 from memories.turn_services import (
-    LimitReached,
-    TurnConflict,
-    idempotent_write,
     injection_render,
     injection_replay,
     memory_correct,
     memory_forget,
     memory_pin,
     memory_remember_in_place,
-    request_fingerprint,
     user_subject_id,
 )
 

@@ -9,3 +9,12 @@ class LimitReached(Exception):
     The API answers 409 `limit_reached`; consolidation stops keeping facts and
     says so in the thread's status.
     """
+
+
+class TurnConflict(Exception):
+    """A turn id or idempotency key was used before for something else."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+        self.message = message

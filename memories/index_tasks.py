@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from memories.turn_services import idempotency_keys_expire
+from memories.idempotency import idempotency_keys_expire
 from memories.vector_index import vector_index_maintain
 
 

@@ -8,7 +8,6 @@ passed in by the caller.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
@@ -20,11 +19,10 @@ from django.utils import timezone
 from accounts.models import Agent, Membership, Organisation, User
 from accounts.people import people_labels, person_lookup
 from memories import planes, render, services
-from memories.errors import LimitReached  # noqa: F401 - re-exported: `from memories.turn_services import LimitReached`
+from memories.errors import LimitReached, TurnConflict  # noqa: F401 - LimitReached re-exported for old imports
 from memories.models import (
     Author,
     Bucket,
-    IdempotencyKey,
     Injection,
     InjectionLine,
     Memory,
@@ -36,15 +34,6 @@ from memories.places import PlaceInTurn
 from memories.recall import recall, render_candidates, with_recalled_episodes
 from memories.scopes import PERSON, SCOPE_ORDER, WORKSPACE, Place, ScopeChoice, scope_for, solo_person
 from memories.services import memory_remember, memory_set_pinned, memory_supersede
-
-
-class TurnConflict(Exception):
-    """A turn id or idempotency key was used before for something else."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
-        self.message = message
 
 
 def user_subject_id(*, organisation: Organisation, subject_id: str) -> str:
@@ -231,47 +220,6 @@ def memory_pin(*, memory: Memory, pinned: bool, actor: User | None = None, agent
 
 
 # --- Idempotency ------------------------------------------------------------------
-
-
-def request_fingerprint(*, endpoint: str, data) -> str:
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(f"{endpoint}\n{canonical}".encode()).hexdigest()
-
-
-def idempotent_write(*, organisation: Organisation, principal: str, key: str, endpoint: str, fingerprint: str, write):
-    """Run `write()` once per key: a retry returns the first result's memory instead of writing again.
-
-    `write` returns (memory, extra dict). Returns (memory, extra, replayed).
-    The key row is inserted in the write's transaction, so a concurrent retry
-    waits on the unique index until the first commits, then finds its result.
-    """
-    with transaction.atomic():
-        row, created = IdempotencyKey.objects.get_or_create(
-            organisation=organisation,
-            principal=principal,
-            key=key,
-            defaults={"endpoint": endpoint, "request_sha256": fingerprint},
-        )
-        if not created:
-            if row.endpoint != endpoint or row.request_sha256 != fingerprint:
-                raise TurnConflict(
-                    "Idempotency-Key",
-                    "This Idempotency-Key was used for a different request; use a new key for a new write.",
-                )
-            memory = Memory.objects.get(pk=row.memory_id, organisation=organisation)
-            return memory, row.response_extra, True
-        memory, extra = write()
-        row.memory = memory
-        row.response_status = 201
-        row.response_extra = extra
-        row.save(update_fields=["memory", "response_status", "response_extra"])
-        return memory, extra, False
-
-
-def idempotency_keys_expire(*, older_than: timedelta = timedelta(days=1), now: datetime | None = None) -> int:
-    now = now or timezone.now()
-    deleted, _ = IdempotencyKey.objects.filter(created_at__lt=now - older_than).delete()
-    return deleted
 
 
 # --- Render and injections ----------------------------------------------------------

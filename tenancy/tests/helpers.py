@@ -13,10 +13,10 @@ from django.utils import timezone
 from accounts.models import Agent, Membership, Organisation, User
 from accounts.services import agent_create, organisation_create, user_create
 from admissions.services import admission_decide, claim_submit
+from memories.idempotency import idempotent_write
 from memories.models import Memory, TenantVectorIndex
 from memories.places import place_recorded
 from memories.turn_services import (
-    idempotent_write,
     injection_render,
     memory_remember_in_place,
 )

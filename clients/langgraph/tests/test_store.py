@@ -3,7 +3,6 @@ search as recall or list, namespaces, ttl, and LangMem's tools running on it unc
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -88,12 +87,12 @@ def test_list_namespaces_and_ttl(store, live_api):
         store.get(("memories", "G-team", "channel"), "t", refresh_ttl=True)
 
 
-def test_the_async_batch(store):
+def test_the_async_batch(store, run_async):
     async def scenario():
         await store.aput(("memories", "G-team"), "x", {"content": "Async fact"})
         return await store.aget(("memories", "G-team"), "x"), await store.asearch(("memories", "G-team"))
 
-    item, found = asyncio.run(scenario())
+    item, found = run_async(scenario())
     assert item.value["content"] == "Async fact" and [i.key for i in found] == ["x"]
 
 

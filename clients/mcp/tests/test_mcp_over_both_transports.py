@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import socket
 import subprocess
@@ -150,40 +149,40 @@ def check(seen: dict) -> None:
     assert seen["gone"].structured_content["receipt"]["reason"] == "asked"
 
 
-def test_every_tool_over_stdio_against_the_real_server(live_api):
+def test_every_tool_over_stdio_against_the_real_server(live_api, run_async):
     async def scenario():
         async with Client(stdio_params(live_api)) as client:
             return await session_scenario(client, live_api.team)
 
-    check(asyncio.run(scenario()))
+    check(run_async(scenario()))
     # Forgetting a corrected memory forgets its whole chain: each version a receipt, no body, the reason kept.
     receipts = Memory.objects.filter(organisation=live_api.organisation, redaction_reason="asked")
     assert receipts.count() == 2 and set(receipts.values_list("body", flat=True)) == {""}
 
 
-def test_every_tool_over_http_with_the_callers_bearer_token(live_api, http_server):
+def test_every_tool_over_http_with_the_callers_bearer_token(live_api, http_server, run_async):
     async def scenario():
         async with Client(http_transport(http_server, live_api.token)) as client:
             return await session_scenario(client, live_api.team)
 
-    check(asyncio.run(scenario()))
+    check(run_async(scenario()))
 
 
-def test_over_http_a_call_without_a_bearer_token_is_an_error_result(live_api, http_server):
+def test_over_http_a_call_without_a_bearer_token_is_an_error_result(live_api, http_server, run_async):
     async def scenario():
         async with Client(http_transport(http_server, None)) as client:
             return await client.call_tool("recall", {"question": "x"})
 
-    result = asyncio.run(scenario())
+    result = run_async(scenario())
     assert result.is_error and "Authorization" in result.structured_content["fields"]
 
 
-def test_the_default_place_comes_from_the_flags(live_api, http_server):
+def test_the_default_place_comes_from_the_flags(live_api, http_server, run_async):
     async def scenario():
         async with Client(http_transport(http_server, live_api.token)) as client:
             return await client.call_tool("remember", {"body": "Said in general", "subject_type": "workspace"})
 
-    result = asyncio.run(scenario())
+    result = run_async(scenario())
     assert not result.is_error and result.structured_content["fact"]["scope"] == "channel"
     assert Memory.objects.get(body="Said in general").scope_ref == "C-general"
 

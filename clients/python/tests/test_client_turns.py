@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 from archivist_client import Archivist, AsyncArchivist, Forgotten, Place
 from archivist_client import models as m
@@ -101,7 +99,7 @@ def test_thread_events_subject_export_and_claims_through_the_client(live_api):
         assert claim.status == "candidate" and archivist.claim(claim.id).slug == "sys:base-rate"
 
 
-def test_the_async_client_has_the_same_methods(live_api):
+def test_the_async_client_has_the_same_methods(live_api, run_async):
     async def scenario():
         async with AsyncArchivist(live_api.url, live_api.token, place=live_api.team) as archivist:
             first = await archivist.remember(body="Deploys need two approvals", subject_type="workspace")
@@ -110,7 +108,7 @@ def test_the_async_client_has_the_same_methods(live_api):
             corrected = await archivist.correct(first.id, body="Deploys need one approval")
             return first, recalled, listed, corrected
 
-    first, recalled, listed, corrected = asyncio.run(scenario())
+    first, recalled, listed, corrected = run_async(scenario())
     assert recalled.results[0].id == first.id
     assert [row.id for row in listed] == [first.id]
     assert corrected.body == "Deploys need one approval"
