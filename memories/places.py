@@ -261,7 +261,7 @@ def place_for_turn(
             raise ValidationError({"place.people": ["A DM is with exactly one person; name them in place.people."]})
         if not token_allows(token, channel=channel, kind=kind, people=[str(m.user_id) for m in members]):
             raise PlaceNotFound()
-        record = place_write(
+        record, _ = place_write(
             organisation=organisation,
             channel=channel,
             kind=kind,
@@ -300,8 +300,8 @@ def place_write(
     actor: User | None = None,
     agent: Agent | None = None,
     created_only: bool = False,
-) -> PlaceRecord:
-    """Record a place's kind and its whole membership, auditing what changed.
+) -> tuple[PlaceRecord, bool]:
+    """Record a place's kind and its whole membership, auditing what changed. Returns (record, created).
 
     `people` are person ids (the record's whole audience). A DM is with exactly
     one person and stays bound to them. With `created_only`, a place someone
@@ -317,7 +317,7 @@ def place_write(
         except IntegrityError:
             record, created = Channel.objects.get(organisation=organisation, external_id=channel), False
         if created_only and not created:
-            return place_record(organisation=organisation, channel=channel)
+            return place_record(organisation=organisation, channel=channel), False
         # Two writers of one place would each compute the member diff; the row lock orders them.
         record = Channel.objects.select_for_update(of=("self",)).get(pk=record.pk)
         current = [
@@ -331,7 +331,7 @@ def place_write(
                 "people", "A DM stays with the person it was first recorded with; use a new channel id for another."
             )
         _apply(record, created=created, kind=kind, wanted=wanted, current=current, actor=actor, agent=agent)
-    return place_record(organisation=organisation, channel=channel)
+    return place_record(organisation=organisation, channel=channel), created
 
 
 def _checked_record(*, channel: str, kind: str, people: Sequence) -> list[str]:
@@ -392,8 +392,7 @@ def place_put(
     if len(names) > MAX_PEOPLE_IN_PLACE:
         raise ValidationError({"people": [f"A place names at most {MAX_PEOPLE_IN_PLACE} people."]})
     members = resolve_people(organisation=organisation, names=names, field="people")
-    existed = Channel.objects.filter(organisation=organisation, external_id=channel).exists()
-    record = place_write(
+    return place_write(
         organisation=organisation,
         channel=channel,
         kind=kind,
@@ -401,7 +400,6 @@ def place_put(
         actor=actor,
         agent=agent,
     )
-    return record, not existed
 
 
 def place_recorded(**fields) -> PlaceInTurn:
