@@ -15,12 +15,14 @@ from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from accounts.auth import Principal, principal_of
 from admissions.labels import UNNAMED_STEWARD, claimant_label, steward_label
 from admissions.selectors import claim_history, claim_visible_to
 from admissions.services import claim_submit
-from config.api import Principal, principal_of
-from memories.api import IDEMPOTENCY_PARAMETER, idempotent_response
-from memories.fields import ID_FORBIDDEN, StrictDateField
+from lib.api.idempotency import IDEMPOTENCY_PARAMETER
+from lib.fields import ID_FORBIDDEN, StrictDateField
+from lib.text import invisible_problem
+from memories.api.serializers import StrictSerializer
 from memories.models import (
     BODY_MAX_CHARS,
     EVIDENCE_KINDS,
@@ -31,8 +33,7 @@ from memories.models import (
     Transparency,
     evidence_problems,
 )
-from memories.serializers import StrictSerializer
-from memories.text import invisible_problem
+from memories.turns.idempotency import idempotent_response
 
 # A ref is an id or address: not blank, no control or invisible character (the schema's half of the rule).
 EVIDENCE_REF_PATTERN = rf"^[^\S{ID_FORBIDDEN}]*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"

@@ -14,8 +14,8 @@ class AdmissionsConfig(AppConfig):
 
     def ready(self) -> None:
         from admissions import signals  # noqa: F401 - connects the receivers
-        from admissions.recall import SECTION_NAME, system_recall_section
-        from memories.planes import register_render_section
+        from admissions.system_recall import SECTION_NAME, system_recall_section
+        from memories.turns.sections import register_render_section
 
         # After auth's own post_migrate handler has created this app's permissions.
         post_migrate.connect(ensure_stewards_group, sender=self, dispatch_uid="admissions_stewards_group")

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from django.db.models import Func, IntegerField, Q, QuerySet
 
+from accounts.auth import Principal
 from admissions.models import AdmissionRecord, Stance, StanceVersion, Status, SystemClaim
 from admissions.status import with_status
 from memories.models import Memory
-
-if TYPE_CHECKING:  # config.api imports DRF's views, which import config.api: only the type is needed
-    from config.api import Principal
 
 
 class JsonbArrayLength(Func):

@@ -36,8 +36,8 @@ from django.utils import timezone  # noqa: E402
 from accounts.models import Membership  # noqa: E402
 from accounts.services import organisation_create, user_create  # noqa: E402
 from admissions.models import AdmissionRecord, Stance  # noqa: E402
-from admissions.recall import eligible_claims, eligible_stances  # noqa: E402
 from admissions.services import claim_promote, stance_create  # noqa: E402
+from admissions.system_recall import eligible_claims, eligible_stances  # noqa: E402
 from memories.models import Memory  # noqa: E402
 
 PROMOTED_PER_STEP = 20

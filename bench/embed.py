@@ -147,7 +147,7 @@ def main() -> None:
     from django.db import connection
 
     from accounts.services import agent_create, organisation_create, user_create
-    from memories.embedding import get_embedder
+    from memories.embeddings.embedders import get_embedder
     from memories.models import Author, Bucket, Memory, SourceKind
     from memories.tasks import embed_memories, sweep_embeddings
     from threads.services import thread_consolidate, thread_events_ingest

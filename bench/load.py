@@ -75,7 +75,7 @@ def seed(args) -> list[dict]:
     from accounts.models import Membership
     from accounts.services import agent_create, organisation_create, user_create
     from memories.places import place_recorded
-    from memories.turn_services import memory_remember_in_place
+    from memories.turns.writes import memory_remember_in_place
 
     rng = random.Random(args.seed)
     tenants = []

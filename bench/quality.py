@@ -605,7 +605,7 @@ def baselines(conversations: list[Conversation]) -> dict[str, Score]:
     """BM25, exact cosine over the stored vectors, and their RRF, on the same stored turns."""
     from django.db import connection
 
-    from memories.embedding import get_embedder
+    from memories.embeddings.embedders import get_embedder
 
     embedder = get_embedder()
     out = {"BM25": Score(), "MiniLM exact cosine": Score(), "RRF (BM25 + cosine)": Score()}
@@ -693,8 +693,8 @@ def timed(function, **kwargs):
 def ablations(conversations: list[Conversation]) -> list[tuple[str, Score]]:
     """Contextual recall in process with every rule on, then with each switched off alone; hybrid for reference."""
     from accounts.models import Agent, Organisation
-    from memories import ranking
-    from memories.recall import recall
+    from memories.recall import ranking
+    from memories.recall.query import recall
     from memories.scopes import Place
 
     place = Place(channel=CHANNEL, kind="private", people=())

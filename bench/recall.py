@@ -312,7 +312,7 @@ def build_indexes(args) -> dict:
     from django.conf import settings
 
     from memories.models import TenantVectorIndex
-    from memories.vector_index import vector_index_maintain
+    from memories.recall.hnsw import vector_index_maintain
 
     threshold = args.threshold or settings.MEMORY_VECTOR_HNSW_THRESHOLD
     step(f"building per-tenant HNSW indexes (threshold {threshold})")
@@ -449,8 +449,8 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid") -> l
     import psycopg
     from django.utils import timezone
 
-    from memories import contextual
-    from memories.recall import build_plan, run_plan
+    from memories.recall import contextual
+    from memories.recall.query import build_plan, run_plan
     from memories.scopes import Place
 
     place = Place(PLACE["channel"], PLACE["kind"], ())
@@ -485,7 +485,7 @@ def quality(org_ids, ranks: list[int], queries: list[list[float]], hnsw: dict) -
     from django.db import connection
     from django.utils import timezone
 
-    from memories.recall import build_plan, run_plan
+    from memories.recall.query import build_plan, run_plan
     from memories.scopes import Place
 
     place = Place(PLACE["channel"], PLACE["kind"], ())
@@ -523,7 +523,7 @@ def explain_large(org_ids, large: list[int], hnsw: dict, model) -> str:
     from django.db import connection
     from django.utils import timezone
 
-    from memories.recall import build_plan
+    from memories.recall.query import build_plan
     from memories.scopes import Place
 
     rank = large[0]
@@ -560,7 +560,7 @@ def main() -> None:
 
 
 def run(args, data_dir: Path) -> None:
-    from memories.embedding import LocalEmbedder
+    from memories.embeddings.embedders import LocalEmbedder
 
     local = LocalEmbedder(batch_size=64)
     model, model_name = local.model, local.name
@@ -604,9 +604,9 @@ def run(args, data_dir: Path) -> None:
     try:
         from django.conf import settings as django_settings
 
-        from memories import onnx_embedder
+        from memories.embeddings import onnx
 
-        encoder = onnx_embedder.load(django_settings.DATA_DIR)
+        encoder = onnx.load(django_settings.DATA_DIR)
         for _, question in (jobs + large_jobs)[:400]:
             started = time.perf_counter()
             encoder.encode(question)

@@ -65,7 +65,7 @@ def seed():
     from accounts.services import agent_create
     from memories.models import Author, Bucket, SourceKind
     from memories.scopes import Place
-    from memories.turn_services import memory_remember_in_place
+    from memories.turns.writes import memory_remember_in_place
 
     organisation = Organisation.objects.create(slug="overhead", name="Overhead")
     agent, token = agent_create(organisation=organisation, name="bench")
@@ -187,8 +187,8 @@ def old_authenticate(self, request):
     from rest_framework import exceptions
     from rest_framework.authentication import get_authorization_header
 
+    from accounts.auth import AgentPrincipalUser, Principal
     from accounts.models import AgentToken, hash_token
-    from config.api import AgentPrincipalUser, Principal
     from tenancy.context import tenant_activate, token_lookup_activate
 
     parts = get_authorization_header(request).split()
@@ -214,7 +214,7 @@ def in_process(args, token, questions):
     from django.core.handlers.wsgi import WSGIHandler
     from django.db import connections
 
-    from config.api import BearerTokenAuthentication
+    from accounts.auth import BearerTokenAuthentication
 
     # Requests as the web server makes them: as archivist_app, under row-level security.
     connections.close_all()

@@ -38,7 +38,7 @@ class LiveApi:
         token = AgentToken.objects.get(agent=self.agent)
         count = int(settings.MEMORY_API_RATE.split("/")[0])
         oldest = time.time() - 60 + seconds_left
-        # The throttle keeps each principal's requests as a Redis sorted set scored by time (config.api).
+        # The throttle keeps each principal's requests as a Redis sorted set scored by time (lib/api/throttles.py).
         key = cache.make_and_validate_key(f"throttle_{scope}_token:{token.pk}")
         client = cache._cache.get_client(key, write=True)
         client.delete(key)

@@ -21,8 +21,6 @@ app.conf.task_routes = {
 app.autodiscover_tasks()
 # A pool child loads the embedding model before it takes a task (below); give it time to.
 app.conf.worker_proc_alive_timeout = 120.0
-# The agent-turn API's maintenance tasks live in memories/index_tasks.py.
-app.autodiscover_tasks(["memories"], related_name="index_tasks")
 
 
 # Beat's schedule. Intervals are settings, read once Celery has loaded its
@@ -32,7 +30,7 @@ app.autodiscover_tasks(["memories"], related_name="index_tasks")
 @app.on_after_configure.connect
 def add_beat_schedule(sender, **kwargs) -> None:
     sender.conf.beat_schedule = {
-        # Large tenants' vector indexes, built in the background (memories/index_tasks.py).
+        # Large tenants' vector indexes, built in the background (memories/tasks.py).
         "vector-index-maintain": {
             "task": "memories.vector_index_maintain",
             "schedule": 600.0,
@@ -65,10 +63,10 @@ def add_beat_schedule(sender, **kwargs) -> None:
 
 @worker_process_init.connect
 def warm_pool_child(**kwargs) -> None:
-    """Each pool child loads the embedding model before its first task (memories/warmup.py)."""
+    """Each pool child loads the embedding model before its first task (memories/embeddings/warmup.py)."""
     import logging
 
-    from memories.warmup import warm_up
+    from memories.embeddings.warmup import warm_up
 
     try:
         warm_up(batch=True, statements=False)

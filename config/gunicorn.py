@@ -3,7 +3,7 @@
 `post_worker_init` runs in each worker once it has loaded the application and
 before it accepts a connection: it loads the embedding model (ONNX Runtime, or
 torch if that is unavailable) and runs the recall code path once
-(`memories.warmup`), so no caller pays a worker's first-use cost. The master
+(`memories.embeddings.warmup`), so no caller pays a worker's first-use cost. The master
 sends no traffic to a worker; the listening socket is shared, so until a worker
 is warm the others (or the socket's backlog) take its share.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 
 def post_worker_init(worker) -> None:
-    from memories.warmup import warm_up
+    from memories.embeddings.warmup import warm_up
 
     try:
         report = warm_up(heartbeat=worker.notify)

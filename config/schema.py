@@ -4,7 +4,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "config.api.BearerTokenAuthentication"
+    target_class = "accounts.auth.BearerTokenAuthentication"
     name = "agentToken"
 
     def get_security_definition(self, auto_schema):
@@ -16,7 +16,7 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
 
 class MemberSessionScheme(OpenApiAuthenticationExtension):
-    target_class = "config.api.MemberSessionAuthentication"
+    target_class = "accounts.auth.MemberSessionAuthentication"
     name = "accountSession"
 
     def get_security_definition(self, auto_schema):
@@ -38,7 +38,7 @@ ERROR_SCHEMA = {
         },
     },
 }
-# Every operation may answer these, in the one error shape (config.api.exception_handler).
+# Every operation may answer these, in the one error shape (lib.api.errors.exception_handler).
 ERROR_RESPONSES = {
     "400": "A field, parameter or header is wrong; it is named in `fields`.",
     "401": "No credentials, or a token that is unknown, revoked or expired.",
@@ -55,7 +55,7 @@ OBJECT_RULES = {"RememberInputRequest": NOT_BOTH, "SupersedeInputRequest": NOT_B
 
 
 def _parameter_rules() -> dict[tuple[str, str], dict]:
-    from memories.api import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_PATTERN
+    from lib.api.idempotency import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_PATTERN
     from threads.models import THREAD_ID_PATTERN
 
     return {

@@ -3,10 +3,10 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
 from admissions import urls as admissions_urls
-from config.api import api_not_found
 from config.api_docs import ApiDocsView
 from config.health import healthz
 from config.schema import BearerTokenScheme, MemberSessionScheme
+from lib.api.not_found import api_not_found
 from memories import urls as memories_urls
 from threads import urls as threads_urls
 
@@ -36,7 +36,7 @@ urlpatterns = [
 # The account holders' pages: /accounts/ (log in, log out, password) and /me/.
 urlpatterns += [path("", include("web.urls"))]
 
-handler404 = "config.api.page_not_found"
+handler404 = "lib.api.not_found.page_not_found"
 
 # Imported for their side effect: drf-spectacular registers extensions on import.
 OPENAPI_AUTH_SCHEMES = (BearerTokenScheme, MemberSessionScheme)

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from memories.embedding import current_model_name
+from memories.embeddings.embedders import current_model_name
 from memories.models import Channel, ChannelMember, Memory, MemoryAudit
 
 PROVENANCE_FIELDS = ["author", "written_by", "source_kind", "source_ref", "source_label", "source_run_id"]

@@ -20,7 +20,7 @@ from django.db.models.functions import Length
 from django.db.models.lookups import Exact, LessThanOrEqual
 from pgvector.django import VectorField
 
-from memories.text import CONTROL_CHARS, CONTROL_CHARS_SQL, control_problem
+from lib.text import CONTROL_CHARS, CONTROL_CHARS_SQL, control_problem
 
 BODY_MAX_CHARS = 2_000
 SOURCE_REF_MAX_CHARS = 200
@@ -28,7 +28,7 @@ SLUG_MAX_CHARS = 200
 SLUG_PREFIX = "sys:"
 STANCE_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
 EVIDENCE_KINDS = ("url", "document", "message", "run", "dataset", "commit")
-# Control characters other than tab and newline, C1 included (memories.text).
+# Control characters other than tab and newline, C1 included (lib.text).
 # NUL cannot be stored in a PostgreSQL text column at all; the others would let
 # a body break the lines of a rendered memory block, or act on a terminal.
 
@@ -63,7 +63,7 @@ class SourceKind(models.TextChoices):
     THREAD_EVENT = "thread_event", "Thread event"
     PERSON = "person", "Person"
     # Issue 16: a thread event kept as a transcript line by consolidation. Only consolidation
-    # writes it (memories/serializers.py refuses it from callers); `source_event` names the event.
+    # writes it (memories/api/serializers.py refuses it from callers); `source_event` names the event.
     EPISODE = "episode", "Episode"
     IMPORT = "import", "Import"
 
@@ -599,7 +599,7 @@ class TenantVectorIndex(models.Model):
 
     Recall uses it only when `ready`: a small organisation is searched exactly
     over the covering index instead, which is both faster and exact there (see
-    docs/recall.md). Built in the background by `memories.vector_index`.
+    docs/recall.md). Built in the background by `memories.recall.hnsw`.
     """
 
     class State(models.TextChoices):

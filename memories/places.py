@@ -29,6 +29,7 @@ from django.db.models.functions import Coalesce
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User
 from accounts.people import people_by_name
+from lib.errors import ApplicationError
 from memories.models import CHANNEL_PATTERN, Channel, ChannelMember, PlaceAudit
 from memories.scopes import Place
 
@@ -37,21 +38,24 @@ MAX_PEOPLE_IN_PLACE = 500
 PLACES_ENDPOINT = "PUT /api/v1/places/{channel}"
 
 
-class PlaceNotFound(Exception):
+class PlaceNotFound(ApplicationError):
     """The caller may not act in this place, or it has no record: answered as 404, so nothing leaks."""
+
+    code = "not_found"
+    http_status = 404
 
     def __init__(self, message: str = "No place you can act in has this channel id."):
         super().__init__(message)
-        self.message = message
 
 
-class PlaceConflict(Exception):
+class PlaceConflict(ApplicationError):
     """An agent named someone else for a DM bound to one person: answered as 409."""
 
+    code = "conflict"
+    http_status = 409
+
     def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
-        self.message = message
+        super().__init__(message, field)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """Who a memory is for: recall, writing, seeing and changing each follow the audience.
 
 Pure rules, one function each, with no database access, so they can be tested
-adversarially and reused by the SQL that enforces them (`memories.recall`) and
+adversarially and reused by the SQL that enforces them (`memories.recall.query`) and
 by the pages that show memories to people.
 
 - **Recall.** A workspace fact is recalled anywhere, a channel fact only in its

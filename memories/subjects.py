@@ -13,9 +13,9 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
-from memories.locks import memories_rewrite_lock
+from memories.api.serializers import memory_output
+from memories.db.locks import memories_rewrite_lock
 from memories.models import Injection, InjectionLine, Memory, MemoryAudit, Scope, SubjectType
-from memories.serializers import memory_output
 from memories.services import memory_redact
 from memories.signals import erase_derived, export_derived
 
@@ -88,7 +88,7 @@ def subject_erase(
     reason = (reason or "").strip() or f"subject erasure request for {subject_type} {subject_id}"
     now = timezone.now()
     with transaction.atomic():
-        # Before any row: consolidation locks memory rows in another order (memories/locks.py).
+        # Before any row: consolidation locks memory rows in another order (memories/db/locks.py).
         memories_rewrite_lock(organisation_id=organisation.pk, exclusive=True)
         # Lock every row first: a correction landing mid-erasure would write a
         # new row about the subject that this erasure never saw.

@@ -1,6 +1,8 @@
 """Memory tasks: embedding, the sweep that catches what the write path could not enqueue,
-re-embedding, and the nightly purge. Each takes ids (or nothing), is safe to run twice,
-and leaves the work to memories.vectors and memories.maintenance."""
+re-embedding, the nightly purge, tenants' vector indexes and old idempotency keys. Each takes ids
+(or nothing), is safe to run twice, and leaves the work to the module it names.
+
+Every task's name is pinned: a message already queued keeps finding its task when code moves."""
 
 from __future__ import annotations
 
@@ -13,13 +15,16 @@ from django.conf import settings
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from memories import maintenance, vectors
+from memories import maintenance
+from memories.embeddings import writes
+from memories.recall.hnsw import vector_index_maintain
+from memories.turns.idempotency import idempotency_keys_expire
 
 logger = logging.getLogger(__name__)
 
 # Messages are acknowledged after the task, and given back when the worker
 # dies mid-task, so a kill -9 loses nothing; redelivery is made harmless by
-# the conditional UPDATE in memories.vectors.
+# the conditional UPDATE in memories.embeddings.writes.
 RELIABLE = {"acks_late": True, "reject_on_worker_lost": True}
 BACKOFF_CAP_SECONDS = 3600
 PROGRESS_EVERY_ROWS = 500
@@ -42,10 +47,10 @@ def _progress_logger(label: str):
     return log
 
 
-@shared_task(bind=True, max_retries=None, **RELIABLE)
+@shared_task(name="memories.tasks.embed_memories", bind=True, max_retries=None, **RELIABLE)
 def embed_memories(self, ids: list[str]) -> dict:
     """Embed these memories with the current model; rows already embedded are counted, not redone."""
-    outcome = vectors.memory_embed(ids=ids, progress=_progress_logger(f"embed {self.request.id}"))
+    outcome = writes.memory_embed(ids=ids, progress=_progress_logger(f"embed {self.request.id}"))
     logger.info(
         "embedded %d, already embedded %d, held by another worker %d, failed %d",
         len(outcome.embedded),
@@ -53,7 +58,7 @@ def embed_memories(self, ids: list[str]) -> dict:
         outcome.claimed_elsewhere,
         len(outcome.failed),
     )
-    retry = vectors.ids_to_retry(outcome.failed)
+    retry = writes.ids_to_retry(outcome.failed)
     if retry:
         countdown = backoff_seconds(self.request.retries)
         logger.warning("retrying %d rows in %.1fs: %s", len(retry), countdown, next(iter(outcome.failed.values())))
@@ -65,12 +70,12 @@ def embed_memories(self, ids: list[str]) -> dict:
     }
 
 
-@shared_task(**RELIABLE)
+@shared_task(name="memories.tasks.sweep_embeddings", **RELIABLE)
 def sweep_embeddings(grace_seconds: int | None = None) -> int:
     """Queue every live row whose vector is missing or of an old model (the beat sweep)."""
     grace = settings.EMBEDDING_SWEEP_GRACE_SECONDS if grace_seconds is None else grace_seconds
-    pending = vectors.memories_needing_embedding(now=timezone.now(), grace=timedelta(seconds=grace))
-    ids = vectors.by_length(pending.values_list("pk", Length("body"))[: settings.EMBEDDING_SWEEP_LIMIT])
+    pending = writes.memories_needing_embedding(now=timezone.now(), grace=timedelta(seconds=grace))
+    ids = writes.by_length(pending.values_list("pk", Length("body"))[: settings.EMBEDDING_SWEEP_LIMIT])
     size = settings.EMBEDDING_BATCH_SIZE
     for start in range(0, len(ids), size):
         embed_memories.apply_async(args=[ids[start : start + size]], queue="embed")
@@ -79,16 +84,26 @@ def sweep_embeddings(grace_seconds: int | None = None) -> int:
     return len(ids)
 
 
-@shared_task(**RELIABLE)
+@shared_task(name="memories.tasks.reembed_memories", **RELIABLE)
 def reembed_memories() -> dict:
     """Move every live row to the current model, logging progress; recall keeps serving."""
-    outcome = vectors.memories_reembed(progress=_progress_logger("reembed"))
+    outcome = writes.memories_reembed(progress=_progress_logger("reembed"))
     return {"embedded": len(outcome.embedded), "failed": len(outcome.failed)}
 
 
-@shared_task(**RELIABLE)
+@shared_task(name="memories.tasks.purge_expired_memories", **RELIABLE)
 def purge_expired_memories() -> int:
     """Nightly: empty rows expired for longer than MEMORY_PURGE_GRACE_DAYS, keeping a receipt."""
     purged = maintenance.memories_purge_expired(grace_days=settings.MEMORY_PURGE_GRACE_DAYS)
     logger.info("purged %d expired memories", purged)
     return purged
+
+
+@shared_task(name="memories.vector_index_maintain", ignore_result=True, acks_late=True)
+def vector_index_maintain_task() -> dict:
+    return vector_index_maintain()
+
+
+@shared_task(name="memories.idempotency_keys_expire", ignore_result=True, acks_late=True)
+def idempotency_keys_expire_task() -> int:
+    return idempotency_keys_expire()

@@ -26,9 +26,10 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from accounts.models import Agent, Membership, Organisation
+from memories.errors import LimitReached
 from memories.models import Bucket, Channel, Memory, Scope, SourceKind, SubjectType
 from memories.places import PlaceConflict, PlaceNotFound, place_for_turn
-from memories.turn_services import LimitReached, memory_correct, memory_remember_in_place
+from memories.turns.writes import memory_correct, memory_remember_in_place
 
 FORMATS = ("archivist", "mem0", "jsonl")
 EXPORT_VERSION = 1

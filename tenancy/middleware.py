@@ -6,7 +6,7 @@ opens after every middleware has run. So this middleware opens the
 transaction itself, right after AuthenticationMiddleware:
 
 - a signed-in person's organisation (from their membership) is set here;
-- an agent's is set by `config.api.BearerTokenAuthentication`, inside this
+- an agent's is set by `accounts.auth.BearerTokenAuthentication`, inside this
   same transaction, by the statement that reads its token;
 - any answer of 400 or above rolls the transaction back, so a refused or
   failed request leaves nothing half-written;

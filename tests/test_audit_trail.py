@@ -20,10 +20,10 @@ from accounts.models import Membership
 from accounts.services import agent_create, user_create
 from admissions.models import AdmissionRecord
 from admissions.services import admission_decide, claim_promote, claim_submit, stance_create
+from memories.embeddings.writes import memory_embed
 from memories.maintenance import memories_purge_expired
 from memories.models import Memory, MemoryAudit
 from memories.tests.loopback import EmbeddingsStandIn
-from memories.vectors import memory_embed
 from threads.models import Thread
 from threads.services import thread_consolidate
 
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # Code that may write memories_memory directly, and why that is audited (or not a change to the memory).
 DIRECT_WRITERS = {
     "memories/services.py": "the services: each writes its audit row in the same transaction",
-    "memories/vectors.py": "embedding: an `embed` audit row per vector written; failed attempts are bookkeeping",
+    "memories/embeddings/writes.py": "embedding: an `embed` audit row per vector written; failures are bookkeeping",
 }
 
 

@@ -19,10 +19,10 @@ from rest_framework.test import APIClient
 
 from accounts.models import AgentToken
 from accounts.services import agent_create
+from lib.text import imitates_fence
+from memories.embeddings.writes import memory_embed
 from memories.models import Memory
 from memories.tests.loopback import EmbeddingsStandIn
-from memories.text import imitates_fence
-from memories.vectors import memory_embed
 
 pytestmark = pytest.mark.django_db
 

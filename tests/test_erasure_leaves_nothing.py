@@ -34,9 +34,9 @@ from pgvector.django import CosineDistance
 from rest_framework.test import APIClient
 
 from accounts.services import agent_create
+from memories.embeddings.writes import memory_embed
 from memories.models import Memory
 from memories.tests.loopback import EmbeddingsStandIn, hashed_vector
-from memories.vectors import memory_embed
 from threads.models import Thread
 from threads.services import thread_consolidate
 

@@ -37,7 +37,7 @@ from schemathesis.specs.openapi.checks import (
 from accounts.models import Membership
 from accounts.services import agent_create, user_create
 from memories.places import place_recorded
-from memories.turn_services import memory_remember_in_place
+from memories.turns.writes import memory_remember_in_place
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 

@@ -13,9 +13,12 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
-from memories.api import ERROR_EXAMPLE, IDEMPOTENCY_PARAMETER, PLACE_EXAMPLE, TurnApi
-from memories.fields import StrictDateTimeField
-from memories.serializers import PlaceSerializer, StrictSerializer
+from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE
+from lib.api.idempotency import IDEMPOTENCY_PARAMETER
+from lib.api.views import ApiView
+from lib.fields import StrictDateTimeField
+from memories.api.serializers import PlaceSerializer, StrictSerializer
+from memories.turns.idempotency import idempotent_response
 from threads.models import THREAD_ID_PATTERN, Learning, Thread, ThreadEvent
 from threads.selectors import thread_episodes_status
 from threads.services import thread_events_ingest
@@ -26,7 +29,7 @@ _THREAD_ID = re.compile(THREAD_ID_PATTERN)
 
 class EventInputSerializer(StrictSerializer):
     """One event. Its text keeps invisible characters (real chat carries RTL marks); they are shown as
-    visible marks wherever the text reaches a prompt (memories.text.neutralise). Ids and authors refuse them."""
+    visible marks wherever the text reaches a prompt (lib.text.neutralise). Ids and authors refuse them."""
 
     identifier_fields = ("id", "author")
 
@@ -142,7 +145,7 @@ INGEST_EXAMPLE = {
 }
 
 
-class _ThreadApi(TurnApi):
+class _ThreadApi(ApiView):
     def agent_principal(self):
         principal = self.principal()
         if principal.agent is None:
@@ -216,8 +219,12 @@ class ThreadEventsApi(_ThreadApi):
             # Ids, sequence numbers and counts only: a retry is answered from them, never from the events' text.
             return response, None, {"status": response.status_code, "body": response.data}
 
-        return self.idempotent(
-            "thread-events", write, lambda memory, extra: Response(extra["body"], status=extra["status"])
+        return idempotent_response(
+            self.request,
+            self.principal(),
+            "thread-events",
+            write,
+            lambda memory, extra: Response(extra["body"], status=extra["status"]),
         )
 
     def ingest(self, principal, thread_id: str, data: dict) -> Response:

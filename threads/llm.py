@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import requests
 
+from lib.text import neutralise
 from memories.models import CONTROL_CHARS
-from memories.text import neutralise
 from threads.extraction import (
     ABOUT_AUTHOR,
     ABOUT_WORKSPACE,

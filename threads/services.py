@@ -24,13 +24,14 @@ from pgvector.django import CosineDistance
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User
 from accounts.people import people_by_name
-from memories.embedding import EmbeddingError, get_embedder
-from memories.locks import memories_rewrite_lock
+from memories.db.locks import memories_rewrite_lock
+from memories.embeddings.embedders import EmbeddingError, get_embedder
+from memories.errors import LimitReached
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
 from memories.places import PlaceInTurn, place_for_turn
 from memories.scopes import WORKSPACE, Place, scope_for
 from memories.services import memory_point_to_replacement, memory_redact, memory_supersede
-from memories.turn_services import LimitReached, memory_remember_in_place
+from memories.turns.writes import memory_remember_in_place
 from threads.conflicts import own_fact_for, pending_already, says_the_same, user_fact_keyed
 from threads.episodes import drafts_for, episodes_enabled, episodes_write, strip_memory_blocks
 from threads.extraction import (
@@ -482,7 +483,7 @@ def thread_consolidate(
         vectors = vectors[: len(candidates)]
         batch_time = now or timezone.now()
         with transaction.atomic():
-            # Before the thread: subject erasure locks memory rows in another order (memories/locks.py).
+            # Before the thread: subject erasure locks memory rows in another order (memories/db/locks.py).
             memories_rewrite_lock(organisation_id=thread.organisation_id, exclusive=False)
             # Only the thread row: locking the organisation with it (select_related under a plain
             # FOR UPDATE) blocked every tenant insert's foreign-key check and deadlocked them.

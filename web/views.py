@@ -19,12 +19,13 @@ from rest_framework.renderers import JSONRenderer
 
 from accounts.models import Membership, Organisation, User
 from accounts.people import display_name_of
-from memories import embedding, scopes
+from memories import scopes
 from memories import services as memory_services
+from memories.api.serializers import SubjectEraseOutputSerializer
+from memories.embeddings import embedders
 from memories.models import Channel, Memory, SubjectType
 from memories.places import member_labels, places_for
 from memories.selectors import memories_visible_to, memory_supersede_chain, viewer_for
-from memories.serializers import SubjectEraseOutputSerializer
 from memories.services import memory_set_pinned, memory_supersede
 from memories.subjects import subject_erase, subject_export, subject_export_document
 from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts
@@ -136,12 +137,12 @@ def _meaning(data: dict) -> dict:
     if data.get("mode") != MemoryFilterForm.Mode.MEANING or not data.get("q"):
         return {}
     try:
-        vector = embedding.embed_query(data["q"])
-    except embedding.EmbeddingError as error:
+        vector = embedders.embed_query(data["q"])
+    except embedders.EmbeddingError as error:
         return {"meaning_unavailable": f"A search by meaning failed ({error})."}
     if vector is None:
         return {"meaning_unavailable": "A search by meaning is not available: no embedder is configured."}
-    return {"query_vector": vector, "embedding_model": embedding.current_model_name()}
+    return {"query_vector": vector, "embedding_model": embedders.current_model_name()}
 
 
 @login_required

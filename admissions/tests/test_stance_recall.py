@@ -11,8 +11,8 @@ from django.test import override_settings
 from accounts.models import Membership
 from accounts.services import user_create
 from admissions.models import StanceVersion
-from admissions.recall import system_recall
 from admissions.services import admission_decide, claim_promote, stance_create, stance_retire, stance_revise
+from admissions.system_recall import system_recall
 from memories.models import InjectionLine
 from memories.services import memory_redact
 

@@ -11,8 +11,8 @@ from django.db import IntegrityError, connection
 from django.test import override_settings
 
 from admissions.models import StanceVersion, SystemClaim
-from admissions.recall import eligible_claims, system_recall, system_recall_section
 from admissions.services import admission_decide, claim_promote, stance_create
+from admissions.system_recall import eligible_claims, system_recall, system_recall_section
 from memories.services import memory_redact
 
 from .helpers import raw_record

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from accounts.services import agent_create
 from admissions.services import admission_decide
 from memories.models import InjectionLine
-from memories.planes import render_section_providers
+from memories.turns.sections import render_section_providers
 
 PLACE = {"channel": "C-general", "kind": "public", "people": []}
 

@@ -174,15 +174,15 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["config.api.SafeJSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["lib.api.parsers.SafeJSONParser"],
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "config.api.BearerTokenAuthentication",
-        "config.api.MemberSessionAuthentication",
+        "accounts.auth.BearerTokenAuthentication",
+        "accounts.auth.MemberSessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["config.api.HasPrincipal"],
-    "EXCEPTION_HANDLER": "config.api.exception_handler",
-    "DEFAULT_THROTTLE_CLASSES": ["config.api.PrincipalRateThrottle"],
+    "DEFAULT_PERMISSION_CLASSES": ["accounts.auth.HasPrincipal"],
+    "EXCEPTION_HANDLER": "lib.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["lib.api.throttles.PrincipalRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Archivist API",
@@ -312,7 +312,7 @@ MEMORY_API_RATE = env_str("ARCHIVIST_TOKEN_RATE", "1200/min")
 # Memory for building one tenant's HNSW index; a graph that fits builds many times faster.
 MEMORY_VECTOR_BUILD_MEMORY_MB = env_int("ARCHIVIST_VECTOR_BUILD_MEMORY_MB", 256, minimum=16)
 
-# --- Recall quality: the optional reranker of `mode: reranked` (memories/reranker.py) ---
+# --- Recall quality: the optional reranker of `mode: reranked` (memories/recall/reranker.py) ---
 # Off without a URL. `tei` speaks text-embeddings-inference's /rerank, `cohere` Cohere's.
 RERANKER_URL = env_str("ARCHIVIST_RERANKER_URL", "")
 RERANKER_STYLE = env_choice("ARCHIVIST_RERANKER_STYLE", "tei", ("tei", "cohere"))

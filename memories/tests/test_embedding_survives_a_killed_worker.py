@@ -9,7 +9,7 @@ import pytest
 import redis
 from django.db.models import Count
 
-from memories.embedding import get_embedder
+from memories.embeddings.embedders import get_embedder
 from memories.models import Memory, MemoryAudit
 from memories.tests import processes
 

@@ -8,7 +8,7 @@ import time
 import pytest
 from rest_framework.test import APIClient
 
-from memories.embedding import get_embedder
+from memories.embeddings.embedders import get_embedder
 from memories.models import Memory
 from memories.tests import processes
 

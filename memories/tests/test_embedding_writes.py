@@ -11,12 +11,12 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from config.celery import app
-from memories.embedding import LOCAL_MODEL_NAME, EmbeddingError, OpenAIEmbedder, embed_query, get_embedder
+from memories.embeddings.embedders import LOCAL_MODEL_NAME, EmbeddingError, OpenAIEmbedder, embed_query, get_embedder
+from memories.embeddings.writes import ids_to_retry, memories_needing_embedding, memory_embed, memory_embed_batch
 from memories.models import Memory, MemoryAudit
 from memories.services import memory_redact, memory_supersede
 from memories.tasks import sweep_embeddings
 from memories.tests.loopback import EmbeddingsStandIn
-from memories.vectors import ids_to_retry, memories_needing_embedding, memory_embed, memory_embed_batch
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,6 @@ from memories.models import Author, Bucket, Memory, SourceKind
 from memories.places import place_recorded
 from memories.services import memory_remember, memory_supersede
 from memories.tests.turn_api.helpers import remember, session_client
-from memories.turn_services import LimitReached as ReExported
 
 pytestmark = pytest.mark.django_db
 
@@ -27,10 +26,6 @@ def agent_fact(agent, body="A fact", **extra):
         body=body,
         **extra,
     )
-
-
-def test_the_exception_keeps_its_old_import(db):
-    assert ReExported is LimitReached
 
 
 def test_an_agent_at_its_cap_is_refused_by_the_writer_itself(agent, settings):

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from django.conf import settings
 
-from memories import embedding, onnx_embedder
-from memories.embedding import LOCAL_MODEL_NAME, LocalEmbedder
+from memories.embeddings import embedders, onnx
+from memories.embeddings.embedders import LOCAL_MODEL_NAME, LocalEmbedder
 
 # Short and long, punctuated, numeric, accented, other scripts, and one past the model's 256 tokens.
 TEXTS = [
@@ -36,12 +36,12 @@ TEXTS = [
 @pytest.fixture(scope="module")
 def exported():
     """The verified export in this run's data folder (made now if it is not there yet)."""
-    return onnx_embedder.load(settings.DATA_DIR)
+    return onnx.load(settings.DATA_DIR)
 
 
 @pytest.fixture(scope="module")
 def torch_model():
-    return embedding._load_local_model()
+    return embedders._load_local_model()
 
 
 def test_onnx_vectors_agree_with_the_torch_pipeline_that_wrote_the_stored_ones(exported, torch_model):
@@ -50,7 +50,7 @@ def test_onnx_vectors_agree_with_the_torch_pipeline_that_wrote_the_stored_ones(e
         vector = exported.encode(text)
         assert vector.shape == (384,)
         assert abs(float(np.linalg.norm(vector)) - 1) < 1e-5
-        assert float(np.max(np.abs(vector - expected))) < onnx_embedder.TOLERANCE, text[:40]
+        assert float(np.max(np.abs(vector - expected))) < onnx.TOLERANCE, text[:40]
 
 
 def test_the_encoder_tokenises_as_the_model_does_cut_at_256_tokens(exported, torch_model):
@@ -61,12 +61,12 @@ def test_the_encoder_tokenises_as_the_model_does_cut_at_256_tokens(exported, tor
 
 
 def test_the_export_is_made_once_in_the_data_folder_and_named_after_the_packaged_weights(exported):
-    folder = onnx_embedder.export_folder(settings.DATA_DIR, onnx_embedder.model_dir())
+    folder = onnx.export_folder(settings.DATA_DIR, onnx.model_dir())
     assert exported.folder == folder and folder.parent == settings.DATA_DIR / "models"
     manifest = json.loads((folder / "verified.json").read_text())
-    assert manifest["model"] == LOCAL_MODEL_NAME and manifest["max_deviation"] < onnx_embedder.TOLERANCE
+    assert manifest["model"] == LOCAL_MODEL_NAME and manifest["max_deviation"] < onnx.TOLERANCE
     written = (folder / "model.onnx").stat().st_mtime_ns
-    onnx_embedder.load(settings.DATA_DIR)  # a second process start finds it and does not export again
+    onnx.load(settings.DATA_DIR)  # a second process start finds it and does not export again
     assert (folder / "model.onnx").stat().st_mtime_ns == written
 
 
@@ -77,14 +77,14 @@ def test_recall_questions_go_through_onnx_and_keep_the_model_id(exported, torch_
     for text in TEXTS[:4]:
         question_way = embedder.embed_one(text)
         stored_way = embedder.embed([text])[0]
-        assert max(abs(a - b) for a, b in zip(question_way, stored_way, strict=True)) < onnx_embedder.TOLERANCE
+        assert max(abs(a - b) for a, b in zip(question_way, stored_way, strict=True)) < onnx.TOLERANCE
 
 
 def _fallback(caplog, embedder: LocalEmbedder, reason_part: str):
-    with caplog.at_level(logging.WARNING, logger="memories.embedding"):
+    with caplog.at_level(logging.WARNING, logger="memories.embeddings.embedders"):
         assert embedder.prepare_query_encoder() == "torch"
     assert reason_part in embedder.fallback_reason
-    said = [record.getMessage() for record in caplog.records if record.name == "memories.embedding"]
+    said = [record.getMessage() for record in caplog.records if record.name == "memories.embeddings.embedders"]
     assert any("fall back to torch" in message and reason_part in message for message in said), said
     # Torch still answers, with the stored vectors' pipeline.
     text = "What did Mona paint?"
@@ -103,7 +103,7 @@ def test_asking_for_torch_is_a_fallback_that_says_so(monkeypatch, caplog):
 
 def test_an_export_whose_vectors_disagree_here_is_not_served(exported, tmp_path, caplog):
     # A data folder holding an export whose stored torch references are not what this model gives.
-    folder = onnx_embedder.export_folder(tmp_path, onnx_embedder.model_dir())
+    folder = onnx.export_folder(tmp_path, onnx.model_dir())
     shutil.copytree(exported.folder, folder)
     manifest = json.loads((folder / "verified.json").read_text())
     manifest["references"][1] = [value + 1e-3 for value in manifest["references"][1]]
@@ -112,7 +112,7 @@ def test_an_export_whose_vectors_disagree_here_is_not_served(exported, tmp_path,
 
 
 def test_a_corrupt_export_is_not_served(exported, tmp_path, caplog):
-    folder = onnx_embedder.export_folder(tmp_path, onnx_embedder.model_dir())
+    folder = onnx.export_folder(tmp_path, onnx.model_dir())
     folder.mkdir(parents=True)
     shutil.copy(exported.folder / "verified.json", folder / "verified.json")
     (folder / "model.onnx").write_bytes(b"not a model")
@@ -120,10 +120,10 @@ def test_a_corrupt_export_is_not_served(exported, tmp_path, caplog):
 
 
 def test_warm_up_loads_the_query_encoder_before_the_first_question(exported):
-    embedding._embedders.clear()
+    embedders._embedders.clear()
     try:
-        report = embedding.warm_up()
+        report = embedders.warm_up()
         assert report["runtime"] == "onnx" and report["model"] == LOCAL_MODEL_NAME
-        assert embedding.get_embedder().query_runtime == "onnx"
+        assert embedders.get_embedder().query_runtime == "onnx"
     finally:
-        embedding._embedders.clear()
+        embedders._embedders.clear()

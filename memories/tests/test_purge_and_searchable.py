@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
+from memories.embeddings.writes import memory_embed
 from memories.maintenance import memories_purge_expired
 from memories.models import Memory, MemoryAudit
-from memories.vectors import memory_embed
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""memories.ranking: each rule of contextual ranking, alone, on hand-made candidates."""
+"""memories.recall.ranking: each rule of contextual ranking, alone, on hand-made candidates."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memories import ranking
-from memories.ranking import Candidate, RankingConfig
+from memories.recall import ranking
+from memories.recall.ranking import Candidate, RankingConfig
 
 DAY = datetime(2026, 3, 10, 12, tzinfo=UTC)
 

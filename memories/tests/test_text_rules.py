@@ -1,10 +1,10 @@
-"""memories.text: control characters refused, invisible characters named or marked, emoji kept, no fake fence."""
+"""lib.text: control characters refused, invisible characters named or marked, emoji kept, no fake fence."""
 
 from __future__ import annotations
 
 import pytest
 
-from memories import text
+from lib import text
 
 FAMILY = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # man ZWJ woman ZWJ girl
 HEART = "\u2764\ufe0f"  # red heart with the emoji variation selector

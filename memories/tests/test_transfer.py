@@ -16,7 +16,7 @@ from accounts.services import agent_create
 from memories.models import Memory, SourceKind
 from memories.places import place_for_turn
 from memories.services import memory_redact
-from memories.turn_services import memory_correct, memory_remember_in_place
+from memories.turns.writes import memory_correct, memory_remember_in_place
 
 pytestmark = pytest.mark.django_db
 

@@ -10,16 +10,15 @@ import psycopg
 from django.db import connection
 from django.utils import timezone
 
+from accounts.auth import Principal
 from accounts.models import Agent, Membership, Organisation, User
 from accounts.services import agent_create, organisation_create, user_create
 from admissions.services import admission_decide, claim_submit
-from memories.idempotency import idempotent_write
 from memories.models import Memory, TenantVectorIndex
 from memories.places import place_recorded
-from memories.turn_services import (
-    injection_render,
-    memory_remember_in_place,
-)
+from memories.turns.idempotency import idempotent_write
+from memories.turns.injections import injection_render
+from memories.turns.writes import memory_remember_in_place
 from tenancy.sql import APP_ROLE, CROSS_TENANT_SETTING, TENANT_SETTING, TOKEN_HASH_SETTING
 from threads.services import thread_consolidate, thread_events_ingest
 
@@ -76,11 +75,6 @@ class Tenant:
 
 def tenant_with_everything(slug: str, *, steward: User, decision: str) -> Tenant:
     """An organisation with at least one row in every protected table, written through the services."""
-    # DRF's views import config.api through its settings: load them first, or the import is circular.
-    import rest_framework.views  # noqa: F401
-
-    from config.api import Principal
-
     organisation = organisation_create(slug=slug, name=slug.title())
     owner = user_create(username=f"{slug}-owner", organisation=organisation, role=Membership.Role.OWNER, password="pw")
     member = user_create(username=f"{slug}-member", organisation=organisation, role=Membership.Role.MEMBER)

@@ -8,9 +8,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from accounts.auth import token_authenticate
 from accounts.models import AgentToken, Membership, hash_token
 from accounts.services import agent_create, organisation_create, user_create
-from config.api import token_authenticate
 from tenancy.context import TenancyError
 from tenancy.sql import APP_ROLE, TENANT_SETTING
 

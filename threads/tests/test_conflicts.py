@@ -9,9 +9,9 @@ from django.utils import timezone
 
 from memories.models import Bucket, Memory, MemoryAudit
 from memories.places import place_for_turn
-from memories.recall import recall
+from memories.recall.query import recall
 from memories.services import live_facts
-from memories.turn_services import memory_remember_in_place
+from memories.turns.writes import memory_remember_in_place
 from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts, user_fact_keyed
 from threads.models import Learning
 from threads.services import thread_consolidate

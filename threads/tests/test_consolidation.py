@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from memories.embeddings.writes import memory_embed
 from memories.models import Author, Bucket, Memory, Scope, SourceKind, SubjectType
 from memories.services import memory_remember
-from memories.vectors import memory_embed
 from threads.extraction import EventView
 from threads.models import Learning, Thread
 from threads.rules import RulesExtractor

@@ -9,13 +9,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memories import contextual
+from memories.errors import LimitReached
 from memories.models import Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType
 from memories.places import place_for_turn
-from memories.recall import _execute
+from memories.recall import contextual
+from memories.recall.query import _execute
 from memories.scopes import Place
 from memories.subjects import subject_erase, subject_export
-from memories.turn_services import LimitReached, memory_remember_in_place
+from memories.turns.writes import memory_remember_in_place
 from threads.episodes import EPISODE_MAX_CHARS, split_text, strip_memory_blocks
 from threads.models import ThreadEvent
 from threads.services import thread_consolidate

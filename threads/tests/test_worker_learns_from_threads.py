@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from memories.embedding import get_embedder
+from memories.embeddings.embedders import get_embedder
 from memories.models import Bucket, Memory, SourceKind
 from memories.tests import processes
 

@@ -8,7 +8,7 @@ from django.test import override_settings
 from django.urls import reverse
 from django.utils import timezone
 
-from memories import embedding
+from memories.embeddings import embedders
 from memories.models import Memory, Tier
 from memories.services import memory_set_pinned
 from web.tests.factories import person_fact
@@ -78,7 +78,7 @@ def test_the_list_is_paginated_twenty_a_page(client, org, member):
 
 @override_settings(EMBEDDER="local")
 def test_a_search_by_meaning_ranks_by_closeness_and_names_rows_not_yet_embedded(client, org, member):
-    embedder = embedding.get_embedder()
+    embedder = embedders.get_embedder()
     bodies = ["Drinks green tea every afternoon", "Owns a red bicycle", "Keeps bees on the roof"]
     rows = [person_fact(organisation=org, person=member, body=body) for body in bodies]
     for row, vector in zip(rows, embedder.embed(bodies), strict=True):

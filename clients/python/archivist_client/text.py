@@ -1,7 +1,7 @@
 """Memory bodies as a model may be shown them: labelled, folded, escaped, fenced, nothing invisible.
 
 What a tool hands a model is memory too, so it gets the treatment Archivist's rendered block gives a
-body (`memories/render.py`): one line per fact, line breaks shown as a mark, control, bidirectional
+body (`memories/turns/render.py`): one line per fact, line breaks shown as a mark, control, bidirectional
 and zero-width characters dropped, `& < >` as entities so no body can close the fence, markdown
 images and links made inert, and every line labelled with where the fact came from.
 """

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
-from memories.embedding import get_embedder
-from memories.vectors import EmbedOutcome, memories_reembed
+from memories.embeddings.embedders import get_embedder
+from memories.embeddings.writes import EmbedOutcome, memories_reembed
 
 
 class Command(BaseCommand):

@@ -7,7 +7,7 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
-from memories import embedding
+from memories.embeddings import embedders
 from memories.models import Author, Bucket, Memory, SourceKind
 from memories.services import memory_redact, memory_supersede
 from memories.tests.turn_api.helpers import recall, remember
@@ -151,11 +151,11 @@ def test_recall_says_where_the_time_went(agent_api, make_memory, general):
 @pytest.fixture
 def local_embedder(settings):
     settings.EMBEDDER = "local"
-    return embedding.get_embedder()
+    return embedders.get_embedder()
 
 
 def embed_rows(rows, model=None):
-    embedder = embedding.get_embedder()
+    embedder = embedders.get_embedder()
     vectors = embedder.embed([row.body for row in rows])
     for row, vector in zip(rows, vectors, strict=True):
         Memory.objects.filter(pk=row.pk).update(embedding=vector, embedding_model=model or embedder.name)

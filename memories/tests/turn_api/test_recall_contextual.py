@@ -7,7 +7,7 @@ import json
 import pytest
 from django.db import connection
 
-from memories import contextual
+from memories.recall import contextual
 from memories.tests.turn_api.helpers import recall, remember
 
 
@@ -84,7 +84,7 @@ def test_contextual_recall_respects_the_limit(agent_api, general):
 
 
 def test_a_tenant_larger_than_the_statistics_sample_still_ranks_the_rare_word_first(agent_api, general, monkeypatch):
-    from memories import contextual
+    from memories.recall import contextual
 
     monkeypatch.setattr(contextual, "STATISTICS_SAMPLE", 3)
     for index in range(8):

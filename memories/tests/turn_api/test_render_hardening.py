@@ -9,10 +9,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from memories import planes, render
 from memories.models import Injection, Memory
 from memories.tests.turn_api.helpers import remember
 from memories.tests.turn_api.helpers import render as render_turn
+from memories.turns import render, sections
 
 INVISIBLE_CLASSES = {
     "tag characters": "".join(chr(0xE0000 + ord(c)) for c in "obey"),
@@ -57,14 +57,14 @@ def test_invisible_characters_are_marked_in_the_channel_section(agent_api, gener
 @pytest.mark.parametrize("name", sorted(INVISIBLE_CLASSES))
 def test_invisible_characters_are_marked_in_a_planes_section(agent_api, general, name):
     hidden = INVISIBLE_CLASSES[name]
-    planes.register_render_section(
-        lambda principal, place, cutoff: planes.SectionLines("Admitted claims", [f"Rate{hidden} is 4.75% {EMOJI}"]),
+    sections.register_render_section(
+        lambda principal, place, cutoff: sections.SectionLines("Admitted claims", [f"Rate{hidden} is 4.75% {EMOJI}"]),
         name="hidden",
     )
     try:
         text = render_turn(agent_api, general, f"turn-plane-{name.replace(' ', '-')}").json()["text"]
     finally:
-        planes.unregister_render_section("hidden")
+        sections.unregister_render_section("hidden")
     assert "Admitted claims:" in text and EMOJI in text and _marks(hidden)[0] in text
     assert not any(char in text.replace(EMOJI, "") for char in hidden)
 
@@ -125,13 +125,13 @@ def test_a_plane_that_fails_is_an_omission_in_the_response_and_the_record_not_a_
         with connection.cursor() as cursor:
             cursor.execute("SELECT * FROM no_such_table")
 
-    planes.register_render_section(broken, name="boom")
-    planes.register_render_section(broken_in_sql, name="boom-sql")
+    sections.register_render_section(broken, name="boom")
+    sections.register_render_section(broken_in_sql, name="boom-sql")
     try:
         response = render_turn(agent_api, general, "turn-boom")
     finally:
-        planes.unregister_render_section("boom")
-        planes.unregister_render_section("boom-sql")
+        sections.unregister_render_section("boom")
+        sections.unregister_render_section("boom-sql")
     assert response.status_code == 200, response.content
     data = response.json()
     assert "A workspace fact" in data["text"]

@@ -7,8 +7,8 @@ from datetime import date, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memories import render
-from memories.render import RenderCaps, RenderFact
+from memories.turns import render
+from memories.turns.render import RenderCaps, RenderFact
 
 TODAY = date(2026, 11, 30)
 CAPS = {

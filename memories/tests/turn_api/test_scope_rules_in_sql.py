@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from accounts.services import agent_create, organisation_create
 from memories.models import Author, Bucket, Memory, SourceKind
-from memories.recall import recall
+from memories.recall.query import recall
 from memories.scopes import Place, recallable
 
 _examples = itertools.count()

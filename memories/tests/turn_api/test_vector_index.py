@@ -12,10 +12,10 @@ from django.utils import timezone
 
 from accounts.services import agent_create, organisation_create
 from memories.models import Author, Bucket, Memory, SourceKind, TenantVectorIndex
-from memories.recall import build_plan, forget_hnsw_cache, recall, run_plan
+from memories.recall.hnsw import index_name_for, vector_index_drop, vector_index_maintain
+from memories.recall.query import build_plan, forget_hnsw_cache, recall, run_plan
 from memories.scopes import Place
 from memories.tests.turn_api.helpers import stub_vector
-from memories.vector_index import index_name_for, vector_index_drop, vector_index_maintain
 
 PLACE = Place("c1", "public", ())
 THRESHOLD = 2000

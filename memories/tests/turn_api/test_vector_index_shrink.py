@@ -7,8 +7,8 @@ from django.db import connection
 
 from accounts.services import organisation_create
 from memories.models import Memory, TenantVectorIndex
+from memories.recall.hnsw import index_name_for, vector_index_maintain
 from memories.tests.turn_api.test_vector_index import seed
-from memories.vector_index import index_name_for, vector_index_maintain
 
 
 def test_a_tenant_that_shrinks_far_below_the_threshold_loses_its_index(transactional_db):

@@ -3,7 +3,7 @@
 DRF coerces by default: `"body": 123` becomes the text "123", `"pinned": "yes"`
 becomes true and `"limit": "5"` becomes 5. A caller that sent the wrong type
 has a bug, and storing its guess hides it. `StrictSerializer`
-(memories.serializers) applies `json_type_problem` to every declared field, and
+(memories.api.serializers) applies `json_type_problem` to every declared field, and
 `harden` gives every text field the control-character rule (and, for ids and
 names, the invisible-character rule) as a validator whose pattern the schema
 shows. Dates and times are RFC 3339 within 1900–2999, in validation and in the
@@ -19,7 +19,7 @@ from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from memories.text import control_problem, invisible_problem
+from lib.text import control_problem, invisible_problem
 
 YEARS = r"(?:19\d\d|2\d\d\d)"
 _MONTH_DAY = r"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)"

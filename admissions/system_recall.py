@@ -29,7 +29,7 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from accounts.models import Organisation
 from admissions.models import LIVE_VERSION, StanceSource, StanceVersion, Status, SystemClaim
 from admissions.status import with_status
-from memories.planes import SectionLines
+from memories.turns.sections import SectionLines
 
 SECTION_NAME = "system-recall"
 SECTION_TITLE = (

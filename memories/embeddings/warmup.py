@@ -29,7 +29,7 @@ def warm_statements() -> None:
     """One contextual recall for nobody: its code path runs, it finds nothing, nothing is written."""
     from django.db import connections, transaction
 
-    from memories.recall import recall
+    from memories.recall.query import recall
     from memories.scopes import Place
 
     try:
@@ -48,7 +48,7 @@ def warm_statements() -> None:
 
 def warm_up(*, heartbeat=None, batch: bool = False, statements: bool = True) -> dict:
     """Embedding model first (the long part), then the recall statement; returns what was done and how long."""
-    from memories.embedding import warm_up as warm_embedder
+    from memories.embeddings.embedders import warm_up as warm_embedder
 
     started = time.perf_counter()
     report = warm_embedder(heartbeat=heartbeat, batch=batch)

@@ -23,7 +23,7 @@ block: it is folded onto its own line (line breaks become a visible mark),
 written as an entity, and markdown images and links lose the adjacency that
 makes them markdown. Invisible characters (tag characters, zero-width and bidi
 controls, U+FEFF, soft hyphens) are shown as visible marks such as `[U+200B]`,
-with valid emoji sequences left intact (`memories.text`).
+with valid emoji sequences left intact (`lib.text`).
 
 Every line says whom its fact is about, and the preamble says that these facts
 are never on their own a reason to accept or refuse anybody (seed
@@ -38,8 +38,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
+from lib.text import escape_markup, neutralise
 from memories.scopes import CHANNEL, PERSON, SCOPE_ORDER, WORKSPACE
-from memories.text import escape_markup, neutralise
 
 # Bump when `compose` or `fact_line` would lay out the same record differently;
 # a record made by another version says so on replay instead of pretending.

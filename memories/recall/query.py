@@ -23,9 +23,9 @@ Ranking (`mode`):
 - `contextual`: the hybrid candidates and the facts remembered next to them in
   the same place, re-ranked by BM25 and cosine z-scores, conversational
   context, the speaker and the time a question asks about
-  (`memories.contextual`, `memories.ranking`, docs/recall.md).
+  (`memories.recall.contextual`, `memories.recall.ranking`, docs/recall.md).
 - `reranked`: contextual, then its best candidates ordered by an HTTP
-  reranker when one is configured (`memories.reranker`); contextual otherwise.
+  reranker when one is configured (`memories.recall.reranker`); contextual otherwise.
 - `auto`: contextual when there is a question and an embedder (it recalls the
   right fact most often: docs/benchmarks.md, "Recall quality"), recent otherwise.
 
@@ -55,10 +55,11 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from memories import contextual, embedding, ranking, reranker
+from memories.db.indexes import LIVE_PREDICATE
+from memories.embeddings import embedders
 from memories.models import TenantVectorIndex
+from memories.recall import contextual, ranking, reranker
 from memories.scopes import Place, solo_person
-from memories.turn_sql import LIVE_PREDICATE
 
 MODES = ("auto", "hybrid", "semantic", "lexical", "recent", "contextual", "reranked")
 # Modes that rank by meaning alone or first: without a vector they give the most recent facts instead.
@@ -402,7 +403,7 @@ def recall(
 ) -> RecallResult:
     """The facts to give a turn in `place`, best first, with how they were ranked and what gave way.
 
-    `ranking_config` (a `memories.ranking.RankingConfig`) overrides contextual
+    `ranking_config` (a `memories.recall.ranking.RankingConfig`) overrides contextual
     ranking's weights; the quality benchmark uses it for its ablations.
     """
     started = time.perf_counter()
@@ -424,15 +425,15 @@ def recall(
         else ("it was ranked by its words only")
     )
     if wants_vector:
-        embedder = embedding.get_embedder()
+        embedder = embedders.get_embedder()
         if not embedder.available:
             notices.append(f"No embedder is configured, so {instead}.")
         else:
             embed_started = time.perf_counter()
             try:
-                query_vector = embedding.embed_query(question)
+                query_vector = embedders.embed_query(question)
                 model = embedder.name
-            except embedding.EmbeddingError as error:
+            except embedders.EmbeddingError as error:
                 notices.append(f"The question could not be embedded ({error}), so {instead}.")
             embed_ms = (time.perf_counter() - embed_started) * 1000
 

@@ -24,7 +24,7 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Length
 from django.utils import timezone
 
-from memories.embedding import Embedder, EmbeddingError, get_embedder
+from memories.embeddings.embedders import Embedder, EmbeddingError, get_embedder
 from memories.models import Bucket, Memory, MemoryAudit
 
 logger = logging.getLogger(__name__)

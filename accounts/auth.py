@@ -1,0 +1,181 @@
+"""Who is asking: the authenticated caller as a `Principal`, an agent (Bearer token) or an account holder
+(session). The organisation always comes from here, never from a request body."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.db import connection
+from django.db.models.expressions import RawSQL
+from django.utils import timezone
+from rest_framework import exceptions
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication, get_authorization_header
+from rest_framework.permissions import BasePermission
+
+from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
+from tenancy.context import TenancyError, tenant_activate
+from tenancy.sql import CROSS_TENANT_SETTING, STEWARD, TENANT_SETTING, TOKEN_HASH_SETTING
+
+logger = logging.getLogger(__name__)
+
+
+# Names a request body may never use: the tenant and the owner come from the principal.
+PRINCIPAL_FIELDS = ("organisation", "organisation_id", "org", "owner", "owner_id", "user_id")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling, resolved once per request."""
+
+    organisation: Organisation
+    agent: Agent | None = None
+    user: User | None = None
+    role: str | None = None
+    token: AgentToken | None = None  # an agent's token: its directory right and its channel restriction
+
+    @property
+    def is_agent(self) -> bool:
+        return self.agent is not None
+
+    @property
+    def is_owner(self) -> bool:
+        return self.role == Membership.Role.OWNER
+
+    @property
+    def is_steward(self) -> bool:
+        return self.role == Membership.Role.STEWARD
+
+    @property
+    def label(self) -> str:
+        return f"agent:{self.agent.name}" if self.agent else f"user:{self.user.username}"
+
+
+class AgentPrincipalUser:
+    """What `request.user` is for an agent: authenticated, not an account."""
+
+    is_authenticated = True
+    is_active = True
+    is_staff = False
+    is_superuser = False
+    is_anonymous = False
+
+    def __init__(self, agent: Agent):
+        self.agent = agent
+        self.pk = None
+        self.username = f"agent:{agent.name}"
+
+    def __str__(self) -> str:
+        return self.username
+
+
+def token_authenticate(*, token_hash: str, now) -> AgentToken | None:
+    """The usable token with this hash, its agent and organisation, with its tenant set: one round trip.
+
+    Row-level security shows this transaction the one token whose hash it names
+    (`archivist.token_hash`), and the statement that reads it names the token's
+    organisation as the transaction's tenant as it reads it, so authentication,
+    tenant and token are one query: the setting, then the read, sent together.
+    No usable token, no row: the tenant stays unset and the transaction sees nothing.
+    """
+    if not connection.in_atomic_block:
+        raise TenancyError("The tenant is set per transaction; call this inside transaction.atomic().")
+    tenant = RawSQL(
+        "set_config(%s, accounts_agenttoken.organisation_id::text, true) || set_config(%s, '', true)",
+        (TENANT_SETTING, CROSS_TENANT_SETTING),
+    )
+
+    def with_token_hash(execute, sql, params, many, context):
+        result = execute(
+            "SELECT set_config(%s, %s, true); " + sql, (TOKEN_HASH_SETTING, token_hash, *params), many, context
+        )
+        context["cursor"].nextset()  # the token's row, after the setting's
+        return result
+
+    with connection.execute_wrapper(with_token_hash):
+        return (
+            AgentToken.objects.usable(now)
+            .select_related("agent", "organisation")
+            .filter(token_hash=token_hash)
+            .annotate(tenant_set=tenant)
+            .first()
+        )
+
+
+class BearerTokenAuthentication(BaseAuthentication):
+    """`Authorization: Bearer <token>`; the token names the organisation and the agent."""
+
+    keyword = b"bearer"
+
+    def authenticate(self, request):
+        parts = get_authorization_header(request).split()
+        if not parts or parts[0].lower() != self.keyword:
+            return None
+        if len(parts) != 2:
+            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <token>'.")
+        try:
+            raw = parts[1].decode()
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("The token is not valid text.") from None
+        now = timezone.now()
+        token_hash = hash_token(raw)
+        token = token_authenticate(token_hash=token_hash, now=now)
+        if token is None:
+            raise exceptions.AuthenticationFailed("The token is unknown, revoked or expired.")
+        # Recording last use at most once a minute keeps a hot token from writing on every call.
+        if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
+            AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        request.principal = Principal(organisation=token.organisation, agent=token.agent, token=token)
+        return AgentPrincipalUser(token.agent), token
+
+    def authenticate_header(self, request):
+        return 'Bearer realm="archivist"'
+
+
+class MemberSessionAuthentication(SessionAuthentication):
+    """Session auth for account holders; their organisation is their membership's."""
+
+    def authenticate(self, request):
+        result = super().authenticate(request)
+        if result is None:
+            return None
+        user = result[0]
+        membership = user.membership()
+        if membership is None:
+            raise exceptions.PermissionDenied("This account belongs to no organisation.")
+        tenant_activate(
+            organisation_id=membership.organisation_id,
+            cross_tenant=STEWARD if membership.role == Membership.Role.STEWARD else "",
+        )
+        request.principal = Principal(organisation=membership.organisation, user=user, role=membership.role)
+        return result
+
+
+class HasPrincipal(BasePermission):
+    message = "Authenticate with a Bearer token or a session."
+
+    def has_permission(self, request, view):
+        return (
+            getattr(request._request, "principal", None) is not None or getattr(request, "principal", None) is not None
+        )
+
+
+def principal_of(request) -> Principal:
+    principal = getattr(request, "principal", None) or getattr(request._request, "principal", None)
+    if principal is None:
+        raise exceptions.NotAuthenticated()
+    return principal
+
+
+def refuse_principal_fields(data) -> None:
+    """A body naming the tenant or the owner is refused, saying why."""
+    if not isinstance(data, dict):
+        return
+    named = [name for name in PRINCIPAL_FIELDS if name in data]
+    if named:
+        raise exceptions.ValidationError(
+            {
+                name: ["The organisation and owner come from your credentials; a request may not name them."]
+                for name in named
+            }
+        )

@@ -1,0 +1,74 @@
+"""Paths no route answers: under /api/, a 404 in the one error shape that names a malformed id."""
+
+from __future__ import annotations
+
+import logging
+
+from django.conf import settings
+from rest_framework import status
+
+logger = logging.getLogger(__name__)
+
+
+_NIL_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+def _malformed_id(path: str) -> str | None:
+    """The name of the id a path would carry if one segment were a well-formed UUID, if any.
+
+    `/api/v1/memories/not-a-uuid` resolves once its last segment is a UUID, to a route
+    whose `memory_id` is that segment: so the path was a malformed `memory_id`.
+    """
+    from django.urls import Resolver404, resolve
+
+    segments = path.split("/")
+    for index, segment in enumerate(segments):
+        if not segment or segment == _NIL_UUID:
+            continue
+        trial = "/".join([*segments[:index], _NIL_UUID, *segments[index + 1 :]])
+        try:
+            match = resolve(trial)
+        except Resolver404:
+            continue
+        if match.func is api_not_found:
+            continue
+        for name, value in match.kwargs.items():
+            if str(value) == _NIL_UUID:
+                return name
+    return None
+
+
+def api_not_found(request, *args, **kwargs):
+    """Every /api/ path no route takes answers 404 in the one error shape, never an HTML page,
+    naming the id when it is one that is malformed (ids are UUIDs)."""
+    from django.http import HttpResponsePermanentRedirect, JsonResponse
+    from django.urls import Resolver404, resolve
+
+    path = request.path_info
+    if settings.APPEND_SLASH and not path.endswith("/") and request.method in ("GET", "HEAD"):
+        # The catch-all would hide CommonMiddleware's redirect (`/api/docs` to `/api/docs/`).
+        try:
+            if resolve(f"{path}/").func is not api_not_found:
+                return HttpResponsePermanentRedirect(request.get_full_path(force_append_slash=True))
+        except Resolver404:
+            pass
+    name = _malformed_id(path)
+    if name is not None:
+        message = f"{name} must be a UUID, such as {_NIL_UUID}; nothing has the id given."
+        body = {"error": "not_found", "detail": f"{name}: {message}", "fields": {name: [message]}}
+    else:
+        body = {
+            "error": "not_found",
+            "detail": f"No API endpoint at {path}; the endpoints are listed at /api/docs/.",
+            "fields": {},
+        }
+    return JsonResponse(body, status=status.HTTP_404_NOT_FOUND)
+
+
+def page_not_found(request, exception=None):
+    """handler404: the API's shape under /api/, the site's page elsewhere."""
+    if request.path_info.startswith("/api/"):
+        return api_not_found(request)
+    from django.views.defaults import page_not_found as site_page_not_found
+
+    return site_page_not_found(request, exception)

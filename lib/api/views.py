@@ -1,0 +1,39 @@
+"""The base of every JSON endpoint: JSON only, throttled per principal, errors that name what was wrong."""
+
+from __future__ import annotations
+
+from rest_framework import exceptions
+from rest_framework.views import APIView
+
+from accounts.auth import Principal, principal_of
+from lib.api.parsers import SafeJSONParser
+from lib.api.throttles import PrincipalRateThrottle
+
+
+class ApiRateThrottle(PrincipalRateThrottle):
+    """Per token (an agent) or per person (a session): one noisy caller cannot starve the others."""
+
+    scope = "turn"
+
+
+class ApiView(APIView):
+    parser_classes = [SafeJSONParser]  # too deep, NaN or Infinity: malformed input, not a server error
+    throttle_classes = [ApiRateThrottle]
+
+    def handle_exception(self, exc):
+        if isinstance(exc, exceptions.UnsupportedMediaType):
+            exc = exceptions.ValidationError(
+                {"Content-Type": [f"Send application/json; {exc.detail}".rstrip(".") + "."]}
+            )
+        elif isinstance(exc, exceptions.ParseError):
+            exc = exceptions.ValidationError({"json": [f"Malformed JSON: {exc.detail}"]})
+        return super().handle_exception(exc)
+
+    def principal(self) -> Principal:
+        return principal_of(self.request)
+
+    def validated(self, serializer_class, data=None):
+        # An empty body parses to {}; a body of JSON null, false or 0 is not an object and is refused.
+        serializer = serializer_class(data=self.request.data if data is None else data)
+        serializer.is_valid(raise_exception=True)
+        return serializer.validated_data

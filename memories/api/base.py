@@ -1,0 +1,88 @@
+"""The base of the memory endpoints: the caller's place, viewer and memory, and who may change it."""
+
+from __future__ import annotations
+
+from rest_framework import exceptions
+from rest_framework.pagination import CursorPagination
+from rest_framework.response import Response
+
+from lib.api.views import ApiView
+from memories.models import Bucket, Memory
+from memories.places import PlaceInTurn, place_for_turn, token_reaches
+from memories.scopes import Viewer, changeable_by, visible_to
+from memories.selectors import (
+    viewer_for,
+)
+from memories.turns.idempotency import (
+    idempotent_response,
+)
+
+
+class MemoryApi(ApiView):
+    """The memory endpoints: the place a call names, the viewer it makes, the memory it may see."""
+
+    def resolve_place(self, data: dict | None) -> PlaceInTurn | None:
+        """The place the call names, from its record; 404 where the caller may not act."""
+        if not data:
+            return None
+        principal = self.principal()
+        return place_for_turn(
+            organisation=principal.organisation,
+            channel=data["channel"],
+            kind=data["kind"],
+            people=list(data.get("people") or []),
+            user=principal.user,
+            agent=principal.agent,
+            token=principal.token,
+        )
+
+    def viewer(self, resolved: PlaceInTurn | None = None) -> Viewer:
+        principal = self.principal()
+        if principal.agent is not None:
+            return Viewer(agent_id=str(principal.agent.pk), place=resolved.place if resolved else None)
+        return viewer_for(user=principal.user, organisation=principal.organisation, role=principal.role)
+
+    def memory_or_404(self, memory_id, viewer: Viewer) -> Memory:
+        memory = (
+            Memory.objects.select_related("agent", "written_by")
+            .filter(organisation=self.principal().organisation, pk=memory_id)
+            .exclude(bucket=Bucket.SYSTEM)
+            .first()
+        )
+        if memory is None or not visible_to(memory, viewer) or not token_reaches(self.principal().token, memory):
+            raise exceptions.NotFound("No memory you can see has this id.")
+        return memory
+
+    def changeable_or_403(self, memory: Memory, viewer: Viewer) -> None:
+        if not changeable_by(memory, viewer):
+            raise exceptions.PermissionDenied(
+                "You may see this memory but not change it: workspace facts are changed by owners, "
+                "and an agent changes only facts it holds or that are recallable in the place it names."
+            )
+
+    def actor(self) -> dict:
+        principal = self.principal()
+        return {"actor": principal.user, "agent": principal.agent}
+
+    def idempotent(self, endpoint: str, write, replay) -> Response:
+        return idempotent_response(self.request, self.principal(), endpoint, write, replay)
+
+
+class MemoryCursorPagination(CursorPagination):
+    ordering = ("-created_at", "-id")
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+    def get_page_size(self, request):
+        # DRF falls back to the default on a page_size that is not a number; it is refused instead.
+        raw = request.query_params.get(self.page_size_query_param)
+        if raw is not None and not (raw.isascii() and raw.isdigit() and int(raw) >= 1):
+            raise exceptions.ValidationError(
+                {
+                    self.page_size_query_param: [
+                        f"page_size is a whole number from 1 (at most {self.max_page_size} are sent)."
+                    ]
+                }
+            )
+        return super().get_page_size(request)

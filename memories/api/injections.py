@@ -1,0 +1,179 @@
+"""What a turn injected: the record of one render, and its replay."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import exceptions
+from rest_framework.response import Response
+
+from accounts.auth import Principal
+from accounts.people import people_labels
+from memories.api import serializers as s
+from memories.api.base import MemoryApi
+from memories.api.docs import MEMORY_EXAMPLE
+from memories.models import Injection
+from memories.places import token_allows
+from memories.turns.injections import injection_replay
+
+
+class _InjectionApi(MemoryApi):
+    def injection_or_404(self, turn_id: str) -> Injection:
+        principal = self.principal()
+        injection = (
+            Injection.objects.select_related("agent", "user")
+            .filter(organisation=principal.organisation, turn_id=turn_id)
+            .first()
+        )
+        if injection is None or not self.may_read(injection, principal):
+            raise exceptions.NotFound("No injection you can see has this turn id.")
+        return injection
+
+    @staticmethod
+    def may_read(injection: Injection, principal: Principal) -> bool:
+        # The block held what was recallable in that place, so it is shown to
+        # the agent that rendered it and to the people who were in the place.
+        if principal.agent is not None:
+            return injection.agent_id == principal.agent.pk and token_allows(
+                principal.token,
+                channel=injection.place_channel,
+                kind=injection.place_kind,
+                people=injection.place_people or [],
+            )
+        user_id = str(principal.user.pk)
+        return injection.user_id == principal.user.pk or user_id in (injection.place_people or [])
+
+
+class InjectionDetailApi(_InjectionApi):
+    @extend_schema(
+        operation_id="injections_read",
+        summary="The record of one turn's injection",
+        description=(
+            "What one turn's block injected: the place, the question, the cutoff, every line with its memory, and"
+            " what the limits left out. Shown to the agent that rendered it and to the people who were in the "
+            "place."
+        ),
+        responses={200: s.InjectionOutputSerializer},
+        examples=[
+            OpenApiExample(
+                "A record",
+                value={
+                    "turn_id": "turn-42",
+                    "agent": "helper",
+                    "user": None,
+                    "place": {"channel": "C024BE91L", "kind": "dm", "people": ["mona"]},
+                    "question": "What should I call her?",
+                    "cutoff": "2026-11-30",
+                    "created_at": "2026-11-30T09:01:00Z",
+                    "fact_ids": [MEMORY_EXAMPLE["id"]],
+                    "lines": [
+                        {
+                            "position": 0,
+                            "id": MEMORY_EXAMPLE["id"],
+                            "block": "person",
+                            "section": "profile",
+                            "scope": "person",
+                            "author": "model",
+                            "tier": "profile",
+                            "line": "- [person mona · …] Prefers to be called Mo",
+                            "erased_at": None,
+                        }
+                    ],
+                    "omissions": [],
+                    "faded": [],
+                    "duplicates": [],
+                    "sections": [],
+                    "sha256": "9f2c…",
+                    "render_version": 1,
+                },
+                response_only=True,
+            )
+        ],
+    )
+    def get(self, request, turn_id):
+        injection = self.injection_or_404(turn_id)
+        return Response(
+            {
+                "turn_id": injection.turn_id,
+                "agent": injection.agent.name if injection.agent_id else None,
+                "user": injection.user.username if injection.user_id else None,
+                "place": {
+                    "channel": injection.place_channel,
+                    "kind": injection.place_kind,
+                    "people": people_labels(organisation=injection.organisation, ids=injection.place_people or []),
+                },
+                "question": injection.question,
+                "cutoff": injection.cutoff,
+                "created_at": injection.created_at,
+                "fact_ids": injection.fact_ids,
+                "lines": [
+                    {
+                        "position": line.position,
+                        "id": line.memory_id,
+                        "block": line.block,
+                        "section": line.section,
+                        "scope": line.scope,
+                        "author": line.author,
+                        "tier": line.tier,
+                        "line": line.line,
+                        "erased_at": line.erased_at,
+                    }
+                    for line in injection.lines.order_by("position")
+                ],
+                "omissions": injection.omissions,
+                "faded": injection.faded,
+                "duplicates": injection.duplicates,
+                "sections": injection.sections,
+                "sha256": injection.text_sha256,
+                "render_version": injection.render_version,
+            }
+        )
+
+
+class InjectionReplayApi(_InjectionApi):
+    @extend_schema(
+        operation_id="injections_replay",
+        summary="Compose a turn's block again from its record",
+        description=(
+            "Lays the recorded lines out again and compares the hash with the record; facts erased since are "
+            "named with their receipt, never shown. Writes nothing."
+        ),
+        request=None,
+        responses={200: s.ReplayOutputSerializer},
+        examples=[
+            OpenApiExample(
+                "After an erasure",
+                value={
+                    "turn_id": "turn-42",
+                    "text": "",
+                    "sha256": "e3b0…",
+                    "recorded_sha256": "9f2c…",
+                    "identical": False,
+                    "unavailable": [
+                        {
+                            "id": MEMORY_EXAMPLE["id"],
+                            "position": 0,
+                            "scope": "person",
+                            "reason": "erased on 2026-11-30 by user:mona: asked to forget",
+                            "erased_at": "2026-11-30T10:00:00Z",
+                        }
+                    ],
+                    "render_version_matches": True,
+                },
+                response_only=True,
+            )
+        ],
+    )
+    def post(self, request, turn_id):
+        injection = self.injection_or_404(turn_id)
+        replay = injection_replay(injection=injection)
+        return Response(
+            {
+                "turn_id": injection.turn_id,
+                "text": replay.text,
+                "sha256": replay.sha256,
+                "recorded_sha256": injection.text_sha256,
+                "identical": replay.identical,
+                "unavailable": replay.unavailable,
+                "render_version_matches": replay.render_version_matches,
+            }
+        )

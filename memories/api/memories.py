@@ -1,0 +1,402 @@
+"""Memories as resources: remember and list, read, forget, correct, pin and unpin."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.generics import GenericAPIView
+from rest_framework.response import Response
+
+from accounts.auth import Principal
+from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE
+from lib.api.idempotency import IDEMPOTENCY_HEADER, IDEMPOTENCY_PARAMETER, idempotency_key_of
+from memories.api import serializers as s
+from memories.api.base import MemoryApi, MemoryCursorPagination
+from memories.api.docs import MEMORY_EXAMPLE, REMEMBER_EXAMPLE
+from memories.api.filters import MemoryFilter
+from memories.models import Memory
+from memories.places import PlaceInTurn
+from memories.scopes import visible_to
+from memories.selectors import (
+    memories_visible_to,
+    memories_visible_to_agent,
+    memory_injections,
+    memory_supersede_chain,
+)
+from memories.turns.idempotency import (
+    idempotent_write,
+    principal_key,
+    request_fingerprint,
+)
+from memories.turns.writes import (
+    memory_correct,
+    memory_forget,
+    memory_pin,
+    memory_remember_in_place,
+)
+
+
+class MemoryListApi(MemoryApi, GenericAPIView):
+    """`GET` what the caller may see; `POST` remembers a fact said in a place."""
+
+    filterset_class = MemoryFilter
+    pagination_class = MemoryCursorPagination
+    serializer_class = s.MemoryOutputSerializer
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
+            return Memory.objects.none()
+        principal = self.principal()
+        if principal.agent is not None:
+            rows = memories_visible_to_agent(
+                agent=principal.agent, organisation=principal.organisation, token=principal.token
+            )
+        else:
+            rows = memories_visible_to(viewer_user=principal.user, organisation=principal.organisation)
+        return rows.select_related("agent", "written_by")
+
+    def filter_queryset(self, queryset):
+        filterset = MemoryFilter(self.request.query_params, queryset=queryset, request=self.request)
+        if not filterset.is_valid():
+            raise exceptions.ValidationError(filterset.errors)
+        return filterset.qs
+
+    @extend_schema(
+        operation_id="memories_list",
+        summary="List the memories you may see",
+        description=(
+            "Every memory the caller may see, newest first, as cursor pages (`next`, `previous`, `results`; "
+            "`page_size` up to 200). Agents see the facts they hold and those shared with them; a person sees "
+            "their own and their organisation's. Filters: bucket, scope, subject, author, tier, pinned, created "
+            "and expiry ranges, `state` (live, expired, superseded, erased), `q` for words, `source_ref` or "
+            "`source_ref_prefix` for an integration's own references, and `channel` for a place (its channel "
+            "facts, and for a DM its person's facts). Erased rows show their receipt, never their text."
+        ),
+        responses={200: s.MemoryOutputSerializer(many=True)},
+        examples=[OpenApiExample("A page of memories", value=[MEMORY_EXAMPLE], response_only=True)],
+    )
+    def get(self, request):
+        now = timezone.now()
+        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
+        return self.get_paginated_response([memory_output(row, now) for row in page])
+
+    @extend_schema(
+        operation_id="memories_remember",
+        summary="Remember a fact said in a place",
+        description=(
+            "Writes one fact. `place` is where it was said: the narrowest scope the place allows is used (a DM "
+            "with one person keeps it as that person's; a private channel as the channel's; only a public channel"
+            " may write a workspace fact), and `scope_reason` says when the scope used differs from the one asked"
+            " for; `only_for` keeps it for one person. Tiers: `profile` (who someone is; kept 90 days unless "
+            "given an expiry), `log` (what happened; 90 days) and `note` (working notes; 14 days, fading from the"
+            " block). An agent holds at most 2,000 live facts (409 `limit_reached`). Embedding follows in the "
+            "workers."
+        ),
+        request=s.RememberInputSerializer,
+        parameters=[
+            OpenApiParameter(
+                IDEMPOTENCY_HEADER,
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                description="Retrying with the same key returns the first result instead of writing twice.",
+            )
+        ],
+        responses={
+            201: s.RememberedOutputSerializer,
+            400: OpenApiResponse(description="A field is wrong; it is named."),
+            409: OpenApiResponse(description="The agent holds 2,000 live facts: forget before remembering."),
+            422: OpenApiResponse(description="The Idempotency-Key was used for a different request."),
+        },
+        examples=[
+            OpenApiExample("Remember in a DM", value=REMEMBER_EXAMPLE, request_only=True),
+            OpenApiExample(
+                "Remembered, narrowed to the person",
+                value={**MEMORY_EXAMPLE, "scope_reason": ""},
+                response_only=True,
+                status_codes=["201"],
+            ),
+            OpenApiExample("Refused", value=ERROR_EXAMPLE, response_only=True, status_codes=["400"]),
+        ],
+    )
+    def post(self, request):
+        principal = self.principal()
+        data = self.validated(s.RememberInputSerializer)
+        resolved = self.resolve_place(data["place"])
+
+        def write():
+            return remember_write(principal=principal, data=data, resolved=resolved)
+
+        key = idempotency_key_of(request)
+        replayed = False
+        if key is not None:
+            memory, extra, replayed = idempotent_write(
+                organisation=principal.organisation,
+                principal=principal_key(principal),
+                key=key,
+                endpoint="remember",
+                fingerprint=request_fingerprint(endpoint="remember", data=request.data),
+                write=write,
+            )
+        else:
+            memory, extra = write()
+        if replayed:
+            memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
+        headers = {"Idempotent-Replayed": "true"} if replayed else {}
+        return Response(
+            {
+                **memory_output(memory, timezone.now(), scope_reason=extra.get("scope_reason", "")),
+                "notice": extra.get("notice", ""),
+            },
+            status=status.HTTP_201_CREATED,
+            headers=headers,
+        )
+
+
+def memory_output(memory: Memory, now, scope_reason: str | None = None) -> dict:
+    return s.memory_output(memory, now=now, scope_reason=scope_reason)
+
+
+def replay_memory(status_code: int = status.HTTP_200_OK):
+    """A retry's answer: the memory the first write returned, as it is now (a receipt once erased)."""
+
+    def replay(memory, extra) -> Response:
+        memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
+        return Response(memory_output(memory, timezone.now()), status=status_code)
+
+    return replay
+
+
+def remember_write(*, principal: Principal, data: dict, resolved: PlaceInTurn) -> tuple[Memory, dict]:
+    """One validated remember request, written: (the memory, {"scope_reason"})."""
+    memory, choice = memory_remember_in_place(
+        organisation=principal.organisation,
+        resolved=resolved,
+        body=data["body"],
+        agent=principal.agent,
+        user=principal.user,
+        scope=data.get("scope"),
+        only_for=data.get("only_for"),
+        subject_type=data.get("subject_type"),
+        subject_id=data.get("subject_id", ""),
+        tier=data["tier"],
+        pinned=data["pinned"],
+        expires_at=data.get("expires_at"),
+        ttl_days=data.get("ttl_days"),
+        source_kind=data.get("source_kind"),
+        source_ref=data["source_ref"],
+        source_label=data["source_label"],
+        run_id=data["run_id"],
+        occurred_at=data.get("occurred_at"),
+    )
+    return memory, {"scope_reason": choice.reason, "notice": resolved.notice}
+
+
+class MemoryDetailApi(MemoryApi):
+    """One memory with its provenance, its versions and its injections; `DELETE` forgets it."""
+
+    @extend_schema(
+        operation_id="memories_read",
+        summary="Read a memory: provenance, supersede chain and injections",
+        description=(
+            "One memory the caller may see, with its source, every version of its supersede chain (oldest first) "
+            "and the turns it was injected into. A forgotten memory answers 410 with its receipt (who erased it, "
+            "when, why) in place of its text. Another organisation's memory, or one the caller may not see, "
+            "answers 404."
+        ),
+        responses={
+            200: s.MemoryDetailOutputSerializer,
+            404: OpenApiResponse(description="No memory you can see."),
+            410: OpenApiResponse(
+                s.MemoryDetailOutputSerializer,
+                description="Forgotten: the memory is gone and this is its receipt (who, when, why; no body).",
+            ),
+        },
+        examples=[
+            OpenApiExample(
+                "A memory",
+                value={
+                    **MEMORY_EXAMPLE,
+                    "chain": [MEMORY_EXAMPLE],
+                    "injections": [
+                        {
+                            "turn_id": "turn-42",
+                            "at": "2026-11-30T09:01:00Z",
+                            "position": 0,
+                            "section": "profile",
+                            "erased": False,
+                        }
+                    ],
+                },
+                response_only=True,
+            )
+        ],
+    )
+    def get(self, request, memory_id):
+        memory = self.memory_or_404(memory_id, self.viewer())
+        now = timezone.now()
+        chain = memory_supersede_chain(memory=memory)
+        viewer = self.viewer()
+        data = memory_output(memory, now)
+        data["chain"] = [memory_output(row, now) for row in chain if visible_to(row, viewer)]
+        data["injections"] = [
+            {
+                "turn_id": line.injection.turn_id,
+                "at": line.injection.created_at,
+                "position": line.position,
+                "section": line.section,
+                "erased": line.erased_at is not None,
+            }
+            for line in memory_injections(memory=memory)[:100]
+        ]
+        # A forgotten memory stays forgotten: 410 Gone, with the receipt in place of the memory.
+        return Response(data, status=status.HTTP_410_GONE if memory.redacted_at else status.HTTP_200_OK)
+
+    @extend_schema(
+        operation_id="memories_forget",
+        summary="Forget a memory (a recorded erasure)",
+        description=(
+            "Erases the memory's text and vector and keeps a receipt (who, when, why); its lines in recorded "
+            "injections are scrubbed. An agent names the `place` of its turn to forget a channel's facts there. "
+            "Forgetting twice answers the receipt."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
+        request=s.ForgetInputSerializer,
+        responses={200: s.MemoryOutputSerializer},
+        examples=[
+            OpenApiExample("Why", value={"reason": "Mona asked me to forget it"}, request_only=True),
+            OpenApiExample(
+                "The receipt",
+                value={
+                    **MEMORY_EXAMPLE,
+                    "state": "erased",
+                    "body": "",
+                    "receipt": {
+                        "erased_at": "2026-11-30T10:00:00Z",
+                        "erased_by": "agent:helper",
+                        "reason": "Mona asked me to forget it",
+                    },
+                },
+                response_only=True,
+            ),
+        ],
+    )
+    def delete(self, request, memory_id):
+        data = self.validated(s.ForgetInputSerializer)
+
+        def write():
+            viewer = self.viewer(self.resolve_place(data.get("place")))
+            memory = self.memory_or_404(memory_id, viewer)
+            if memory.redacted_at is None:
+                self.changeable_or_403(memory, viewer)
+                memory = memory_forget(memory=memory, reason=data.get("reason", ""), **self.actor())
+            return Response(memory_output(memory, timezone.now())), memory, {}
+
+        return self.idempotent("forget", write, replay_memory())
+
+
+class MemorySupersedeApi(MemoryApi):
+    @extend_schema(
+        operation_id="memories_correct",
+        summary="Correct a memory: a new version replaces it",
+        description=(
+            "Writes a new version with the corrected body; the old one stays in the chain, superseded, and is no "
+            "longer recalled. Tier, pin, expiry and source may be changed with it. An agent names the `place` of "
+            "its turn to correct facts there."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
+        request=s.SupersedeInputSerializer,
+        responses={201: s.MemoryOutputSerializer, 400: OpenApiResponse(description="Already corrected, or bad input.")},
+        examples=[
+            OpenApiExample("Correction", value={"body": "Prefers to be called Mona again"}, request_only=True),
+            OpenApiExample("The new version", value=MEMORY_EXAMPLE, response_only=True, status_codes=["201"]),
+        ],
+    )
+    def post(self, request, memory_id):
+        data = dict(self.validated(s.SupersedeInputSerializer))
+        return self.idempotent(
+            "supersede", lambda: self.supersede(memory_id, data), replay_memory(status.HTTP_201_CREATED)
+        )
+
+    def supersede(self, memory_id, data: dict):
+        viewer = self.viewer(self.resolve_place(data.pop("place", None)))
+        memory = self.memory_or_404(memory_id, viewer)
+        self.changeable_or_403(memory, viewer)
+        body = data.pop("body")
+        overrides = {}
+        for name in ("tier", "pinned", "expires_at", "source_kind"):
+            if data.get(name) is not None:
+                overrides[name] = data[name]
+        if data.get("ttl_days") is not None:
+            overrides["expires_at"] = timezone.now() + timedelta(days=data["ttl_days"])
+        for name, target in (
+            ("source_ref", "source_ref"),
+            ("source_label", "source_label"),
+            ("run_id", "source_run_id"),
+        ):
+            if data.get(name):
+                overrides[target] = data[name]
+        replacement = memory_correct(memory=memory, body=body, overrides=overrides, **self.actor())
+        replacement = Memory.objects.select_related("agent", "written_by").get(pk=replacement.pk)
+        return Response(memory_output(replacement, timezone.now()), status=status.HTTP_201_CREATED), replacement, {}
+
+
+class _PinApi(MemoryApi):
+    pinned = True
+
+    def post(self, request, memory_id):
+        data = self.validated(s.PlaceOnlyInputSerializer)
+
+        def write():
+            viewer = self.viewer(self.resolve_place(data.get("place")))
+            memory = self.memory_or_404(memory_id, viewer)
+            self.changeable_or_403(memory, viewer)
+            memory = memory_pin(memory=memory, pinned=self.pinned, **self.actor())
+            memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
+            return Response(memory_output(memory, timezone.now())), memory, {}
+
+        return self.idempotent("pin" if self.pinned else "unpin", write, replay_memory())
+
+
+class MemoryPinApi(_PinApi):
+    pinned = True
+
+    @extend_schema(
+        operation_id="memories_pin",
+        summary="Pin a memory: recalled and rendered before the others",
+        description=(
+            "Pinned facts come first in recall and in the rendered block, within the size limits. Only the "
+            "current version can be pinned; an agent names the `place` of its turn."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
+        request=s.PlaceOnlyInputSerializer,
+        responses={200: s.MemoryOutputSerializer},
+        examples=[
+            OpenApiExample("Pin (an agent names its place)", value={"place": PLACE_EXAMPLE}, request_only=True),
+            OpenApiExample("Pinned", value={**MEMORY_EXAMPLE, "pinned": True}, response_only=True),
+        ],
+    )
+    def post(self, request, memory_id):
+        return super().post(request, memory_id)
+
+
+class MemoryUnpinApi(_PinApi):
+    pinned = False
+
+    @extend_schema(
+        operation_id="memories_unpin",
+        summary="Unpin a memory",
+        description="Takes the pin away: the fact is ranked with the others again.",
+        parameters=[IDEMPOTENCY_PARAMETER],
+        request=s.PlaceOnlyInputSerializer,
+        responses={200: s.MemoryOutputSerializer},
+        examples=[
+            OpenApiExample("Unpin", value={}, request_only=True),
+            OpenApiExample("Unpinned", value=MEMORY_EXAMPLE, response_only=True),
+        ],
+    )
+    def post(self, request, memory_id):
+        return super().post(request, memory_id)

@@ -1,0 +1,148 @@
+"""Subject requests: everything held about one subject, listed, exported and erased."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework import exceptions
+from rest_framework.response import Response
+
+from lib.api.idempotency import IDEMPOTENCY_PARAMETER
+from memories.api import serializers as s
+from memories.api.base import MemoryApi
+from memories.api.docs import MEMORY_EXAMPLE
+from memories.models import SubjectType
+from memories.scopes import subject_request_allowed
+from memories.subjects import subject_erase, subject_export_document
+from memories.turns.idempotency import (
+    plain_json,
+)
+from memories.turns.writes import (
+    user_subject_id,
+)
+
+
+class _SubjectApi(MemoryApi):
+    action = "export"
+
+    def subject(self, subject_type: str, subject_id: str) -> tuple[str, str]:
+        if subject_type not in (SubjectType.CANDIDATE, SubjectType.USER):
+            raise exceptions.ValidationError({"subject_type": ["A subject is a candidate or a user."]})
+        principal = self.principal()
+        if subject_type == SubjectType.USER:
+            try:
+                subject_id = user_subject_id(organisation=principal.organisation, subject_id=subject_id)
+            except Exception:  # noqa: BLE001 - any unknown account is simply not here
+                raise exceptions.NotFound("No such account in your organisation.") from None
+        if not subject_request_allowed(
+            viewer=self.viewer(), subject_type=subject_type, subject_id=subject_id, action=self.action
+        ):
+            raise exceptions.PermissionDenied(
+                "A person's data is exported by that person and erased by them or an owner; "
+                "candidates' requests are handled by owners and agents."
+            )
+        return subject_type, subject_id
+
+
+class SubjectMemoriesApi(_SubjectApi):
+    action = "export"
+
+    @extend_schema(
+        operation_id="subjects_export",
+        summary="Everything held about a subject, oldest first, receipts included",
+        description=(
+            "A subject access export: every memory about a candidate or a user of the organisation, oldest first,"
+            " erased ones as receipts. A person exports their own; owners and agents handle candidates."
+        ),
+        responses={200: s.SubjectExportOutputSerializer},
+        examples=[
+            OpenApiExample(
+                "An export",
+                value={
+                    "subject_type": "candidate",
+                    "subject_id": "cand-881",
+                    "exported_at": "2026-11-30T11:00:00Z",
+                    "count": 1,
+                    "memories": [{**MEMORY_EXAMPLE, "subject_type": "candidate", "subject_id": "cand-881"}],
+                    "thread_events": [],
+                },
+                response_only=True,
+            )
+        ],
+    )
+    def get(self, request, subject_type, subject_id):
+        principal = self.principal()
+        subject_type, subject_id = self.subject(subject_type, subject_id)
+        document = subject_export_document(
+            organisation=principal.organisation, subject_type=subject_type, subject_id=subject_id, now=timezone.now()
+        )
+        return Response(
+            document,
+            headers={"Content-Disposition": f'attachment; filename="{subject_type}-{subject_id}-memories.json"'},
+        )
+
+
+class SubjectEraseApi(_SubjectApi):
+    action = "erase"
+
+    @extend_schema(
+        operation_id="subjects_erase",
+        summary="Erase everything held about a subject; one receipt per row stays",
+        description=(
+            "Erases every memory about the subject, its vectors, its lines in injections, the thread events it "
+            "was said in and what was learned only from them; one receipt per memory stays. A person or an owner "
+            "erases a user; owners and agents a candidate."
+        ),
+        parameters=[IDEMPOTENCY_PARAMETER],
+        request=s.SubjectEraseInputSerializer,
+        responses={200: s.SubjectEraseOutputSerializer},
+        examples=[
+            OpenApiExample("Why", value={"reason": "Subject access request #77"}, request_only=True),
+            OpenApiExample(
+                "Erased",
+                value={
+                    "subject_type": "candidate",
+                    "subject_id": "cand-881",
+                    "erased": 3,
+                    "already_erased": 1,
+                    "injection_lines_scrubbed": 2,
+                    "stores": {
+                        "memories": 4,
+                        "vectors": 3,
+                        "injection_lines": 2,
+                        "thread_events": 0,
+                        "derived_memories": 0,
+                        "learning_keys": 0,
+                    },
+                    "receipts": [
+                        {
+                            "id": MEMORY_EXAMPLE["id"],
+                            "erased_at": "2026-11-30T11:00:00Z",
+                            "erased_by": "user:olive",
+                            "reason": "Subject access request #77",
+                        }
+                    ],
+                },
+                response_only=True,
+            ),
+        ],
+    )
+    def post(self, request, subject_type, subject_id):
+        principal = self.principal()
+        data = self.validated(s.SubjectEraseInputSerializer)
+        subject_type, subject_id = self.subject(subject_type, subject_id)
+
+        def write():
+            result = plain_json(
+                subject_erase(
+                    organisation=principal.organisation,
+                    subject_type=subject_type,
+                    subject_id=subject_id,
+                    reason=data.get("reason", ""),
+                    **self.actor(),
+                )
+            )
+            # The answer holds counts, ids and reasons, never a memory's text: a retry gets it back as it was.
+            return Response(result), None, {"result": result}
+
+        return self.idempotent("subject-erase", write, lambda memory, extra: Response(extra["result"]))

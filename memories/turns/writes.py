@@ -1,0 +1,217 @@
+"""Writes an agent's turn makes in its place: remembering under the scope rules, correcting, pinning, forgetting.
+
+Each action runs in one transaction and writes its audit row there. The organisation, agent and person
+always come from the authenticated principal, passed in by the caller.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from django.core.exceptions import ValidationError
+from django.utils import timezone
+
+from accounts.models import Agent, Membership, Organisation, User
+from accounts.people import person_lookup
+from memories import services
+from memories.models import (
+    Author,
+    Bucket,
+    Memory,
+    Scope,
+    SourceKind,
+    SubjectType,
+)
+from memories.places import PlaceInTurn
+from memories.scopes import PERSON, WORKSPACE, ScopeChoice, scope_for, solo_person
+from memories.services import memory_remember, memory_set_pinned, memory_supersede
+
+
+def user_subject_id(*, organisation: Organisation, subject_id: str) -> str:
+    """A user subject is stored by the person's id; a handle or username of the organisation is resolved."""
+    membership = person_lookup(organisation=organisation, name=(subject_id or "").strip())
+    if membership is None:
+        raise ValidationError({"subject_id": ["A user subject must be a person of your organisation."]})
+    return str(membership.user_id)
+
+
+def _only_for_id(*, organisation: Organisation, resolved: PlaceInTurn, only_for: str, user: User | None) -> str:
+    """The person `only_for` keeps a fact for: the writer themself, or (for an agent) a person of the place."""
+    membership = person_lookup(organisation=organisation, name=only_for)
+    if user is not None:
+        if membership is None or membership.user_id != user.pk:
+            raise ValidationError({"only_for": ["A person may keep a fact only for themself."]})
+        return str(user.pk)
+    in_place = membership is not None and (
+        resolved.place.kind == "public" or str(membership.user_id) in resolved.place.people
+    )
+    if not in_place:
+        raise ValidationError(
+            {"only_for": [f"only_for names a person of this place; {only_for!r} is not in {resolved.place.channel}."]}
+        )
+    return str(membership.user_id)
+
+
+def _write_scope(
+    *, organisation: Organisation, resolved: PlaceInTurn, scope: str | None, only_for: str | None, user: User | None
+) -> ScopeChoice:
+    """The scope a write in this place goes to, with the reason when it is not the one asked for."""
+    place = resolved.place
+    only_for_id = None
+    if only_for:
+        only_for_id = _only_for_id(organisation=organisation, resolved=resolved, only_for=only_for, user=user)
+    narrowed = ""
+    if scope == PERSON and not only_for_id and solo_person(place) is None:
+        if user is None:
+            raise ValidationError(
+                {
+                    "scope": [
+                        "A person fact is written only in a DM with exactly one person; in this "
+                        f"{place.kind} channel name the person with only_for, or drop scope."
+                    ]
+                }
+            )
+        only_for_id = str(user.pk)
+        narrowed = "a person fact outside a DM with one person is kept for you alone"
+    if scope == WORKSPACE and user is not None and not _is_owner(organisation=organisation, user=user):
+        # A workspace fact reaches every agent's prompt everywhere, and only owners change one.
+        scope = None
+        narrowed = "only owners write workspace facts; kept in this place"
+    choice = scope_for(place, scope, only_for_id)
+    return replace(choice, reason=narrowed) if narrowed else choice
+
+
+def _subject(
+    *, organisation: Organisation, choice: ScopeChoice, subject_type: str | None, subject_id: str
+) -> tuple[str, str]:
+    """Whom the fact is about: said by the caller, or, only in a person scope, that person."""
+    if subject_type is None:
+        if choice.scope != Scope.PERSON:
+            # A personal fact must name whom it is about; it is never defaulted to nobody.
+            raise ValidationError(
+                {
+                    "subject_type": [
+                        "Say whom this fact is about: user or candidate with subject_id, or workspace for an "
+                        "operational fact. Only a fact kept in a person scope (a DM, or only_for) defaults to "
+                        "that person."
+                    ]
+                }
+            )
+        return SubjectType.USER, choice.ref
+    if subject_type == SubjectType.USER:
+        return subject_type, user_subject_id(organisation=organisation, subject_id=subject_id)
+    return subject_type, subject_id or ""
+
+
+def memory_remember_in_place(
+    *,
+    organisation: Organisation,
+    resolved: PlaceInTurn,
+    body: str,
+    agent: Agent | None = None,
+    user: User | None = None,
+    scope: str | None = None,
+    only_for: str | None = None,
+    subject_type: str | None = None,
+    subject_id: str = "",
+    tier: str = "log",
+    pinned: bool = False,
+    expires_at: datetime | None = None,
+    ttl_days: int | None = None,
+    source_kind: str | None = None,
+    source_ref: str = "",
+    source_label: str = "",
+    run_id: str = "",
+    occurred_at: datetime | None = None,
+    now: datetime | None = None,
+) -> tuple[Memory, ScopeChoice]:
+    """Remember one fact said in a place, in the narrowest scope the place allows.
+
+    An agent writes an inference (author `model`, bucket `learned`); a person
+    writes a note (author `person`, bucket `user`, owned by them). A person
+    fact asked for outside a DM with one person is refused for an agent (it
+    must say whom with `only_for`) and kept for the person themself when a
+    person writes it.
+    """
+    if (agent is None) == (user is None):
+        raise ValueError("exactly one of agent and user writes a memory")
+    now = now or timezone.now()
+    choice = _write_scope(organisation=organisation, resolved=resolved, scope=scope, only_for=only_for, user=user)
+    if expires_at is not None and ttl_days is not None:
+        raise ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})
+    if ttl_days is not None:
+        expires_at = now + timedelta(days=ttl_days)
+    scope_label = ""
+    if choice.scope == Scope.CHANNEL:
+        scope_label = resolved.place.channel
+    elif choice.scope == Scope.PERSON:
+        scope_label = resolved.label_for(choice.ref) or _label_of(organisation=organisation, person_id=choice.ref)
+    subject_type, subject_id = _subject(
+        organisation=organisation, choice=choice, subject_type=subject_type, subject_id=subject_id
+    )
+
+    is_agent = agent is not None
+    fields = dict(
+        organisation=organisation,
+        bucket=Bucket.LEARNED if is_agent else Bucket.USER,
+        author=Author.MODEL if is_agent else Author.PERSON,
+        body=body,
+        source_kind=source_kind or (SourceKind.MESSAGE if is_agent else SourceKind.PERSON),
+        owner=None if is_agent else user,
+        agent=agent,
+        written_by=user,
+        subject_type=subject_type,
+        subject_id=subject_id,
+        scope=choice.scope,
+        scope_ref=choice.ref,
+        scope_label=scope_label,
+        source_ref=source_ref,
+        source_label=source_label,
+        source_run_id=run_id,
+        tier=tier,
+        pinned=pinned,
+        expires_at=expires_at,
+        occurred_at=occurred_at,
+        now=now,
+    )
+    # The live-fact caps are held by `memory_remember` itself, on every path that writes.
+    memory = memory_remember(**fields)
+    return memory, choice
+
+
+def _is_owner(*, organisation: Organisation, user: User) -> bool:
+    return Membership.objects.filter(organisation=organisation, user=user, role=Membership.Role.OWNER).exists()
+
+
+def _label_of(*, organisation: Organisation, person_id: str) -> str:
+    membership = person_lookup(organisation=organisation, name=person_id)
+    return membership.label if membership is not None else ""
+
+
+def memory_forget(*, memory: Memory, reason: str, actor: User | None = None, agent: Agent | None = None) -> Memory:
+    """Forget a fact and every version of it: erase body and vector, keep a receipt per row (who, when, why)."""
+    return services.memory_forget(memory=memory, reason=reason or "forgotten on request", actor=actor, agent=agent)
+
+
+def memory_correct(
+    *,
+    memory: Memory,
+    body: str,
+    actor: User | None = None,
+    agent: Agent | None = None,
+    overrides: dict | None = None,
+) -> Memory:
+    return memory_supersede(memory=memory, body=body, actor=actor, agent=agent, overrides=overrides)
+
+
+def memory_pin(*, memory: Memory, pinned: bool, actor: User | None = None, agent: Agent | None = None) -> Memory:
+    if memory.superseded_by_id is not None:
+        raise ValidationError({"memory": ["Only the current version of a memory can be pinned."]})
+    return memory_set_pinned(memory=memory, pinned=pinned, actor=actor, agent=agent)
+
+
+# --- Idempotency ------------------------------------------------------------------
+
+
+# --- Render and injections ----------------------------------------------------------
