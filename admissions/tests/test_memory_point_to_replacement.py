@@ -31,14 +31,14 @@ def test_it_refuses_a_row_already_superseded(make_claim):
 
 def test_it_refuses_itself_another_organisation_and_an_erased_row(make_claim, other_org, outsider, member):
     row = make_claim()
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="cannot replace itself"):
         memory_point_to_replacement(memory=row, replacement=row)
     foreign = make_claim(organisation=other_org, user=outsider)
     with pytest.raises(ValidationError) as error:
         memory_point_to_replacement(memory=row, replacement=foreign)
     assert "replacement" in error.value.message_dict
     erased = memory_redact(memory=make_claim(body="Gone"), reason="asked", actor=member)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="An erased memory cannot be superseded"):
         memory_point_to_replacement(memory=erased, replacement=row)
     assert not Memory.objects.filter(superseded_by__isnull=False).exists()
 

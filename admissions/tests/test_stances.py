@@ -104,9 +104,9 @@ def test_another_steward_retires_a_stance_and_its_maker_cannot(claim, steward, f
     assert "another steward must retire it" in str(own.value)
     retired = stance_retire(stance=stance, steward=foreign_steward, reason="Out of date")
     assert not retired.is_live and retired.retired_by == foreign_steward
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="not live, so there is nothing to retire"):
         stance_retire(stance=stance, steward=foreign_steward, reason="Again")
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="Only a live stance can be revised"):
         stance_revise(stance=stance, steward=foreign_steward, text="Revived?", reason="No")
 
 

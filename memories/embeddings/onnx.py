@@ -164,7 +164,7 @@ def _export_in_a_process(directory: Path, folder: Path, heartbeat: Callable[[], 
     """Run the export in its own Python process; raises OnnxUnavailable with its output when it fails."""
     command = [sys.executable, "-m", "memories.embeddings.onnx", str(directory), str(folder)]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]  # the project, so `-m` finds the package
     with tempfile.TemporaryFile("w+") as output:
         process = subprocess.Popen(command, cwd=root, env=environment, stdout=output, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + EXPORT_TIMEOUT_SECONDS

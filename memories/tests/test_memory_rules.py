@@ -169,8 +169,9 @@ def test_scope_ref_is_empty_exactly_for_workspace_scope(make_memory, org):
     with pytest.raises(ValidationError) as excinfo:
         make_memory(scope="channel", scope_ref="")
     assert field_error(excinfo, "scope_ref")
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError) as workspace_error:
         make_memory(scope="workspace", scope_ref="C1")
+    assert field_error(workspace_error, "scope_ref")
     with refused_by("memories_scope_ref"):
         raw_insert(org, scope="person", scope_ref="")
     with refused_by("memories_scope_ref"):

@@ -79,9 +79,9 @@ def test_redaction_needs_a_reason_and_is_idempotent(make_memory, member):
 def test_an_erased_memory_cannot_be_corrected_or_pinned(make_memory, member):
     memory = make_memory()
     memory_redact(memory=memory, reason="asked", actor=member)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="An erased memory cannot be corrected"):
         memory_supersede(memory=memory, body="resurrected", actor=member)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match="An erased memory cannot be pinned"):
         memory_set_pinned(memory=memory, pinned=True, actor=member)
 
 

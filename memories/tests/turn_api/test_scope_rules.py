@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memories.scopes import (
@@ -43,6 +43,16 @@ rows = st.one_of(
     st.builds(Row, scope=st.just("channel"), scope_ref=st.sampled_from(CHANNELS)),
     st.builds(Row, scope=st.just("person"), scope_ref=st.sampled_from(PEOPLE)),
 )
+# Examples inside each property's branch, so every property checks its claim at least once; the
+# control test below fails if one of them stops reaching its branch.
+PERSON_FACT = Row("person", "p1")
+CHANNEL_FACT = Row("channel", "c1")
+WORKSPACE_FACT = Row("workspace", "")
+P1_DM = Place(channel="d1", kind="dm", people=("p1",))
+IN_C1 = Place(channel="c1", kind="private", people=("p1", "p2"))
+P1_IN_C1 = Viewer(user_id="p1", is_owner=False, channels=frozenset({"c1"}))
+OWNER_OUTSIDE = Viewer(user_id="p2", is_owner=True, channels=frozenset())
+
 viewers = st.builds(
     Viewer,
     user_id=st.sampled_from(PEOPLE),
@@ -52,12 +62,14 @@ viewers = st.builds(
 
 
 @given(row=rows, place=places)
+@example(row=PERSON_FACT, place=P1_DM)
 def test_no_place_recalls_a_person_fact_outside_that_persons_dm(row, place):
     if row.scope == "person" and recallable(row, place):
         assert place.kind == "dm" and set(place.people) == {row.scope_ref}
 
 
 @given(row=rows, place=places)
+@example(row=CHANNEL_FACT, place=IN_C1)
 def test_no_place_recalls_a_channel_fact_outside_its_channel(row, place):
     if row.scope == "channel" and recallable(row, place):
         assert place.channel == row.scope_ref
@@ -88,12 +100,14 @@ def test_only_for_always_keeps_a_fact_for_that_person(place, person, wanted):
 
 
 @given(row=rows, viewer=viewers)
+@example(row=PERSON_FACT, viewer=P1_IN_C1)
 def test_a_persons_facts_are_seen_only_by_them_not_by_owners(row, viewer):
     if row.scope == "person" and visible_to(row, viewer):
         assert viewer.user_id == row.scope_ref
 
 
 @given(row=rows, viewer=viewers)
+@example(row=WORKSPACE_FACT, viewer=OWNER_OUTSIDE)
 def test_changing_needs_seeing_and_workspace_facts_need_an_owner(row, viewer):
     if changeable_by(row, viewer):
         assert visible_to(row, viewer)
@@ -102,6 +116,7 @@ def test_changing_needs_seeing_and_workspace_facts_need_an_owner(row, viewer):
 
 
 @given(row=rows, viewer=viewers)
+@example(row=CHANNEL_FACT, viewer=P1_IN_C1)
 def test_a_channel_fact_is_seen_by_the_channels_members(row, viewer):
     if row.scope == "channel" and row.owner_id is None:
         assert visible_to(row, viewer) == (row.scope_ref in viewer.channels)
@@ -115,6 +130,14 @@ def test_an_agent_sees_what_it_holds_shared_workspace_facts_and_what_its_place_r
         assert held == "a1" or (held is None and (row.scope == "workspace" or recallable(row, place)))
     if changeable_by(row, agent):
         assert held == "a1" or row.scope != "workspace"
+
+
+def test_the_examples_reach_the_branches_their_properties_check():
+    assert PERSON_FACT.scope == "person" and recallable(PERSON_FACT, P1_DM)
+    assert recallable(CHANNEL_FACT, IN_C1)
+    assert visible_to(PERSON_FACT, P1_IN_C1)
+    assert changeable_by(WORKSPACE_FACT, OWNER_OUTSIDE)
+    assert visible_to(CHANNEL_FACT, P1_IN_C1) and not visible_to(CHANNEL_FACT, OWNER_OUTSIDE)
 
 
 def test_subject_requests_follow_whose_data_it_is():

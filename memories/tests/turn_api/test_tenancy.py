@@ -11,9 +11,11 @@ from memories.tests.turn_api.helpers import recall, remember, render
 @pytest.fixture
 def globex_fact(outsider_agent_api, other_org):
     place = {"channel": "C-general", "kind": "public", "people": []}
-    data = remember(outsider_agent_api, place, "Globex secret about tea", scope="workspace").json()
-    render(outsider_agent_api, place, "turn-globex")
-    return data["id"]
+    remembered = remember(outsider_agent_api, place, "Globex secret about tea", scope="workspace")
+    assert remembered.status_code == 201, remembered.content
+    rendered = render(outsider_agent_api, place, "turn-globex")
+    assert rendered.status_code == 200 and rendered.json()["fact_ids"] == [remembered.json()["id"]], rendered.content
+    return remembered.json()["id"]
 
 
 @pytest.mark.parametrize(
