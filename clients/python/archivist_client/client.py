@@ -1,10 +1,12 @@
 """`Archivist` and `AsyncArchivist`: the agent-turn API as keyword-argument methods with typed answers.
 
-Each method is written once (`_Operations`) as a description of one HTTP call; the sync client runs it
-with `httpx.Client`, the async one with `httpx.AsyncClient`. Every write carries an `Idempotency-Key`
-(made here unless given), kept across retries, so a retried write never writes twice. A 429 or 503 is
-retried after the `Retry-After` the server sent, a dropped connection after a short backoff, at most
-`max_retries` times and never for longer than `max_retry_wait` seconds at once.
+Each method is written once (`_Operations`) as a description of its HTTP calls (`_Call`), and what to do
+with each answer, when to try again (`_Attempts`) and where the next page starts (`_Pages`) are decided
+once too; only sending differs: the sync client sends with `httpx.Client`, the async one with
+`httpx.AsyncClient`. Every write carries an `Idempotency-Key` (made here unless given), kept across
+retries, so a retried write never writes twice. A 429 or 503 is retried after the `Retry-After` the
+server sent, a dropped connection after a short backoff, at most `max_retries` times and never for
+longer than `max_retry_wait` seconds at once.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ import asyncio
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict, Unpack
 from urllib.parse import parse_qs, quote, urlsplit
 
 import httpx
@@ -23,7 +25,7 @@ from pydantic import BaseModel
 from pydantic_core import to_jsonable_python
 
 from archivist_client import models as m
-from archivist_client.errors import ArchivistError, Unavailable, error_for, retry_after_seconds
+from archivist_client.errors import Unavailable, error_for, retry_after_seconds
 
 DEFAULT_TIMEOUT = 30.0
 BATCH_MAX_ITEMS = 100
@@ -44,6 +46,32 @@ def _segment(value: str) -> str:
     return quote(str(value), safe="")
 
 
+class ProvenanceFields(TypedDict, total=False):
+    """How a memory is kept and where it came from: the keywords `remember` and `correct` share."""
+
+    tier: str | None
+    pinned: bool | None
+    expires_at: Any
+    ttl_days: int | None
+    source_kind: str | None
+    source_ref: str | None
+    source_label: str | None
+    run_id: str | None
+
+
+def _provenance(given: Mapping[str, Any]) -> dict[str, Any]:
+    """The provenance keywords given, JSON-ready; any other keyword is refused, as Python refuses it."""
+    if unknown := sorted(set(given) - ProvenanceFields.__annotations__.keys()):
+        raise TypeError(f"got an unexpected keyword argument {unknown[0]!r}")
+    return _clean(given)
+
+
+def _as_place(place: m.Place | Mapping) -> dict:
+    if isinstance(place, BaseModel):
+        return place.model_dump()
+    return m.Place.model_validate(dict(place)).model_dump()
+
+
 @dataclass
 class _Call:
     method: str
@@ -56,13 +84,109 @@ class _Call:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+def _answer(call: _Call, response: httpx.Response):
+    if response.status_code >= 400:
+        raise error_for(response)
+    if response.status_code == 204 or not response.content:
+        return None
+    data = response.json()
+    return call.model.model_validate(data) if call.model is not None else data
+
+
+class _Attempts:
+    """The tries of one call: the same request, idempotency key included, until an answer is final."""
+
+    def __init__(self, call: _Call, max_retries: int, max_retry_wait: float):
+        headers = dict(call.headers)
+        if call.write:
+            headers[IDEMPOTENCY_HEADER] = call.idempotency_key or str(uuid.uuid4())
+        self.request = {
+            "method": call.method,
+            "url": call.path,
+            "json": call.json,
+            "params": call.params,
+            "headers": headers,
+        }
+        self.max_retries = max_retries
+        self.max_retry_wait = max_retry_wait
+        self.tried = 0
+
+    def wait_after(self, response: httpx.Response | None, error: httpx.TransportError | None) -> float | None:
+        """Seconds to wait before trying again, or None when `response` is the answer.
+
+        A transport error (`error`, with no response) that may not be tried again is raised as `Unavailable`.
+        """
+        wait = self._wait(response)
+        if wait is None and error is not None:
+            raise Unavailable(f"Archivist could not be reached: {error}", status=0, code="unreachable") from error
+        self.tried += 1
+        return wait
+
+    def _wait(self, response: httpx.Response | None) -> float | None:
+        if self.tried >= self.max_retries:
+            return None
+        if response is not None:
+            if response.status_code not in _RETRY_STATUSES:
+                return None
+            wait = retry_after_seconds(response)
+            wait = 0.5 * 2**self.tried if wait is None else wait
+        else:
+            wait = 0.25 * 2**self.tried
+        return wait if wait <= self.max_retry_wait else None
+
+
+class _Pages:
+    """A listing fetched a page a request, each request following the cursor of the page before."""
+
+    def __init__(self, path: str, params: Mapping[str, Any], model: type[BaseModel]):
+        self.path = path
+        self.params = dict(params)
+        self.model = model
+        self.done = False
+
+    def next_call(self) -> _Call | None:
+        """The request for the next page, or None after the last page."""
+        return None if self.done else _Call("GET", self.path, params=self.params)
+
+    def rows(self, page: dict | list) -> Iterator[Any]:
+        """The page's rows, typed; the next call then asks for the page after it."""
+        if isinstance(page, list):  # an unpaginated list (the places one may use)
+            page = {"results": page, "next": None}
+        cursor = _cursor(page.get("next"))
+        if cursor is None:
+            self.done = True
+        else:
+            self.params = {**self.params, "cursor": cursor}
+        return (self.model.model_validate(row) for row in page["results"])
+
+
+def _cursor(next_url: str | None) -> str | None:
+    if not next_url:
+        return None
+    values = parse_qs(urlsplit(next_url).query).get("cursor")
+    return values[0] if values else None
+
+
+def _merge_batches(batches: list[m.Batch]) -> m.Batch:
+    items: list[m.BatchItem] = []
+    for batch in batches:
+        offset = len(items)
+        items.extend(item.model_copy(update={"index": item.index + offset}) for item in batch.items)
+    return m.Batch(
+        created=sum(b.created for b in batches),
+        duplicates=sum(b.duplicates for b in batches),
+        refused=sum(b.refused for b in batches),
+        items=items,
+    )
+
+
 class _Operations:
-    """The API's operations, each building one `_Call`; `_run` (sync or async) sends it."""
+    """The API's operations, each describing its calls; each client's `_run`, `_run_all` and `_pages` send them."""
 
     default_place: dict | None
-
-    def _run(self, call: _Call):  # pragma: no cover - each client defines it
-        raise NotImplementedError
+    _run: Callable[[_Call], Any]
+    _run_all: Callable[[list[_Call], Callable[[list[Any]], Any]], Any]
+    _pages: Callable[[_Pages], Any]
 
     def _place(self, place: m.Place | Mapping | None, *, required: bool = False) -> dict | None:
         if place is None:
@@ -71,9 +195,13 @@ class _Operations:
             if required:
                 raise ValueError("This call needs a place: pass place=... or give the client a default place.")
             return None
-        if isinstance(place, BaseModel):
-            return place.model_dump()
-        return m.Place.model_validate(dict(place)).model_dump()
+        return _as_place(place)
+
+    def _with_place(self, data: dict[str, Any], place: m.Place | Mapping | None) -> dict[str, Any]:
+        """`data` and the place, when the call or the client names one."""
+        if (resolved := self._place(place)) is not None:
+            data["place"] = resolved
+        return data
 
     # --- memories ---------------------------------------------------------------------------
 
@@ -86,19 +214,12 @@ class _Operations:
         only_for: str | None = None,
         subject_type: str | None = None,
         subject_id: str | None = None,
-        tier: str | None = None,
-        pinned: bool | None = None,
-        expires_at: Any = None,
-        ttl_days: int | None = None,
-        source_kind: str | None = None,
-        source_ref: str | None = None,
-        source_label: str | None = None,
-        run_id: str | None = None,
         occurred_at: Any = None,
         idempotency_key: str | None = None,
+        **provenance: Unpack[ProvenanceFields],
     ) -> m.Remembered:
         """Remember a fact said in a place; the narrowest scope the place allows is used (`scope_reason` says)."""
-        data = _clean(locals(), "idempotency_key", "place")
+        data = _clean(locals(), "idempotency_key", "place", "provenance") | _provenance(provenance)
         data["place"] = self._place(place, required=True)
         return self._run(
             _Call("POST", "memories", data, model=m.Remembered, write=True, idempotency_key=idempotency_key)
@@ -117,13 +238,8 @@ class _Operations:
             row.setdefault("idempotency_key", str(uuid.uuid4()))
             prepared.append(row)
         chunks = [prepared[start : start + BATCH_MAX_ITEMS] for start in range(0, len(prepared), BATCH_MAX_ITEMS)]
-        return self._run_batches(chunks)
-
-    def _run_batches(self, chunks):  # pragma: no cover - each client defines it
-        raise NotImplementedError
-
-    def _batch_call(self, chunk: list[dict]) -> _Call:
-        return _Call("POST", "memories/batch", {"items": chunk}, model=m.Batch, write=True)
+        calls = [_Call("POST", "memories/batch", {"items": chunk}, model=m.Batch, write=True) for chunk in chunks]
+        return self._run_all(calls, _merge_batches)
 
     def get(self, memory_id: Any) -> m.MemoryDetail:
         """A memory with its provenance, versions and injections; raises `Forgotten` (with the receipt) if erased."""
@@ -135,20 +251,11 @@ class _Operations:
         *,
         body: str,
         place: m.Place | Mapping | None = None,
-        tier: str | None = None,
-        pinned: bool | None = None,
-        expires_at: Any = None,
-        ttl_days: int | None = None,
-        source_kind: str | None = None,
-        source_ref: str | None = None,
-        source_label: str | None = None,
-        run_id: str | None = None,
         idempotency_key: str | None = None,
+        **provenance: Unpack[ProvenanceFields],
     ) -> m.Memory:
         """Correct a memory: a new version supersedes it (the old one stays in the chain)."""
-        data = _clean(locals(), "idempotency_key", "place", "memory_id")
-        if (resolved := self._place(place)) is not None:
-            data["place"] = resolved
+        data = self._with_place({"body": body} | _provenance(provenance), place)
         path = f"memories/{_segment(memory_id)}/supersede"
         return self._run(_Call("POST", path, data, model=m.Memory, write=True, idempotency_key=idempotency_key))
 
@@ -160,15 +267,13 @@ class _Operations:
         return self._pin(memory_id, "unpin", place, idempotency_key)
 
     def _pin(self, memory_id, action, place, idempotency_key):
-        data = {} if (resolved := self._place(place)) is None else {"place": resolved}
+        data = self._with_place({}, place)
         path = f"memories/{_segment(memory_id)}/{action}"
         return self._run(_Call("POST", path, data, model=m.Memory, write=True, idempotency_key=idempotency_key))
 
     def forget(self, memory_id: Any, *, reason: str = "", place=None, idempotency_key: str | None = None) -> m.Memory:
         """Forget a memory; the answer is its receipt (who, when, why; no body)."""
-        data: dict[str, Any] = {"reason": reason}
-        if (resolved := self._place(place)) is not None:
-            data["place"] = resolved
+        data = self._with_place({"reason": reason}, place)
         path = f"memories/{_segment(memory_id)}"
         return self._run(_Call("DELETE", path, data, model=m.Memory, write=True, idempotency_key=idempotency_key))
 
@@ -281,16 +386,40 @@ class _Operations:
         data = {"kind": kind, "people": list(people)}
         return self._run(_Call("PUT", path, data, model=m.PlaceRecord, write=True, idempotency_key=idempotency_key))
 
+    # --- listings (last: below `def list`, `list` in this class body is the method) ------------
+
+    def people(self, *, page_size: int | None = None) -> Iterator[m.Person]:
+        """The organisation's people, following the cursors."""
+        return self._pages(_Pages("people", _clean({"page_size": page_size}), m.Person))
+
+    def places(self, *, page_size: int | None = None) -> Iterator[m.PlaceRecord]:
+        """The places the caller may use."""
+        return self._pages(_Pages("places", _clean({"page_size": page_size}), m.PlaceRecord))
+
+    def list(self, *, page_size: int | None = None, **filters: Any) -> Iterator[m.Memory]:
+        """Every memory you may see, newest first, as an iterator that follows the cursors.
+
+        Filters are the API's (`scope`, `tier`, `state`, `q`, `subject_type`, `subject_id`, `source_ref`, `channel`,
+        `created_after`, ...); `page_size` is how many each request fetches (at most 200).
+        """
+        return self._pages(_Pages("memories", _clean({**filters, "page_size": page_size}), m.Memory))
+
 
 class _Core:
+    """What both clients hold: the server, the token, the default place, the limits, and an httpx client."""
+
+    _http_class: type[httpx.Client] | type[httpx.AsyncClient]
+
     def __init__(
         self,
-        base_url: str | None,
-        token: str | None,
-        place: m.Place | Mapping | None,
-        timeout: float,
-        max_retries: int,
-        max_retry_wait: float,
+        base_url: str | None = None,
+        token: str | None = None,
+        place: m.Place | Mapping | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_retries: int = 2,
+        max_retry_wait: float = 30.0,
+        http: httpx.Client | httpx.AsyncClient | None = None,
     ):
         base_url = base_url or os.environ.get("ARCHIVIST_URL")
         token = token or os.environ.get("ARCHIVIST_TOKEN")
@@ -301,79 +430,19 @@ class _Core:
         self.base_url = base_url.rstrip("/")
         self.api = self.base_url + "/api/v1/"
         self.token = token
-        self.default_place = None
-        self.default_place = _Operations._place(self, place) if place is not None else None  # type: ignore[arg-type]
+        self.default_place = _as_place(place) if place is not None else None
         self.timeout = timeout
         self.max_retries = max_retries
         self.max_retry_wait = max_retry_wait
         self.headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
-
-    def _request(self, call: _Call, key: str | None) -> dict[str, Any]:
-        headers = dict(call.headers)
-        if key is not None:
-            headers[IDEMPOTENCY_HEADER] = key
-        return {"method": call.method, "url": call.path, "json": call.json, "params": call.params, "headers": headers}
-
-    @staticmethod
-    def _key(call: _Call) -> str | None:
-        return (call.idempotency_key or str(uuid.uuid4())) if call.write else None
-
-    def _wait_after(self, attempt: int, response: httpx.Response | None) -> float | None:
-        """Seconds to wait before retrying, or None when this answer is final."""
-        if attempt >= self.max_retries:
-            return None
-        if response is not None:
-            if response.status_code not in _RETRY_STATUSES:
-                return None
-            wait = retry_after_seconds(response)
-            wait = 0.5 * 2**attempt if wait is None else wait
-        else:
-            wait = 0.25 * 2**attempt
-        return wait if wait <= self.max_retry_wait else None
-
-    @staticmethod
-    def _answer(call: _Call, response: httpx.Response):
-        if response.status_code >= 400:
-            raise error_for(response)
-        if response.status_code == 204 or not response.content:
-            return None
-        data = response.json()
-        return call.model.model_validate(data) if call.model is not None else data
-
-    @staticmethod
-    def _transport_error(error: Exception) -> ArchivistError:
-        return Unavailable(f"Archivist could not be reached: {error}", status=0, code="unreachable")
-
-    @staticmethod
-    def _cursor(next_url: str | None) -> str | None:
-        if not next_url:
-            return None
-        values = parse_qs(urlsplit(next_url).query).get("cursor")
-        return values[0] if values else None
-
-
-_LIST_DOC = """Every memory you may see, newest first, as an iterator that follows the cursors.
-
-Filters are the API's (`scope`, `tier`, `state`, `q`, `subject_type`, `subject_id`, `source_ref`, `channel`,
-`created_after`, ...); `page_size` is how many each request fetches (at most 200)."""
+        self.http = http or self._http_class(base_url=self.api, headers=self.headers, timeout=timeout)
 
 
 class Archivist(_Core, _Operations):
     """The synchronous client: `Archivist(base_url, token, place=None)`; both read the environment when not given."""
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        token: str | None = None,
-        place: m.Place | Mapping | None = None,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = 2,
-        max_retry_wait: float = 30.0,
-        http: httpx.Client | None = None,
-    ):
-        super().__init__(base_url, token, place, timeout, max_retries, max_retry_wait)
-        self.http = http or httpx.Client(base_url=self.api, headers=self.headers, timeout=timeout)
+    _http_class = httpx.Client
+    http: httpx.Client
 
     def close(self) -> None:
         self.http.close()
@@ -384,72 +453,31 @@ class Archivist(_Core, _Operations):
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _send(self, call: _Call) -> httpx.Response:
-        key = self._key(call)
-        attempt = 0
+    def _run(self, call: _Call):
+        attempts = _Attempts(call, self.max_retries, self.max_retry_wait)
         while True:
             try:
-                response = self.http.request(**self._request(call, key))
-            except httpx.TransportError as error:
-                wait = self._wait_after(attempt, None)
-                if wait is None:
-                    raise self._transport_error(error) from error
-            else:
-                wait = self._wait_after(attempt, response)
-                if wait is None:
-                    return response
+                response, error = self.http.request(**attempts.request), None
+            except httpx.TransportError as caught:
+                response, error = None, caught
+            wait = attempts.wait_after(response, error)
+            if wait is None:
+                return _answer(call, response)
             time.sleep(wait)
-            attempt += 1
 
-    def _run(self, call: _Call):
-        return self._answer(call, self._send(call))
+    def _run_all(self, calls: list[_Call], combine: Callable[[list[Any]], Any]):
+        return combine([self._run(call) for call in calls])
 
-    def _run_batches(self, chunks) -> m.Batch:
-        return _merge_batches([self._run(self._batch_call(chunk)) for chunk in chunks])
-
-    def _pages(self, path: str, params: dict, model: type[BaseModel]) -> Iterator[Any]:
-        params = dict(params)
-        while True:
-            page = self._run(_Call("GET", path, params=params))
-            if isinstance(page, list):  # an unpaginated list (the places one may use)
-                page = {"results": page, "next": None}
-            for row in page["results"]:
-                yield model.model_validate(row)
-            cursor = self._cursor(page.get("next"))
-            if cursor is None:
-                return
-            params["cursor"] = cursor
-
-    def people(self, *, page_size: int | None = None) -> Iterator[m.Person]:
-        """The organisation's people, following the cursors."""
-        return self._pages("people", _clean({"page_size": page_size}), m.Person)
-
-    def places(self, *, page_size: int | None = None) -> Iterator[m.PlaceRecord]:
-        """The places the caller may use."""
-        return self._pages("places", _clean({"page_size": page_size}), m.PlaceRecord)
-
-    def list(self, *, page_size: int | None = None, **filters: Any) -> Iterator[m.Memory]:
-        return self._pages("memories", _clean({**filters, "page_size": page_size}), m.Memory)
-
-    list.__doc__ = _LIST_DOC
+    def _pages(self, pages: _Pages) -> Iterator[Any]:
+        while (call := pages.next_call()) is not None:
+            yield from pages.rows(self._run(call))
 
 
 class AsyncArchivist(_Core, _Operations):
-    """The asynchronous client: the same methods as `Archivist`, awaited; `list` is an async iterator."""
+    """The asynchronous client: `Archivist`'s methods, awaited; `list`, `people` and `places` are async iterators."""
 
-    def __init__(
-        self,
-        base_url: str | None = None,
-        token: str | None = None,
-        place: m.Place | Mapping | None = None,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_retries: int = 2,
-        max_retry_wait: float = 30.0,
-        http: httpx.AsyncClient | None = None,
-    ):
-        super().__init__(base_url, token, place, timeout, max_retries, max_retry_wait)
-        self.http = http or httpx.AsyncClient(base_url=self.api, headers=self.headers, timeout=timeout)
+    _http_class = httpx.AsyncClient
+    http: httpx.AsyncClient
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -460,65 +488,25 @@ class AsyncArchivist(_Core, _Operations):
     async def __aexit__(self, *exc) -> None:
         await self.aclose()
 
-    async def _send(self, call: _Call) -> httpx.Response:
-        key = self._key(call)
-        attempt = 0
+    async def _run(self, call: _Call):
+        attempts = _Attempts(call, self.max_retries, self.max_retry_wait)
         while True:
             try:
-                response = await self.http.request(**self._request(call, key))
-            except httpx.TransportError as error:
-                wait = self._wait_after(attempt, None)
-                if wait is None:
-                    raise self._transport_error(error) from error
-            else:
-                wait = self._wait_after(attempt, response)
-                if wait is None:
-                    return response
+                response, error = await self.http.request(**attempts.request), None
+            except httpx.TransportError as caught:
+                response, error = None, caught
+            wait = attempts.wait_after(response, error)
+            if wait is None:
+                return _answer(call, response)
             await asyncio.sleep(wait)
-            attempt += 1
 
-    async def _run(self, call: _Call):
-        return self._answer(call, await self._send(call))
+    async def _run_all(self, calls: list[_Call], combine: Callable[[list[Any]], Any]):
+        return combine([await self._run(call) for call in calls])
 
-    async def _run_batches(self, chunks) -> m.Batch:
-        return _merge_batches([await self._run(self._batch_call(chunk)) for chunk in chunks])
-
-    async def _pages(self, path: str, params: dict, model: type[BaseModel]) -> AsyncIterator[Any]:
-        params = dict(params)
-        while True:
-            page = await self._run(_Call("GET", path, params=params))
-            if isinstance(page, list):
-                page = {"results": page, "next": None}
-            for row in page["results"]:
-                yield model.model_validate(row)
-            cursor = self._cursor(page.get("next"))
-            if cursor is None:
-                return
-            params["cursor"] = cursor
-
-    def people(self, *, page_size: int | None = None) -> AsyncIterator[m.Person]:
-        return self._pages("people", _clean({"page_size": page_size}), m.Person)
-
-    def places(self, *, page_size: int | None = None) -> AsyncIterator[m.PlaceRecord]:
-        return self._pages("places", _clean({"page_size": page_size}), m.PlaceRecord)
-
-    def list(self, *, page_size: int | None = None, **filters: Any) -> AsyncIterator[m.Memory]:
-        return self._pages("memories", _clean({**filters, "page_size": page_size}), m.Memory)
-
-    list.__doc__ = _LIST_DOC
-
-
-def _merge_batches(batches: list[m.Batch]) -> m.Batch:
-    items: list[m.BatchItem] = []
-    for batch in batches:
-        offset = len(items)
-        items.extend(item.model_copy(update={"index": item.index + offset}) for item in batch.items)
-    return m.Batch(
-        created=sum(b.created for b in batches),
-        duplicates=sum(b.duplicates for b in batches),
-        refused=sum(b.refused for b in batches),
-        items=items,
-    )
+    async def _pages(self, pages: _Pages) -> AsyncIterator[Any]:
+        while (call := pages.next_call()) is not None:
+            for row in pages.rows(await self._run(call)):
+                yield row
 
 
 __all__ = ["Archivist", "AsyncArchivist"]

@@ -7,8 +7,9 @@ schema marks required is a field here. Answers keep fields a newer server adds (
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import date, datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal, TypeVar
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,40 +17,51 @@ from pydantic import BaseModel, ConfigDict, Field
 PlaceKind = Literal["dm", "private", "public"]
 ScopeName = Literal["workspace", "channel", "person"]
 TierName = Literal["profile", "log", "note"]
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def _schema(name: str) -> Callable[[type[_Model]], type[_Model]]:
+    """Names the schema component a model mirrors, as its `schema_name` (the schema test reads it)."""
+
+    def named(model: type[_Model]) -> type[_Model]:
+        model.schema_name = name
+        return model
+
+    return named
 
 
 class _Answer(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+@_schema("PlaceRequest")
 class Place(BaseModel):
     """Where a turn happens: the channel's id in your chat system, its kind, and the people in it."""
 
     model_config = ConfigDict(extra="forbid")
-    schema_name: ClassVar[str] = "PlaceRequest"
 
     channel: str = Field(max_length=200)
     kind: PlaceKind
     people: list[str] = Field(default_factory=list)
 
 
+@_schema("SourceOutput")
 class Source(_Answer):
-    schema_name: ClassVar[str] = "SourceOutput"
     kind: str
     ref: str
     label: str
     run_id: str
 
 
+@_schema("ReceiptOutput")
 class Receipt(_Answer):
-    schema_name: ClassVar[str] = "ReceiptOutput"
     erased_at: datetime
     erased_by: str
     reason: str
 
 
+@_schema("MemoryOutput")
 class Memory(_Answer):
-    schema_name: ClassVar[str] = "MemoryOutput"
     id: UUID
     state: Literal["live", "expired", "superseded", "erased"]
     body: str
@@ -74,14 +86,14 @@ class Memory(_Answer):
     receipt: Receipt | None
 
 
+@_schema("RememberedOutput")
 class Remembered(Memory):
-    schema_name: ClassVar[str] = "RememberedOutput"
     scope_reason: str
     notice: str = ""
 
 
+@_schema("InjectionUseOutput")
 class InjectionUse(_Answer):
-    schema_name: ClassVar[str] = "InjectionUseOutput"
     turn_id: str
     at: datetime
     position: int
@@ -89,14 +101,14 @@ class InjectionUse(_Answer):
     erased: bool
 
 
+@_schema("MemoryDetailOutput")
 class MemoryDetail(Memory):
-    schema_name: ClassVar[str] = "MemoryDetailOutput"
     chain: list[Memory]
     injections: list[InjectionUse]
 
 
+@_schema("RecallRankOutput")
 class RecallRank(_Answer):
-    schema_name: ClassVar[str] = "RecallRankOutput"
     pinned: bool
     score: float | None
     semantic_rank: int | None
@@ -104,8 +116,8 @@ class RecallRank(_Answer):
     distance: float | None
 
 
+@_schema("RecallResultOutput")
 class RecallResult(_Answer):
-    schema_name: ClassVar[str] = "RecallResultOutput"
     id: UUID
     body: str
     scope: str
@@ -119,8 +131,8 @@ class RecallResult(_Answer):
     rank: RecallRank
 
 
+@_schema("RankingOutput")
 class Ranking(_Answer):
-    schema_name: ClassVar[str] = "RankingOutput"
     requested: str
     used: str
     lists: list[str]
@@ -133,15 +145,15 @@ class Ranking(_Answer):
     reranker: dict[str, Any] | None = None
 
 
+@_schema("RecallOutput")
 class Recalled(_Answer):
-    schema_name: ClassVar[str] = "RecallOutput"
     results: list[RecallResult]
     ranking: Ranking
     notice: str = ""
 
 
+@_schema("RenderedFactOutput")
 class RenderedFact(_Answer):
-    schema_name: ClassVar[str] = "RenderedFactOutput"
     id: UUID
     scope: str
     section: str
@@ -150,15 +162,15 @@ class RenderedFact(_Answer):
     line: str
 
 
+@_schema("CountOutput")
 class Count(_Answer):
-    schema_name: ClassVar[str] = "CountOutput"
     scope: str
     count: int
     reason: str | None = None
 
 
+@_schema("RenderOutput")
 class Rendered(_Answer):
-    schema_name: ClassVar[str] = "RenderOutput"
     turn_id: str
     cutoff: date
     text: str
@@ -170,8 +182,8 @@ class Rendered(_Answer):
     notice: str = ""
 
 
+@_schema("InjectionLineOutput")
 class InjectionLine(_Answer):
-    schema_name: ClassVar[str] = "InjectionLineOutput"
     position: int
     id: UUID | None
     block: str
@@ -183,8 +195,8 @@ class InjectionLine(_Answer):
     erased_at: datetime | None
 
 
+@_schema("InjectionOutput")
 class Injection(_Answer):
-    schema_name: ClassVar[str] = "InjectionOutput"
     turn_id: str
     agent: str | None
     user: str | None
@@ -202,8 +214,8 @@ class Injection(_Answer):
     render_version: int
 
 
+@_schema("UnavailableOutput")
 class Unavailable(_Answer):
-    schema_name: ClassVar[str] = "UnavailableOutput"
     id: UUID | None
     position: int
     scope: str
@@ -211,8 +223,8 @@ class Unavailable(_Answer):
     erased_at: datetime
 
 
+@_schema("ReplayOutput")
 class Replay(_Answer):
-    schema_name: ClassVar[str] = "ReplayOutput"
     turn_id: str
     text: str
     sha256: str
@@ -222,8 +234,8 @@ class Replay(_Answer):
     render_version_matches: bool
 
 
+@_schema("SubjectExportOutput")
 class SubjectExport(_Answer):
-    schema_name: ClassVar[str] = "SubjectExportOutput"
     subject_type: str
     subject_id: str
     exported_at: datetime
@@ -232,8 +244,8 @@ class SubjectExport(_Answer):
     thread_events: list[dict[str, Any]]
 
 
+@_schema("SubjectEraseOutput")
 class SubjectErase(_Answer):
-    schema_name: ClassVar[str] = "SubjectEraseOutput"
     subject_type: str
     subject_id: str
     erased: int
@@ -243,15 +255,15 @@ class SubjectErase(_Answer):
     stores: dict[str, int]
 
 
+@_schema("IngestedEvent")
 class IngestedEvent(_Answer):
-    schema_name: ClassVar[str] = "IngestedEvent"
     id: str
     sequence: int | None
     duplicate: bool
 
 
+@_schema("IngestOutput")
 class Ingested(_Answer):
-    schema_name: ClassVar[str] = "IngestOutput"
     thread: str
     accepted: int
     duplicates: int
@@ -260,8 +272,8 @@ class Ingested(_Answer):
     last_sequence: int
 
 
+@_schema("RecordOutput")
 class ClaimRecord(_Answer):
-    schema_name: ClassVar[str] = "RecordOutput"
     decision: str
     reason: str
     at: datetime
@@ -269,8 +281,8 @@ class ClaimRecord(_Answer):
     stance: str | None
 
 
+@_schema("ClaimOutput")
 class Claim(_Answer):
-    schema_name: ClassVar[str] = "ClaimOutput"
     id: UUID
     body: str
     slug: str
@@ -290,10 +302,10 @@ class Claim(_Answer):
     history: list[ClaimRecord] = Field(default_factory=list)
 
 
+@_schema("PersonOutput")
 class Person(_Answer):
     """A person of the organisation, from the directory (`PUT /api/v1/people/{handle}`)."""
 
-    schema_name: ClassVar[str] = "PersonOutput"
     id: UUID
     handle: str | None
     username: str
@@ -303,10 +315,10 @@ class Person(_Answer):
     created_at: datetime
 
 
+@_schema("PlaceOutput")
 class PlaceRecord(_Answer):
     """A place's record: its kind and its members' labels (`PUT /api/v1/places/{channel}`)."""
 
-    schema_name: ClassVar[str] = "PlaceOutput"
     channel: str
     kind: PlaceKind
     people: list[str]
@@ -314,10 +326,10 @@ class PlaceRecord(_Answer):
     updated_at: datetime
 
 
+@_schema("BatchItemOutput")
 class BatchItem(_Answer):
     """One remember of a batch: `created`, `duplicate` (its idempotency key was seen) or `refused`."""
 
-    schema_name: ClassVar[str] = "BatchItemOutput"
     index: int
     status: Literal["created", "duplicate", "refused"]
     memory: Remembered | None = None
@@ -328,8 +340,8 @@ class BatchItem(_Answer):
         return (self.error or {}).get("fields") or {}
 
 
+@_schema("BatchOutput")
 class Batch(_Answer):
-    schema_name: ClassVar[str] = "BatchOutput"
     created: int
     duplicates: int
     refused: int

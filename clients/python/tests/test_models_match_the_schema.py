@@ -4,6 +4,7 @@ when there is one, else the schema the code generates."""
 from __future__ import annotations
 
 import inspect
+import typing
 from pathlib import Path
 
 import pytest
@@ -51,21 +52,34 @@ REQUESTS = [
 ]
 
 
+def keywords(method) -> dict[str, bool]:
+    """Each keyword a method takes, and whether it may be left out; `**fields: Unpack[SomeTypedDict]` counts as
+    the TypedDict's keys."""
+    found = {}
+    for name, parameter in inspect.signature(method).parameters.items():
+        if parameter.kind is inspect.Parameter.VAR_KEYWORD:
+            (fields,) = typing.get_args(typing.get_type_hints(method)[name])
+            found |= {key: key in fields.__optional_keys__ for key in typing.get_type_hints(fields)}
+        elif name != "self":
+            found[name] = parameter.default is not inspect.Parameter.empty
+    return found
+
+
 @pytest.mark.parametrize(("method", "component_name", "outside_the_body"), REQUESTS, ids=lambda v: str(v))
 def test_each_method_takes_the_fields_of_its_request(method, component_name, outside_the_body, components):
     component = components.get(component_name)
     if component is None:
         pytest.skip(f"{component_name} is not in this schema")
     parameters = {
-        name: parameter
-        for name, parameter in inspect.signature(getattr(Archivist, method)).parameters.items()
-        if name != "self" and name not in outside_the_body
+        name: optional
+        for name, optional in keywords(getattr(Archivist, method)).items()
+        if name not in outside_the_body
     }
     properties = set(component.get("properties", {}))
     assert set(parameters) <= properties, sorted(set(parameters) - properties)
     # A field the API requires is a required keyword, except the place, which the client's default may give.
     required = set(component.get("required", [])) - {"place"}
-    optional = {name for name, parameter in parameters.items() if parameter.default is not inspect.Parameter.empty}
+    optional = {name for name, is_optional in parameters.items() if is_optional}
     assert not (required & optional), sorted(required & optional)
     # Every field of the request can be given (the claim's claimed admission is left to the API's default).
     assert properties - set(parameters) <= {"admission"}, sorted(properties - set(parameters))
