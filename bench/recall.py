@@ -450,7 +450,8 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid") -> l
     from django.utils import timezone
 
     from memories.recall import contextual
-    from memories.recall.query import build_plan, run_plan
+    from memories.recall.candidates import RecallRequest, build_plan
+    from memories.recall.query import run_plan
     from memories.scopes import Place
 
     place = Place(PLACE["channel"], PLACE["kind"], ())
@@ -460,18 +461,19 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid") -> l
     with psycopg.connect(os.environ["DATABASE_URL"], cursor_factory=psycopg.ClientCursor, autocommit=True) as raw:
         for rank, question in jobs:
             plan = planner(
-                organisation_id=org_ids[rank],
-                place=place,
-                agent_id=None,
-                limit=max(10, contextual.CANDIDATES) if contextual_mode else 10,
-                pool=contextual.CANDIDATES if contextual_mode else None,
-                lists=("semantic", "lexical"),
-                question=question,
-                query_vector=vectors[question],
-                model="all-MiniLM-L6-v2",
-                now=timezone.now(),
-                hnsw_index=hnsw.get(rank),
-                count_unembedded=True,
+                RecallRequest(
+                    organisation_id=org_ids[rank],
+                    place=place,
+                    limit=max(10, contextual.CANDIDATES) if contextual_mode else 10,
+                    pool=contextual.CANDIDATES if contextual_mode else None,
+                    lists=("semantic", "lexical"),
+                    question=question,
+                    query_vector=vectors[question],
+                    model="all-MiniLM-L6-v2",
+                    now=timezone.now(),
+                    hnsw_index=hnsw.get(rank),
+                    count_unembedded=True,
+                )
             )
             started = time.perf_counter()
             with raw.cursor() as cursor:
@@ -485,7 +487,8 @@ def quality(org_ids, ranks: list[int], queries: list[list[float]], hnsw: dict) -
     from django.db import connection
     from django.utils import timezone
 
-    from memories.recall.query import build_plan, run_plan
+    from memories.recall.candidates import RecallRequest, build_plan
+    from memories.recall.query import run_plan
     from memories.scopes import Place
 
     place = Place(PLACE["channel"], PLACE["kind"], ())
@@ -494,15 +497,16 @@ def quality(org_ids, ranks: list[int], queries: list[list[float]], hnsw: dict) -
         found = {}
         for mode in ("approx", "exact"):
             plan = build_plan(
-                organisation_id=org_ids[rank],
-                place=place,
-                agent_id=None,
-                limit=10,
-                lists=("semantic",),
-                query_vector=vector,
-                model="all-MiniLM-L6-v2",
-                now=timezone.now(),
-                hnsw_index=hnsw.get(rank) if mode == "approx" else None,
+                RecallRequest(
+                    organisation_id=org_ids[rank],
+                    place=place,
+                    limit=10,
+                    lists=("semantic",),
+                    query_vector=vector,
+                    model="all-MiniLM-L6-v2",
+                    now=timezone.now(),
+                    hnsw_index=hnsw.get(rank) if mode == "approx" else None,
+                )
             )
             with connection.cursor() as cursor:
                 rows, vec_n, _ = run_plan(plan, cursor)
@@ -523,20 +527,21 @@ def explain_large(org_ids, large: list[int], hnsw: dict, model) -> str:
     from django.db import connection
     from django.utils import timezone
 
-    from memories.recall.query import build_plan
+    from memories.recall.candidates import RecallRequest, build_plan
     from memories.scopes import Place
 
     rank = large[0]
     plan = build_plan(
-        organisation_id=org_ids[rank],
-        place=Place(PLACE["channel"], PLACE["kind"], ()),
-        agent_id=None,
-        limit=10,
-        lists=("semantic",),
-        query_vector=model.encode(["what did they say?"], normalize_embeddings=True)[0].tolist(),
-        model="all-MiniLM-L6-v2",
-        now=timezone.now(),
-        hnsw_index=hnsw[rank],
+        RecallRequest(
+            organisation_id=org_ids[rank],
+            place=Place(PLACE["channel"], PLACE["kind"], ()),
+            limit=10,
+            lists=("semantic",),
+            query_vector=model.encode(["what did they say?"], normalize_embeddings=True)[0].tolist(),
+            model="all-MiniLM-L6-v2",
+            now=timezone.now(),
+            hnsw_index=hnsw[rank],
+        )
     )
     with connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL hnsw.ef_search = {int(plan.params['ef'])}; EXPLAIN " + plan.sql, plan.params)

@@ -1,6 +1,6 @@
 """`contextual` recall: the hybrid candidates, their neighbours in their place, re-ranked by `memories.recall.ranking`.
 
-One statement: the hybrid lists (`recall.candidate_ctes`, with every tenant,
+One statement: the hybrid lists (`candidates.candidate_ctes`, with every tenant,
 scope and liveness rule) find the candidates, and the same statement reads,
 for those candidates and for the facts remembered just before and after each
 of them in the same place:
@@ -26,15 +26,20 @@ from __future__ import annotations
 import json
 import re
 from datetime import timedelta
-from typing import TYPE_CHECKING
 
 from django.db import connection
 
-from memories.db.indexes import LIVE_PREDICATE
+from memories.db.predicates import live_sql
 from memories.recall import ranking
-
-if TYPE_CHECKING:
-    from memories.recall.query import RecallPlan
+from memories.recall.candidates import (
+    RESULT_COLUMNS,
+    TSQUERY,
+    RecallPlan,
+    RecallRequest,
+    candidate_ctes,
+    statement,
+    tenant_literal,
+)
 
 # Candidates taken from the hybrid lists (each list offering as many) before
 # re-ranking: quality is flat from 30 to 60 (docs/benchmarks.md, "Recall quality").
@@ -48,25 +53,28 @@ TOTAL_CAP = 5_000
 # Facts whose lengths and words stand for the tenant's in BM25's statistics.
 STATISTICS_SAMPLE = 1_000
 
+# A neighbour shares its anchor's place, bucket and agent.
+_SAME_PLACE = (
+    "m.bucket = a.bucket AND m.scope = a.scope AND m.scope_ref = a.scope_ref"
+    " AND m.agent_id IS NOT DISTINCT FROM a.agent_id"
+)
+# A tsvector cut down to the question's lexemes: deleting from it every lexeme that is not one.
+_ONLY_QUESTION = "ts_delete({v}, tsvector_to_array(ts_delete({v}, qwords.words)))"
 
-def build_plan(*, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG, **plan_kwargs) -> RecallPlan:
+
+def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG) -> RecallPlan:
     """One statement: the hybrid candidates, their neighbours, and what ranking reads of each.
 
-    Takes `recall.candidate_ctes`'s arguments. Each row is one fact of the pool
-    (a candidate or a neighbour) with its cosine similarity, the question's
-    lexemes it holds (its tsvector cut down to them), its length, `ts_rank`,
-    and, for a candidate, its hybrid ranks; the BM25 statistics and the
-    neighbour links ride on the first row. Full rows are read afterwards, for
-    the few that win.
+    Each row is one fact of the pool (a candidate or a neighbour) with its
+    cosine similarity, the question's lexemes it holds (its tsvector cut down
+    to them), its length, `ts_rank`, and, for a candidate, its hybrid ranks;
+    the BM25 statistics and the neighbour links ride on the first row. Full
+    rows are read afterwards, for the few that win.
     """
-    from memories.recall.query import _TSQUERY, RecallPlan, candidate_ctes, tenant_literal  # recall imports this module
-
-    organisation_id = plan_kwargs["organisation_id"]
-    ctes, params, base = candidate_ctes(**plan_kwargs)
-    tenant = tenant_literal(organisation_id)
-    with_vector = "semantic" in plan_kwargs["lists"]
+    ctes, params, base = candidate_ctes(request)
+    tenant = tenant_literal(request.organisation_id)
     params.update(
-        question=plan_kwargs["question"],
+        question=request.question,
         candidates=CANDIDATES,
         gap=NEIGHBOUR_GAP,
         window=config.context_window if config.context_weight else 0,
@@ -74,41 +82,63 @@ def build_plan(*, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG, **plan
         total_cap=TOTAL_CAP,
         sample=STATISTICS_SAMPLE,
     )
-    if "lexical" not in plan_kwargs["lists"]:  # the lexical list already defines the question's tsquery
-        ctes.append(_TSQUERY)
-    same_place = (
-        "m.bucket = a.bucket AND m.scope = a.scope AND m.scope_ref = a.scope_ref"
-        " AND m.agent_id IS NOT DISTINCT FROM a.agent_id"
+    if "lexical" not in request.lists:  # the lexical list already defines the question's tsquery
+        ctes.append(TSQUERY)
+    ctes += [
+        _anchor_cte(tenant),
+        f"nb AS MATERIALIZED (\n  {_neighbours_written('before', tenant, base)}\n  UNION ALL\n"
+        f"  {_neighbours_written('after', tenant, base)}\n  UNION ALL\n  {_neighbours_in_thread(tenant, base)}\n)",
+        _POOL,
+        _QWORDS,
+        f"sample AS MATERIALIZED (\n  SELECT m.search_vector FROM memories_memory m WHERE {base} LIMIT %(sample)s\n)",
+        _bm25_cte(base),
+    ]
+    chosen = _pool_rows(tenant, with_vector="semantic" in request.lists)
+    return RecallPlan(sql=statement(ctes, chosen), params=params, lists=request.lists, hnsw_index=request.hnsw_index)
+
+
+def _anchor_cte(tenant: str) -> str:
+    """The candidates, in the hybrid order, with what the neighbour walk needs."""
+    return (
+        "anchor AS MATERIALIZED (\n"
+        "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank,\n"
+        "    m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id, m.source_event_id\n"
+        f"  FROM cand c JOIN memories_memory m ON m.id = c.id AND m.organisation_id = {tenant}\n"
+        "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
+        "  LIMIT %(candidates)s\n)"
     )
-    live = " AND ".join(f"w.{term.strip()}" for term in LIVE_PREDICATE.split(" AND "))
+
+
+def _neighbours_written(direction: str, tenant: str, base: str) -> str:
+    """Each anchor's neighbours in its place written just `before` or `after` it, within the gap."""
+    before = direction == "before"
+    cmp, order = ("<=", "DESC") if before else (">=", "ASC")
+    bound = "m.created_at >= a.created_at - %(gap)s" if before else "m.created_at <= a.created_at + %(gap)s"
+    sign = "-" if before else ""
     columns_read = ", ".join(f"w.{name}" for name in _NEIGHBOUR_COLUMNS)
+    # The inner scan walks the tenant's newest-first index from the anchor
+    # and stops after `scan` rows whatever the place, so a quiet channel in
+    # a busy tenant costs no more than a busy one; the place, the recall
+    # predicate and the time gap are checked on those rows. (A range on the
+    # gap alone lets the planner pick a bitmap scan of the whole window.)
+    return (
+        f"SELECT a.id AS anchor, x.id, {sign}row_number() OVER (PARTITION BY a.id ORDER BY x.created_at {order},"
+        f" x.id {order}) AS step\n"
+        "  FROM anchor a CROSS JOIN LATERAL (\n"
+        "    SELECT m.id, m.created_at FROM (\n"
+        f"      SELECT {columns_read} FROM memories_memory w WHERE w.organisation_id = {tenant} AND {live_sql('w')}\n"
+        f"        AND w.created_at {cmp} a.created_at AND w.id <> a.id\n"
+        f"      ORDER BY w.created_at {order} LIMIT %(scan)s) m\n"
+        f"    WHERE {base} AND {_SAME_PLACE} AND {bound}\n"
+        f"    ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s) x"
+    )
 
-    def side(direction: str) -> str:
-        before = direction == "before"
-        cmp, order = ("<=", "DESC") if before else (">=", "ASC")
-        bound = "m.created_at >= a.created_at - %(gap)s" if before else "m.created_at <= a.created_at + %(gap)s"
-        sign = "-" if before else ""
-        # The inner scan walks the tenant's newest-first index from the anchor
-        # and stops after `scan` rows whatever the place, so a quiet channel in
-        # a busy tenant costs no more than a busy one; the place, the recall
-        # predicate and the time gap are checked on those rows. (A range on the
-        # gap alone lets the planner pick a bitmap scan of the whole window.)
-        return (
-            f"SELECT a.id AS anchor, x.id, {sign}row_number() OVER (PARTITION BY a.id ORDER BY x.created_at {order},"
-            f" x.id {order}) AS step\n"
-            "  FROM anchor a CROSS JOIN LATERAL (\n"
-            "    SELECT m.id, m.created_at FROM (\n"
-            f"      SELECT {columns_read} FROM memories_memory w WHERE w.organisation_id = {tenant} AND {live}\n"
-            f"        AND w.created_at {cmp} a.created_at AND w.id <> a.id\n"
-            f"      ORDER BY w.created_at {order} LIMIT %(scan)s) m\n"
-            f"    WHERE {base} AND {same_place} AND {bound}\n"
-            f"    ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s) x"
-        )
 
-    # Issue 16: a thread's episodes are neighbours by their events' order in the thread, not by
-    # when they were written (a thread consolidated in several runs, or events posted late).
-    # Parts of one split event are each other's nearest neighbours (step 1, never 0).
-    episodes = (
+def _neighbours_in_thread(tenant: str, base: str) -> str:
+    """Issue 16: a thread's episodes are neighbours by their events' order in the thread, not by
+    when they were written (a thread consolidated in several runs, or events posted late).
+    Parts of one split event are each other's nearest neighbours (step 1, never 0)."""
+    return (
         "SELECT a.id AS anchor, x.id, x.step FROM anchor a\n"
         f"  JOIN threads_threadevent e ON e.id = a.source_event_id AND e.organisation_id = {tenant}\n"
         "  CROSS JOIN LATERAL (\n"
@@ -118,34 +148,27 @@ def build_plan(*, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG, **plan
         f"    JOIN memories_memory m ON m.source_event_id = f.id AND m.organisation_id = {tenant}\n"
         f"    WHERE f.organisation_id = {tenant} AND f.thread_id = e.thread_id AND %(window)s > 0\n"
         "      AND f.sequence BETWEEN e.sequence - %(window)s AND e.sequence + %(window)s\n"
-        f"      AND m.id <> a.id AND {base} AND {same_place}) x"
+        f"      AND m.id <> a.id AND {base} AND {_SAME_PLACE}) x"
     )
-    similarity = (
-        "CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
-        " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
-        if with_vector
-        else "NULL::float8"
-    )
-    # A tsvector cut down to the question's lexemes: deleting from it every lexeme that is not one.
-    only_question = "ts_delete({v}, tsvector_to_array(ts_delete({v}, qwords.words)))"
-    ctes += [
-        # The candidates, in the hybrid order, with what the neighbour walk needs.
-        "anchor AS MATERIALIZED (\n"
-        "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank,\n"
-        "    m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id, m.source_event_id\n"
-        f"  FROM cand c JOIN memories_memory m ON m.id = c.id AND m.organisation_id = {tenant}\n"
-        "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
-        "  LIMIT %(candidates)s\n)",
-        f"nb AS MATERIALIZED (\n  {side('before')}\n  UNION ALL\n  {side('after')}\n  UNION ALL\n  {episodes}\n)",
-        # Each fact once, a candidate with its ranks (grouped: a hash, where a join to anchor loops).
-        "pool AS (\n"
-        "  SELECT id, min(pin_rank) AS pin_rank, min(semantic_rank) AS semantic_rank,\n"
-        "    min(lexical_rank) AS lexical_rank, min(recent_rank) AS recent_rank FROM (\n"
-        "    SELECT id, pin_rank, semantic_rank, lexical_rank, recent_rank FROM anchor\n"
-        "    UNION ALL SELECT id, NULL, NULL, NULL, NULL FROM nb) u GROUP BY id\n)",
-        "qwords AS (SELECT coalesce(array_agg(DISTINCT lexeme), '{}') AS words"
-        " FROM unnest(to_tsvector('english', %(question)s)))",
-        f"sample AS MATERIALIZED (\n  SELECT m.search_vector FROM memories_memory m WHERE {base} LIMIT %(sample)s\n)",
+
+
+# Each fact once, a candidate with its ranks (grouped: a hash, where a join to anchor loops).
+_POOL = (
+    "pool AS (\n"
+    "  SELECT id, min(pin_rank) AS pin_rank, min(semantic_rank) AS semantic_rank,\n"
+    "    min(lexical_rank) AS lexical_rank, min(recent_rank) AS recent_rank FROM (\n"
+    "    SELECT id, pin_rank, semantic_rank, lexical_rank, recent_rank FROM anchor\n"
+    "    UNION ALL SELECT id, NULL, NULL, NULL, NULL FROM nb) u GROUP BY id\n)"
+)
+_QWORDS = (
+    "qwords AS (SELECT coalesce(array_agg(DISTINCT lexeme), '{}') AS words"
+    " FROM unnest(to_tsvector('english', %(question)s)))"
+)
+
+
+def _bm25_cte(base: str) -> str:
+    """BM25's statistics over the sample (the tenant counted to a cap beyond it), and the neighbour links."""
+    return (
         "bm25 AS MATERIALIZED (\n"
         "  SELECT sampled, CASE WHEN sampled < %(sample)s THEN sampled ELSE (\n"
         f"      SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {base} LIMIT %(total_cap)s) t)\n"
@@ -154,28 +177,33 @@ def build_plan(*, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG, **plan
         # Only facts holding some word of the question are looked into.
         "    (SELECT coalesce(jsonb_object_agg(d.lexeme, d.n), '{}') FROM (\n"
         "       SELECT u AS lexeme, count(*) AS n FROM sample s CROSS JOIN tsq CROSS JOIN qwords,\n"
-        f"         unnest(tsvector_to_array({only_question.format(v='s.search_vector')})) u\n"
+        f"         unnest(tsvector_to_array({_ONLY_QUESTION.format(v='s.search_vector')})) u\n"
         "       WHERE s.search_vector @@ tsq.query GROUP BY u) d) AS document_frequency,\n"
         "    (SELECT coalesce(jsonb_agg(jsonb_build_array(anchor, id, step)), '[]') FROM nb) AS links\n"
-        "  FROM (SELECT count(*) AS sampled FROM sample) n\n)",
-    ]
-    sql = (
-        "WITH " + ",\n".join(ctes) + "\n"
-        "SELECT r.*, stats.vec_n, stats.unembedded FROM stats LEFT JOIN LATERAL (\n"
+        "  FROM (SELECT count(*) AS sampled FROM sample) n\n)"
+    )
+
+
+def _pool_rows(tenant: str, *, with_vector: bool) -> str:
+    """What ranking reads of each fact of the pool; the statistics and the neighbour links on the first row."""
+    similarity = (
+        "CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
+        " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
+        if with_vector
+        else "NULL::float8"
+    )
+    return (
         "  SELECT m.id::text AS id, m.body, coalesce(m.occurred_at, m.created_at) AS happened,\n"
         f"    {similarity} AS similarity, length(m.search_vector) AS length,\n"
         "    ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
-        f"    CASE WHEN m.search_vector @@ tsq.query THEN {only_question.format(v='m.search_vector')}::text END"
+        f"    CASE WHEN m.search_vector @@ tsq.query THEN {_ONLY_QUESTION.format(v='m.search_vector')}::text END"
         " AS lexemes,\n"
         "    pool.pin_rank, pool.semantic_rank, pool.lexical_rank, pool.recent_rank,\n"
-        # The statistics and the neighbour links once, on the first row.
         "    CASE WHEN row_number() OVER () = 1 THEN jsonb_build_array(bm25.sampled, bm25.total,"
         " bm25.average_length, bm25.document_frequency, bm25.links) END AS bm25\n"
         f"  FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
-        "    CROSS JOIN tsq CROSS JOIN qwords CROSS JOIN bm25\n"
-        ") r ON true"
+        "    CROSS JOIN tsq CROSS JOIN qwords CROSS JOIN bm25"
     )
-    return RecallPlan(sql=sql, params=params, lists=plan_kwargs["lists"], hnsw_index=plan_kwargs.get("hnsw_index"))
 
 
 def _as_json(value):
@@ -220,31 +248,11 @@ def rank_rows(
     config: ranking.RankingConfig = ranking.DEFAULT_CONFIG,
 ) -> list[dict]:
     """The contextual statement's rows, ranked; pinned facts stay first. Returns full recall rows."""
-    from memories.recall.query import RESULT_COLUMNS  # recall imports this module
-
     if not rows:
         return rows
-    sampled, total, average_length, sampled_frequency, steps = next(
-        _as_json(row["bm25"]) for row in rows if row["bm25"] is not None
-    )
-    # Counted in the sample and scaled to the tenant, so a word keeps its share.
-    scale = total / sampled if sampled else 1.0
-    document_frequency = {lexeme: max(1, round(int(count) * scale)) for lexeme, count in sampled_frequency.items()}
-    links: dict[str, list[tuple[str, int]]] = {}
-    for anchor, other, step in steps:
-        links.setdefault(str(anchor), []).append((str(other), int(step)))
+    document_frequency, total, average_length, links = _statistics(rows)
     by_id = {str(row["id"]): row for row in rows}
-    candidates: dict[str, ranking.Candidate] = {}
-    for key, row in by_id.items():
-        candidates[key] = ranking.Candidate(
-            id=key,
-            body=row["body"],
-            when=row["happened"],
-            similarity=row["similarity"],
-            lexeme_counts=lexeme_counts(row["lexemes"]),
-            length=float(row["length"] or 0),
-            ts_rank=float(row["ts_rank"] or 0),
-        )
+    candidates = {key: _candidate(key, row) for key, row in by_id.items()}
     _link_neighbours(candidates, links)
     # A word the sample missed is as rare as a word can be here: one fact.
     for candidate in candidates.values():
@@ -254,32 +262,58 @@ def rank_rows(
         list(candidates.values()),
         cues=ranking.analyse_question(question),
         document_frequency=document_frequency,
-        total=int(total or 0),
-        average_length=float(average_length or 0),
+        total=total,
+        average_length=average_length,
         config=config,
     )
     pinned = sorted((c for c in ordered if by_id[c.id]["pin_rank"] is not None), key=lambda c: by_id[c.id]["pin_rank"])
     chosen = (pinned + [c for c in ordered if by_id[c.id]["pin_rank"] is None])[:limit]
     full = _rows_by_id(organisation_id, [c.id for c in chosen])
-    out = []
-    for candidate in chosen:
-        found = by_id[candidate.id]
-        row = {name: full[candidate.id][name] for name in RESULT_COLUMNS}
-        row.update(
-            pin_rank=found["pin_rank"],
-            score=candidate.score,
-            semantic_rank=found["semantic_rank"],
-            lexical_rank=found["lexical_rank"],
-            recent_rank=found["recent_rank"],
-            distance=None if candidate.similarity is None else 1 - candidate.similarity,
-        )
-        out.append(row)
-    return out
+    return [_recall_row(full[candidate.id], by_id[candidate.id], candidate) for candidate in chosen]
+
+
+def _statistics(rows: list[dict]) -> tuple[dict[str, int], int, float, dict[str, list[tuple[str, int]]]]:
+    """What the first row carries: document frequencies (scaled to the tenant), the tenant's size,
+    its average length, and each anchor's neighbours with their steps."""
+    sampled, total, average_length, sampled_frequency, steps = next(
+        _as_json(row["bm25"]) for row in rows if row["bm25"] is not None
+    )
+    # Counted in the sample and scaled to the tenant, so a word keeps its share.
+    scale = total / sampled if sampled else 1.0
+    document_frequency = {lexeme: max(1, round(int(count) * scale)) for lexeme, count in sampled_frequency.items()}
+    links: dict[str, list[tuple[str, int]]] = {}
+    for anchor, other, step in steps:
+        links.setdefault(str(anchor), []).append((str(other), int(step)))
+    return document_frequency, int(total or 0), float(average_length or 0), links
+
+
+def _candidate(key: str, row: dict) -> ranking.Candidate:
+    return ranking.Candidate(
+        id=key,
+        body=row["body"],
+        when=row["happened"],
+        similarity=row["similarity"],
+        lexeme_counts=lexeme_counts(row["lexemes"]),
+        length=float(row["length"] or 0),
+        ts_rank=float(row["ts_rank"] or 0),
+    )
+
+
+def _recall_row(full: dict, found: dict, candidate: ranking.Candidate) -> dict:
+    """A recall row: the fact's columns, its hybrid ranks, and its contextual score."""
+    row = {name: full[name] for name in RESULT_COLUMNS}
+    row.update(
+        pin_rank=found["pin_rank"],
+        score=candidate.score,
+        semantic_rank=found["semantic_rank"],
+        lexical_rank=found["lexical_rank"],
+        recent_rank=found["recent_rank"],
+        distance=None if candidate.similarity is None else 1 - candidate.similarity,
+    )
+    return row
 
 
 def _rows_by_id(organisation_id, ids: list[str]) -> dict[str, dict]:
-    from memories.recall.query import RESULT_COLUMNS, tenant_literal
-
     columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
     with connection.cursor() as cursor:
         cursor.execute(

@@ -19,15 +19,16 @@ well below the threshold. Recall uses an index only once it is recorded ready.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from memories.db.indexes import LIVE_PREDICATE
+from memories.db.predicates import live_sql
 from memories.models import TenantVectorIndex
-from memories.recall.query import forget_hnsw_cache, tenant_literal
+from memories.recall.candidates import tenant_literal
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +37,32 @@ logger = logging.getLogger(__name__)
 DROP_BELOW_SHARE = 0.5
 HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
+HNSW_CACHE_SECONDS = 30.0
+
+_hnsw_cache: dict[str, tuple[float, str | None]] = {}
+
+
+def tenant_hnsw_index(organisation_id) -> str | None:
+    """The ready HNSW index of this organisation, if it has one (cached briefly per process)."""
+    key = str(organisation_id)
+    cached = _hnsw_cache.get(key)
+    now = time.monotonic()
+    if cached and cached[0] > now:
+        return cached[1]
+    name = (
+        TenantVectorIndex.objects.filter(organisation_id=key, state=TenantVectorIndex.State.READY)
+        .values_list("index_name", flat=True)
+        .first()
+    )
+    _hnsw_cache[key] = (now + HNSW_CACHE_SECONDS, name)
+    return name
+
+
+def forget_hnsw_cache(organisation_id=None) -> None:
+    if organisation_id is None:
+        _hnsw_cache.clear()
+    else:
+        _hnsw_cache.pop(str(organisation_id), None)
 
 
 def index_name_for(organisation_id) -> str:
@@ -44,7 +71,7 @@ def index_name_for(organisation_id) -> str:
 
 def index_predicate(organisation_id) -> str:
     return (
-        f"organisation_id = {tenant_literal(organisation_id)} AND scope = 'workspace' AND {LIVE_PREDICATE}"
+        f"organisation_id = {tenant_literal(organisation_id)} AND scope = 'workspace' AND {live_sql()}"
         " AND embedding IS NOT NULL"
     )
 
@@ -54,7 +81,7 @@ def tenant_vector_counts(*, at_least: int = 0) -> dict[str, int]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT organisation_id, count(*) FROM memories_memory"
-            f" WHERE scope = 'workspace' AND {LIVE_PREDICATE} AND embedding IS NOT NULL"
+            f" WHERE scope = 'workspace' AND {live_sql()} AND embedding IS NOT NULL"
             " GROUP BY organisation_id HAVING count(*) >= %s",
             [at_least],
         )

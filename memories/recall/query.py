@@ -1,15 +1,8 @@
 """Recall: the facts most relevant to a question, among those recallable in a place.
 
-Everything a recall may return is decided in one SQL statement:
-
-- the tenant predicate is a literal (`organisation_id = '…'::uuid`), so the
-  planner sees the tenant at plan time and can use that tenant's partial HNSW
-  index (a bound parameter under a generic plan would not);
-- the scope predicate is `scopes.recallable` as SQL: workspace rows, this
-  channel's rows, and this person's rows only in a DM with exactly them;
-- erased, expired, corrected (superseded) and system rows, and promotion
-  tombstones, never match;
-- vectors are compared only with vectors of the current embedding model.
+Everything a recall may return is decided in one SQL statement
+(`memories.recall.candidates`: tenant, scope, liveness and model rules); this
+module chooses how to rank, runs the statement and says what gave way.
 
 Ranking (`mode`):
 
@@ -45,55 +38,35 @@ said in `notice`.
 
 from __future__ import annotations
 
-import functools
 import time
-import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from memories.db.indexes import LIVE_PREDICATE
 from memories.embeddings import embedders
-from memories.models import TenantVectorIndex
 from memories.recall import contextual, ranking, reranker
-from memories.scopes import Place, solo_person
+from memories.recall.candidates import (
+    RESULT_COLUMNS,
+    RRF_K,
+    UNEMBEDDED_COUNT_CAP,
+    RecallPlan,
+    RecallRequest,
+    base_predicate,
+    build_plan,
+    place_params,
+    tenant_literal,
+)
+from memories.recall.hnsw import tenant_hnsw_index
+from memories.scopes import Place
 
 MODES = ("auto", "hybrid", "semantic", "lexical", "recent", "contextual", "reranked")
 # Modes that rank by meaning alone or first: without a vector they give the most recent facts instead.
 MEANING_MODES = ("auto", "hybrid", "semantic")
-RRF_K = 60
-# Rows each ranked list contributes before fusion: enough that a fact ranked
-# modestly by both lists can still win, few enough to keep the sort small.
-POOL_MIN = 30
-POOL_PER_RESULT = 3
-UNEMBEDDED_COUNT_CAP = 1000
-HNSW_CACHE_SECONDS = 30.0
-
-RESULT_COLUMNS = (
-    "id",
-    "body",
-    "scope",
-    "scope_ref",
-    "scope_label",
-    "bucket",
-    "author",
-    "tier",
-    "pinned",
-    "source_kind",
-    "source_ref",
-    "source_label",
-    "source_run_id",
-    "subject_type",
-    "subject_id",
-    "agent_id",
-    "created_at",
-    "occurred_at",
-    "expires_at",
-)
-RANK_COLUMNS = ("pin_rank", "score", "semantic_rank", "lexical_rank", "recent_rank", "distance")
+# Modes that want the question's vector.
+VECTOR_MODES = ("auto", "hybrid", "semantic", "contextual", "reranked")
 
 
 @dataclass
@@ -105,255 +78,19 @@ class RecallResult:
 
 
 @dataclass(frozen=True)
-class RecallPlan:
-    """One recall as SQL: the statement, its parameters and what it uses. Built without touching the database."""
+class _Ranking:
+    """How a recall ranks: its SQL lists, then contextual re-ranking, then the reranker."""
 
-    sql: str
-    params: dict
     lists: tuple[str, ...]
-    hnsw_index: str | None
+    contextual: bool
+    reranked: bool
 
-
-def tenant_literal(organisation_id) -> str:
-    """The tenant as a SQL literal. Only a parsed UUID is ever formatted, so nothing else can reach the SQL."""
-    return f"'{uuid.UUID(str(organisation_id))}'::uuid"
-
-
-def base_predicate(*, organisation_id, place: Place, agent_id, alias: str = "m", scopes_sql: str | None = None) -> str:
-    """Rows recallable in `place` for this principal, as SQL over `alias` (parameters: now, channel, person, agent)."""
-    a = alias
-    if scopes_sql is None:
-        scopes_sql = scope_predicate(place=place, alias=alias)
-    live = " AND ".join(f"{a}.{term.strip()}" for term in LIVE_PREDICATE.split(" AND "))
-    sql = (
-        f"{a}.organisation_id = {tenant_literal(organisation_id)} AND {live} AND {a}.stance IS NULL"
-        f" AND {a}.expires_at > %(now)s AND ({scopes_sql})"
-    )
-    if agent_id is not None:
-        # An agent recalls what it holds and what the organisation's agents share.
-        sql += f" AND ({a}.agent_id IS NULL OR {a}.agent_id = %(agent)s)"
-    return sql
-
-
-def time_predicate(*, occurred_after=None, occurred_before=None, alias: str = "m") -> str:
-    """The time filters as SQL (parameters: occurred_after, occurred_before); a fact's time is when it
-    happened, or when it was written if that is unknown."""
-    when = f"coalesce({alias}.occurred_at, {alias}.created_at)"
-    sql = ""
-    if occurred_after is not None:
-        sql += f" AND {when} >= %(occurred_after)s"
-    if occurred_before is not None:
-        sql += f" AND {when} < %(occurred_before)s"
-    return sql
-
-
-def scope_predicate(*, place: Place, alias: str = "m", include_workspace: bool = True) -> str:
-    """`scopes.recallable` as SQL."""
-    a = alias
-    parts = []
-    if include_workspace:
-        parts.append(f"{a}.scope = 'workspace'")
-    parts.append(f"({a}.scope = 'channel' AND {a}.scope_ref = %(channel)s)")
-    if solo_person(place) is not None:
-        parts.append(f"({a}.scope = 'person' AND {a}.scope_ref = %(person)s)")
-    return " OR ".join(parts)
-
-
-_hnsw_cache: dict[str, tuple[float, str | None]] = {}
-
-
-def tenant_hnsw_index(organisation_id) -> str | None:
-    """The ready HNSW index of this organisation, if it has one (cached briefly per process)."""
-    key = str(organisation_id)
-    cached = _hnsw_cache.get(key)
-    now = time.monotonic()
-    if cached and cached[0] > now:
-        return cached[1]
-    name = (
-        TenantVectorIndex.objects.filter(organisation_id=key, state=TenantVectorIndex.State.READY)
-        .values_list("index_name", flat=True)
-        .first()
-    )
-    _hnsw_cache[key] = (now + HNSW_CACHE_SECONDS, name)
-    return name
-
-
-def forget_hnsw_cache(organisation_id=None) -> None:
-    if organisation_id is None:
-        _hnsw_cache.clear()
-    else:
-        _hnsw_cache.pop(str(organisation_id), None)
-
-
-# The question's words, each quoted as a lexeme and joined with OR, so a fact
-# matching some of them ranks (plainto_tsquery would demand all of them).
-_TSQUERY = r"""tsq AS (
-  SELECT to_tsquery('simple', coalesce(string_agg(
-    '''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | '), '')) AS query
-  FROM unnest(to_tsvector('english', %(question)s))
-)"""
-
-
-def build_plan(**kwargs) -> RecallPlan:
-    """The recall statement for these ranked lists (`semantic`, `lexical`, `recent`), pinned facts first."""
-    ctes, params, _ = candidate_ctes(**kwargs)
-    organisation_id = kwargs["organisation_id"]
-    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
-    ranks = ", ".join(f"c.{name}" for name in RANK_COLUMNS)
-    sql = (
-        "WITH " + ",\n".join(ctes) + "\n"
-        "SELECT r.*, stats.vec_n, stats.unembedded FROM stats LEFT JOIN LATERAL (\n"
-        f"  SELECT {columns}, {ranks} FROM cand c JOIN memories_memory m\n"
-        f"    ON m.id = c.id AND m.organisation_id = {tenant_literal(organisation_id)}\n"
-        "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
-        "  LIMIT %(limit)s\n"
-        ") r ON true"
-    )
-    return RecallPlan(sql=sql, params=params, lists=kwargs["lists"], hnsw_index=kwargs.get("hnsw_index"))
-
-
-def candidate_ctes(
-    *,
-    organisation_id,
-    place: Place,
-    agent_id=None,
-    limit: int,
-    lists: tuple[str, ...],
-    question: str = "",
-    query_vector: list[float] | None = None,
-    model: str = "",
-    now: datetime,
-    hnsw_index: str | None = None,
-    count_unembedded: bool = False,
-    occurred_after: datetime | None = None,
-    occurred_before: datetime | None = None,
-    pool: int | None = None,
-) -> tuple[list[str], dict, str]:
-    """The common table expressions of a recall, their parameters, and the recall predicate they share.
-
-    `cand` holds every candidate with its fused score and ranks (pinned facts
-    with their pin rank), `stats` what the vector list held and how many rows
-    here are not embedded yet; the statement that ends them chooses the rows.
-    """
-    pool = pool or max(POOL_MIN, limit * POOL_PER_RESULT)
-    params: dict = {
-        "now": now,
-        "channel": place.channel,
-        "person": solo_person(place) or "",
-        "agent": str(agent_id) if agent_id is not None else None,
-        "limit": limit,
-        "pool": pool,
-        "rrf_k": RRF_K,
-        "occurred_after": occurred_after,
-        "occurred_before": occurred_before,
-    }
-    during = time_predicate(occurred_after=occurred_after, occurred_before=occurred_before)
-    base = base_predicate(organisation_id=organisation_id, place=place, agent_id=agent_id) + during
-    ctes: list[str] = []
-    ranked: list[str] = []
-
-    if "semantic" in lists:
-        params["qvec"] = "[" + ",".join(f"{value:.7g}" for value in query_vector) + "]"
-        params["model"] = model
-        if hnsw_index:
-            params["ef"] = settings.MEMORY_VECTOR_EF_SEARCH
-            live = " AND ".join(f"w.{term.strip()}" for term in LIVE_PREDICATE.split(" AND "))
-            # The partial index's own predicate, literally, so the planner can prove it applies;
-            # the other filters are checked on the candidates it returns.
-            ctes.append(
-                "wcand AS MATERIALIZED (\n"
-                "  SELECT w.id, w.embedding <=> %(qvec)s::vector AS distance FROM memories_memory w\n"
-                f"  WHERE w.organisation_id = {tenant_literal(organisation_id)} AND w.scope = 'workspace'"
-                f" AND {live} AND w.embedding IS NOT NULL\n"
-                "  ORDER BY w.embedding <=> %(qvec)s::vector LIMIT %(ef)s\n)"
-            )
-            narrow = (
-                base_predicate(
-                    organisation_id=organisation_id,
-                    place=place,
-                    agent_id=agent_id,
-                    scopes_sql=scope_predicate(place=place, include_workspace=False),
-                )
-                + during
-            )
-            source = (
-                "(SELECT c.id, c.distance FROM wcand c JOIN memories_memory m ON m.id = c.id\n"
-                f"    WHERE {base} AND m.embedding_model = %(model)s)\n"
-                "  UNION ALL\n"
-                "  (SELECT m.id, m.embedding <=> %(qvec)s::vector AS distance FROM memories_memory m\n"
-                f"    WHERE {narrow} AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s\n"
-                "    ORDER BY 2 LIMIT %(pool)s)"
-            )
-        else:
-            source = (
-                "SELECT m.id, m.embedding <=> %(qvec)s::vector AS distance FROM memories_memory m\n"
-                f"    WHERE {base} AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s\n"
-                "    ORDER BY 2 LIMIT %(pool)s"
-            )
-        ctes.append(
-            "vec AS MATERIALIZED (\n"
-            "  SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS rank\n"
-            f"  FROM ({source}) s ORDER BY distance, id LIMIT %(pool)s\n)"
-        )
-        ranked.append("SELECT id, rank, 'semantic' AS list, distance FROM vec")
-
-    if "lexical" in lists:
-        params["question"] = question
-        ctes.append(_TSQUERY)
-        ctes.append(
-            "lex AS MATERIALIZED (\n"
-            "  SELECT id, row_number() OVER (ORDER BY score DESC, created_at DESC, id) AS rank FROM (\n"
-            "    SELECT m.id, ts_rank(m.search_vector, tsq.query) AS score, m.created_at\n"
-            f"    FROM memories_memory m, tsq WHERE {base} AND m.search_vector @@ tsq.query\n"
-            "    ORDER BY score DESC, m.created_at DESC LIMIT %(pool)s) s\n)"
-        )
-        ranked.append("SELECT id, rank, 'lexical' AS list, NULL::float8 AS distance FROM lex")
-
-    if "recent" in lists:
-        ctes.append(
-            "rec AS MATERIALIZED (\n"
-            "  SELECT m.id, row_number() OVER (ORDER BY m.created_at DESC, m.id DESC) AS rank\n"
-            f"  FROM memories_memory m WHERE {base}\n"
-            "  ORDER BY m.created_at DESC, m.id DESC LIMIT %(pool)s\n)"
-        )
-        ranked.append("SELECT id, rank, 'recent' AS list, NULL::float8 AS distance FROM rec")
-
-    ctes.append(
-        "pins AS MATERIALIZED (\n"
-        "  SELECT m.id, row_number() OVER (ORDER BY m.created_at DESC, m.id DESC) AS rank\n"
-        f"  FROM memories_memory m WHERE {base} AND m.pinned\n"
-        "  ORDER BY m.created_at DESC, m.id DESC LIMIT %(limit)s\n)"
-    )
-    union = "\n  UNION ALL ".join(ranked) if ranked else "SELECT NULL::uuid, NULL::bigint, NULL::text, NULL::float8"
-    ctes.append(
-        "fused AS (\n"
-        "  SELECT id, sum(1.0::float8 / (%(rrf_k)s + rank)) AS score,\n"
-        "    min(rank) FILTER (WHERE list = 'semantic') AS semantic_rank,\n"
-        "    min(rank) FILTER (WHERE list = 'lexical') AS lexical_rank,\n"
-        "    min(rank) FILTER (WHERE list = 'recent') AS recent_rank,\n"
-        "    min(distance) AS distance\n"
-        f"  FROM ({union}) u WHERE id IS NOT NULL GROUP BY id\n)"
-    )
-    ctes.append(
-        "cand AS (\n"
-        "  SELECT coalesce(f.id, p.id) AS id, p.rank AS pin_rank, f.score, f.semantic_rank, f.lexical_rank,\n"
-        "    f.recent_rank, f.distance\n"
-        "  FROM fused f FULL OUTER JOIN pins p ON p.id = f.id\n)"
-    )
-    stats = ["(SELECT count(*) FROM vec) AS vec_n" if "semantic" in lists else "NULL::bigint AS vec_n"]
-    if count_unembedded:
-        stats.append(
-            "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE "
-            f"{base} AND m.embedding IS NULL LIMIT {UNEMBEDDED_COUNT_CAP}) n)"
-            # A vector of another embedding model cannot be compared: such a row is not searchable yet either.
-            " + (SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE "
-            f"{base} AND m.embedding IS NOT NULL AND m.embedding_model <> %(model)s LIMIT {UNEMBEDDED_COUNT_CAP}) o)"
-            " AS unembedded"
-        )
-    else:
-        stats.append("NULL::bigint AS unembedded")
-    ctes.append("stats AS (SELECT " + ", ".join(stats) + ")")
-    return ctes, params, base
+    def used(self) -> str:
+        if self.reranked:
+            return "reranked"
+        if self.contextual:
+            return "contextual"
+        return "hybrid" if len(self.lists) == 2 else self.lists[0]
 
 
 def run_plan(plan: RecallPlan, cursor) -> tuple[list[dict], int | None, int | None]:
@@ -407,38 +144,76 @@ def recall(
     ranking's weights; the quality benchmark uses it for its ablations.
     """
     started = time.perf_counter()
-    now = now or timezone.now()
     limit = limit or settings.MEMORY_RECALL_DEFAULT_LIMIT
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     question = (question or "").strip()
     notices: list[str] = []
-    embed_ms = 0.0
+    query_vector, model, embed_ms = _question_vector(question, mode, notices)
+    how = _choose_ranking(mode, question, query_vector, notices)
+    organisation_id = getattr(organisation, "pk", organisation)
+    config = ranking_config or ranking.DEFAULT_CONFIG
+    request = RecallRequest(
+        organisation_id=organisation_id,
+        place=place,
+        agent_id=getattr(agent, "pk", agent),
+        limit=max(limit, contextual.CANDIDATES) if how.contextual else limit,
+        # Contextual ranking re-scores its candidates itself: each list need only offer as many.
+        pool=contextual.CANDIDATES if how.contextual else None,
+        lists=how.lists,
+        question=question,
+        query_vector=query_vector,
+        model=model,
+        now=now or timezone.now(),
+        hnsw_index=tenant_hnsw_index(organisation_id) if "semantic" in how.lists else None,
+        count_unembedded="semantic" in how.lists,
+        occurred_after=occurred_after,
+        occurred_before=occurred_before,
+    )
+    sql_started = time.perf_counter()
+    rows, unembedded, vector_search = _ranked_rows(request, how, config, limit=limit)
+    sql_ms = _ms_since(sql_started)
+    rows, how, rerank_ms = _reranked(rows, how, question=question, limit=limit, notices=notices)
+    if unembedded:
+        notices.append(_unembedded_notice(unembedded, how.lists))
+    return RecallResult(
+        rows=rows,
+        ranking=_ranking_report(mode, how, model=model, vector_search=vector_search, limit=limit, config=config),
+        notice=" ".join(notices),
+        timings={"embed_ms": embed_ms, "sql_ms": sql_ms, "rerank_ms": rerank_ms, "recall_ms": _ms_since(started)},
+    )
 
-    wants_vector = mode in ("auto", "hybrid", "semantic", "contextual", "reranked") and bool(question)
-    query_vector = None
-    model = ""
-    # Contextual and reranked rank by words as well as meaning, so without a vector they still rank by words.
+
+def _question_vector(question: str, mode: str, notices: list[str]) -> tuple[list[float] | None, str, float]:
+    """The question's vector and the model that made it, when the mode ranks by meaning; and how long it took.
+
+    Without one, `notices` says what the recall does instead: contextual and
+    reranked rank by words as well as meaning, so they still rank by words.
+    """
+    if mode not in VECTOR_MODES or not question:
+        return None, "", 0.0
     instead = (
         "the most recent facts here were given instead of the most relevant"
         if mode in MEANING_MODES
-        else ("it was ranked by its words only")
+        else "it was ranked by its words only"
     )
-    if wants_vector:
-        embedder = embedders.get_embedder()
-        if not embedder.available:
-            notices.append(f"No embedder is configured, so {instead}.")
-        else:
-            embed_started = time.perf_counter()
-            try:
-                query_vector = embedders.embed_query(question)
-                model = embedder.name
-            except embedders.EmbeddingError as error:
-                notices.append(f"The question could not be embedded ({error}), so {instead}.")
-            embed_ms = (time.perf_counter() - embed_started) * 1000
+    embedder = embedders.get_embedder()
+    if not embedder.available:
+        notices.append(f"No embedder is configured, so {instead}.")
+        return None, "", 0.0
+    started = time.perf_counter()
+    try:
+        vector, model = embedders.embed_query(question), embedder.name
+    except embedders.EmbeddingError as error:
+        notices.append(f"The question could not be embedded ({error}), so {instead}.")
+        vector, model = None, ""
+    return vector, model, _ms_since(started)
 
+
+def _choose_ranking(mode: str, question: str, query_vector, notices: list[str]) -> _Ranking:
+    """The lists a mode ranks by given what it has (a question, a vector), and whether it re-ranks them."""
     if not question:
-        if mode != "recent" and mode != "auto":
+        if mode not in ("recent", "auto"):
             notices.append(f"No question was given, so {mode} recall fell back to the most recent facts.")
         lists: tuple[str, ...] = ("recent",)
     elif mode == "recent" or (query_vector is None and mode in MEANING_MODES):
@@ -451,7 +226,6 @@ def recall(
         lists = ("semantic",)
     else:
         lists = ("semantic", "lexical")
-
     contextual_mode = bool(question) and (
         mode in ("contextual", "reranked") or (mode == "auto" and query_vector is not None)
     )
@@ -459,88 +233,85 @@ def recall(
     if rerank_mode and not reranker.configured():
         notices.append("No reranker is configured (ARCHIVIST_RERANKER_URL), so contextual ranking was used.")
         rerank_mode = False
-    organisation_id = organisation.pk if hasattr(organisation, "pk") else organisation
-    agent_id = getattr(agent, "pk", agent)
-    hnsw = tenant_hnsw_index(organisation_id) if "semantic" in lists else None
-    config = ranking_config or ranking.DEFAULT_CONFIG
-    plan_kwargs = dict(
-        organisation_id=organisation_id,
-        place=place,
-        agent_id=agent_id,
-        limit=max(limit, contextual.CANDIDATES) if contextual_mode else limit,
-        # Contextual ranking re-scores its candidates itself: each list need only offer as many.
-        pool=contextual.CANDIDATES if contextual_mode else None,
-        lists=lists,
-        question=question,
-        query_vector=query_vector,
-        model=model,
-        now=now,
-        count_unembedded="semantic" in lists,
-        occurred_after=occurred_after,
-        occurred_before=occurred_before,
-    )
-    planner = functools.partial(contextual.build_plan, config=config) if contextual_mode else build_plan
-    plan = planner(**plan_kwargs, hnsw_index=hnsw)
-    sql_started = time.perf_counter()
-    rows, vec_n, unembedded = _execute(plan)
-    vector_search = ("hnsw" if hnsw else "exact") if "semantic" in lists else None
-    if hnsw and (vec_n or 0) < plan.params["pool"]:
+    return _Ranking(lists=lists, contextual=contextual_mode, reranked=rerank_mode)
+
+
+def _ranked_rows(
+    request: RecallRequest, how: _Ranking, config: ranking.RankingConfig, *, limit: int
+) -> tuple[list[dict], int | None, str | None]:
+    """The rows in their order (contextually ranked, if so), the rows here not searchable by meaning,
+    and how the vector list was searched."""
+
+    def plan(hnsw_index: str | None) -> RecallPlan:
+        exact_or_not = replace(request, hnsw_index=hnsw_index)
+        return contextual.build_plan(exact_or_not, config=config) if how.contextual else build_plan(exact_or_not)
+
+    first = plan(request.hnsw_index)
+    rows, vec_n, unembedded = _execute(first)
+    vector_search = ("hnsw" if request.hnsw_index else "exact") if "semantic" in request.lists else None
+    if request.hnsw_index and (vec_n or 0) < first.params["pool"]:
         # The filters left fewer candidates than the list wants: the approximate
         # list may be missing true neighbours, so search this tenant exactly.
-        rows, vec_n, unembedded = _execute(planner(**plan_kwargs, hnsw_index=None))
+        rows, _, unembedded = _execute(plan(None))
         vector_search = "exact (hnsw fallback)"
-    if contextual_mode:
+    if how.contextual:
         rows = contextual.rank_rows(
             rows,
-            organisation_id=organisation_id,
-            question=question,
-            limit=max(limit, settings.RERANKER_CANDIDATES) if rerank_mode else limit,
+            organisation_id=request.organisation_id,
+            question=request.question,
+            limit=max(limit, settings.RERANKER_CANDIDATES) if how.reranked else limit,
             config=config,
         )
-    sql_ms = (time.perf_counter() - sql_started) * 1000
-    rerank_ms = 0.0
-    if rerank_mode:
-        rerank_started = time.perf_counter()
-        rows, gave_way = reranker.rerank_rows(rows, question=question, limit=limit)
-        rerank_ms = (time.perf_counter() - rerank_started) * 1000
-        if gave_way:
-            notices.append(gave_way)
-            rerank_mode = False
+    return rows, unembedded, vector_search
 
-    if unembedded:
-        shown = f"{unembedded}+" if unembedded >= UNEMBEDDED_COUNT_CAP else str(unembedded)
-        how = "by their words only" if "lexical" in lists else "not at all by meaning"
-        notices.append(
-            f"{shown} fact(s) here are not searchable by meaning yet (not embedded, or embedded by another model) "
-            f"and were searched {how}."
-        )
 
-    ranking_report = {
+def _reranked(
+    rows: list[dict], how: _Ranking, *, question: str, limit: int, notices: list[str]
+) -> tuple[list[dict], _Ranking, float]:
+    """The rows reordered by the reranker when the recall asks for it; how it ranked in the end; how long it took."""
+    if not how.reranked:
+        return rows, how, 0.0
+    started = time.perf_counter()
+    rows, gave_way = reranker.rerank_rows(rows, question=question, limit=limit)
+    if gave_way:
+        notices.append(gave_way)
+        how = replace(how, reranked=False)
+    return rows, how, _ms_since(started)
+
+
+def _ms_since(started: float) -> float:
+    return (time.perf_counter() - started) * 1000
+
+
+def _unembedded_notice(unembedded: int, lists: tuple[str, ...]) -> str:
+    shown = f"{unembedded}+" if unembedded >= UNEMBEDDED_COUNT_CAP else str(unembedded)
+    how = "by their words only" if "lexical" in lists else "not at all by meaning"
+    return (
+        f"{shown} fact(s) here are not searchable by meaning yet (not embedded, or embedded by another model) "
+        f"and were searched {how}."
+    )
+
+
+def _ranking_report(
+    mode: str, how: _Ranking, *, model: str, vector_search: str | None, limit: int, config: ranking.RankingConfig
+) -> dict:
+    """What a recall says of its ranking (`ranking` in the answer)."""
+    report = {
         "requested": mode,
-        "used": "reranked"
-        if rerank_mode
-        else "contextual"
-        if contextual_mode
-        else ("hybrid" if len(lists) == 2 else lists[0]),
-        "lists": list(lists),
-        "fusion": f"reciprocal rank, k={RRF_K}" if len(lists) == 2 else None,
+        "used": how.used(),
+        "lists": list(how.lists),
+        "fusion": f"reciprocal rank, k={RRF_K}" if len(how.lists) == 2 else None,
         "embedding_model": model or None,
         "vector_search": vector_search,
         "pinned_first": True,
         "limit": limit,
     }
-    if contextual_mode:
-        ranking_report["fusion"] = contextual.describe(config)["fusion"]
-        ranking_report["contextual"] = contextual.describe(config)
-    if rerank_mode:
-        ranking_report["reranker"] = {"style": settings.RERANKER_STYLE, "candidates": settings.RERANKER_CANDIDATES}
-    total_ms = (time.perf_counter() - started) * 1000
-    return RecallResult(
-        rows=rows,
-        ranking=ranking_report,
-        notice=" ".join(notices),
-        timings={"embed_ms": embed_ms, "sql_ms": sql_ms, "rerank_ms": rerank_ms, "recall_ms": total_ms},
-    )
+    if how.contextual:
+        report["fusion"] = contextual.describe(config)["fusion"]
+        report["contextual"] = contextual.describe(config)
+    if how.reranked:
+        report["reranker"] = {"style": settings.RERANKER_STYLE, "candidates": settings.RERANKER_CANDIDATES}
+    return report
 
 
 RENDER_FETCH_FACTOR = 3
@@ -553,7 +324,7 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
     and precedence rarely leave a section short) and counts each scope's rows,
     so what was not read is reported as left out rather than silently missing.
     """
-    organisation_id = organisation.pk if hasattr(organisation, "pk") else organisation
+    organisation_id = getattr(organisation, "pk", organisation)
     agent_id = getattr(agent, "pk", agent)
     base = base_predicate(organisation_id=organisation_id, place=place, agent_id=agent_id)
     # Issue 16: episodes (transcript lines) are never section filler; `with_recalled_episodes`
@@ -585,12 +356,7 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
         "ORDER BY m.pinned DESC, m.created_at DESC, m.id"
     )
     totals_sql = f"SELECT m.scope, count(*) FROM memories_memory m WHERE {base} GROUP BY m.scope"
-    params = {
-        "now": now,
-        "channel": place.channel,
-        "person": solo_person(place) or "",
-        "agent": str(agent_id) if agent_id is not None else None,
-    }
+    params = place_params(place=place, agent_id=agent_id, now=now)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         names = [column.name for column in cursor.description]

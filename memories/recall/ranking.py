@@ -228,41 +228,16 @@ def rank(
         )
     else:
         lexical = [c.ts_rank for c in candidates]
-    semantic = [c.similarity for c in candidates]
-    if config.zscore_fusion:
-        fused = [
-            config.lexical_weight * lex + sem for lex, sem in zip(zscores(lexical), zscores(semantic), strict=True)
-        ]
-    else:
-        fused = [
-            lex + sem
-            for lex, sem in zip(
-                reciprocal_ranks(lexical, config.rrf_k), reciprocal_ranks(semantic, config.rrf_k), strict=True
-            )
-        ]
+    fused = _fuse(lexical, [c.similarity for c in candidates], config)
     own = {c.id: value for c, value in zip(candidates, fused, strict=True)}
     floor = min(fused)
-
-    label = None
     speakers = {c.id: speaker_of(c.body) for c in candidates} if config.speaker_boost else {}
-    if config.speaker_boost:
-        labels = set(speakers.values()) - {None}
-        named = labels & cues.words
-        # Only one person named: with two ("what do A and B both like") neither is preferred.
-        label = next(iter(named)) if len(named) == 1 else None
-
+    label = _named_speaker(set(speakers.values()) - {None}, cues)
     period = cues.period
     for candidate, value in zip(candidates, fused, strict=True):
         parts = {"fused": value}
         if config.context_weight:
-            # A farther neighbour lends less: its lead over the pool's floor shrinks by `context_decay` a step.
-            near = [
-                floor + config.context_decay ** (abs(offset) - 1) * (own[nid] - floor)
-                for nid, offset in candidate.neighbours
-                if abs(offset) <= config.context_window and nid in own
-            ]
-            context = max(near) if near else floor
-            parts["context"] = config.context_weight * context
+            parts["context"] = config.context_weight * _context(candidate, own, floor, config)
         if label is not None and speakers[candidate.id] == label:
             parts["speaker"] = config.speaker_boost
         if config.date_boost and period is not None and period[0] <= candidate.when < period[1] + config.date_reach:
@@ -270,3 +245,33 @@ def rank(
         candidate.parts = parts
         candidate.score = sum(parts.values())
     return sorted(candidates, key=lambda c: -c.score)
+
+
+def _fuse(lexical: list[float | None], semantic: list[float | None], config: RankingConfig) -> list[float]:
+    """Each candidate's lexical and semantic scores as one: weighted z-scores, or reciprocal ranks."""
+    if config.zscore_fusion:
+        return [config.lexical_weight * lex + sem for lex, sem in zip(zscores(lexical), zscores(semantic), strict=True)]
+    return [
+        lex + sem
+        for lex, sem in zip(
+            reciprocal_ranks(lexical, config.rrf_k), reciprocal_ranks(semantic, config.rrf_k), strict=True
+        )
+    ]
+
+
+def _named_speaker(labels: set[str], cues: QuestionCues) -> str | None:
+    """The one speaker among the candidates' labels whom the question names."""
+    named = labels & cues.words
+    # Only one person named: with two ("what do A and B both like") neither is preferred.
+    return next(iter(named)) if len(named) == 1 else None
+
+
+def _context(candidate: Candidate, own: dict[str, float], floor: float, config: RankingConfig) -> float:
+    """The best score a neighbour lends: a farther one lends less, its lead over the pool's floor
+    shrinking by `context_decay` a step."""
+    near = [
+        floor + config.context_decay ** (abs(offset) - 1) * (own[nid] - floor)
+        for nid, offset in candidate.neighbours
+        if abs(offset) <= config.context_window and nid in own
+    ]
+    return max(near) if near else floor

@@ -13,6 +13,7 @@ from memories.errors import LimitReached
 from memories.models import Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType
 from memories.places import place_for_turn
 from memories.recall import contextual
+from memories.recall.candidates import RecallRequest
 from memories.recall.query import _execute
 from memories.scopes import Place
 from memories.subjects import subject_erase, subject_export
@@ -244,14 +245,16 @@ def test_erasing_an_event_erases_every_episode_of_it(episodes_on, post_events, p
 
 def _links(org, agent, place: Place, question: str) -> set[tuple[str, str]]:
     plan = contextual.build_plan(
-        organisation_id=org.pk,
-        place=place,
-        agent_id=agent.pk,
-        limit=10,
-        lists=("lexical",),
-        question=question,
-        now=timezone.now(),
-        pool=contextual.CANDIDATES,
+        RecallRequest(
+            organisation_id=org.pk,
+            place=place,
+            agent_id=agent.pk,
+            limit=10,
+            lists=("lexical",),
+            question=question,
+            now=timezone.now(),
+            pool=contextual.CANDIDATES,
+        )
     )
     rows, _, _ = _execute(plan)
     steps = contextual._as_json(next(row["bm25"] for row in rows if row["bm25"] is not None))[4]

@@ -12,8 +12,9 @@ from django.utils import timezone
 
 from accounts.services import agent_create, organisation_create
 from memories.models import Author, Bucket, Memory, SourceKind, TenantVectorIndex
-from memories.recall.hnsw import index_name_for, vector_index_drop, vector_index_maintain
-from memories.recall.query import build_plan, forget_hnsw_cache, recall, run_plan
+from memories.recall.candidates import RecallRequest, build_plan
+from memories.recall.hnsw import forget_hnsw_cache, index_name_for, vector_index_drop, vector_index_maintain
+from memories.recall.query import recall, run_plan
 from memories.scopes import Place
 from memories.tests.turn_api.helpers import stub_vector
 
@@ -90,15 +91,17 @@ def ids(plan) -> list:
 
 def plan_for(org, vector, *, hnsw, agent_id=None):
     return build_plan(
-        organisation_id=org.pk,
-        place=PLACE,
-        agent_id=agent_id,
-        limit=10,
-        lists=("semantic",),
-        query_vector=vector,
-        model="stand-in",
-        now=timezone.now(),
-        hnsw_index=index_name_for(org.pk) if hnsw else None,
+        RecallRequest(
+            organisation_id=org.pk,
+            place=PLACE,
+            agent_id=agent_id,
+            limit=10,
+            lists=("semantic",),
+            query_vector=vector,
+            model="stand-in",
+            now=timezone.now(),
+            hnsw_index=index_name_for(org.pk) if hnsw else None,
+        )
     )
 
 

@@ -1,0 +1,331 @@
+"""The candidate statement of a recall: which rows it may return, and the ranked lists that offer them.
+
+Built without touching the database. The rules every recall statement shares:
+
+- the tenant predicate is a literal (`organisation_id = '…'::uuid`), so the
+  planner sees the tenant at plan time and can use that tenant's partial HNSW
+  index (a bound parameter under a generic plan would not);
+- the scope predicate is `scopes.recallable` as SQL: workspace rows, this
+  channel's rows, and this person's rows only in a DM with exactly them;
+- erased, expired, corrected (superseded) and system rows, and promotion
+  tombstones, never match (`memories.db.predicates`);
+- vectors are compared only with vectors of the current embedding model.
+
+The ranked lists (`semantic`, `lexical`, `recent`) are fused by reciprocal
+rank, pinned facts first; `memories.recall.contextual` reads the same
+candidates and re-ranks them.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+
+from memories.db.predicates import live_sql, recallable_sql
+from memories.scopes import Place, solo_person
+
+RRF_K = 60
+# Rows each ranked list contributes before fusion: enough that a fact ranked
+# modestly by both lists can still win, few enough to keep the sort small.
+POOL_MIN = 30
+POOL_PER_RESULT = 3
+UNEMBEDDED_COUNT_CAP = 1000
+
+RESULT_COLUMNS = (
+    "id",
+    "body",
+    "scope",
+    "scope_ref",
+    "scope_label",
+    "bucket",
+    "author",
+    "tier",
+    "pinned",
+    "source_kind",
+    "source_ref",
+    "source_label",
+    "source_run_id",
+    "subject_type",
+    "subject_id",
+    "agent_id",
+    "created_at",
+    "occurred_at",
+    "expires_at",
+)
+RANK_COLUMNS = ("pin_rank", "score", "semantic_rank", "lexical_rank", "recent_rank", "distance")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecallRequest:
+    """What one recall statement asks for: whose rows, seen from where, by which ranked lists, how many."""
+
+    organisation_id: uuid.UUID | str
+    place: Place
+    agent_id: uuid.UUID | str | None = None
+    limit: int
+    lists: tuple[str, ...]
+    question: str = ""
+    query_vector: list[float] | None = None
+    model: str = ""
+    now: datetime
+    hnsw_index: str | None = None
+    count_unembedded: bool = False
+    occurred_after: datetime | None = None
+    occurred_before: datetime | None = None
+    # Rows each ranked list offers; by default a few per result asked for.
+    pool: int | None = None
+
+
+@dataclass(frozen=True)
+class RecallPlan:
+    """One recall as SQL: the statement, its parameters and what it uses."""
+
+    sql: str
+    params: dict
+    lists: tuple[str, ...]
+    hnsw_index: str | None
+
+
+def tenant_literal(organisation_id) -> str:
+    """The tenant as a SQL literal. Only a parsed UUID is ever formatted, so nothing else can reach the SQL."""
+    return f"'{uuid.UUID(str(organisation_id))}'::uuid"
+
+
+def base_predicate(*, organisation_id, place: Place, agent_id, alias: str = "m", scopes_sql: str | None = None) -> str:
+    """Rows recallable in `place` for this principal, as SQL over `alias` (parameters: now, channel, person, agent)."""
+    a = alias
+    if scopes_sql is None:
+        scopes_sql = scope_predicate(place=place, alias=alias)
+    sql = (
+        f"{a}.organisation_id = {tenant_literal(organisation_id)} AND {recallable_sql(a)}"
+        f" AND {a}.expires_at > %(now)s AND ({scopes_sql})"
+    )
+    if agent_id is not None:
+        # An agent recalls what it holds and what the organisation's agents share.
+        sql += f" AND ({a}.agent_id IS NULL OR {a}.agent_id = %(agent)s)"
+    return sql
+
+
+def time_predicate(*, occurred_after=None, occurred_before=None, alias: str = "m") -> str:
+    """The time filters as SQL (parameters: occurred_after, occurred_before); a fact's time is when it
+    happened, or when it was written if that is unknown."""
+    when = f"coalesce({alias}.occurred_at, {alias}.created_at)"
+    sql = ""
+    if occurred_after is not None:
+        sql += f" AND {when} >= %(occurred_after)s"
+    if occurred_before is not None:
+        sql += f" AND {when} < %(occurred_before)s"
+    return sql
+
+
+def scope_predicate(*, place: Place, alias: str = "m", include_workspace: bool = True) -> str:
+    """`scopes.recallable` as SQL."""
+    a = alias
+    parts = []
+    if include_workspace:
+        parts.append(f"{a}.scope = 'workspace'")
+    parts.append(f"({a}.scope = 'channel' AND {a}.scope_ref = %(channel)s)")
+    if solo_person(place) is not None:
+        parts.append(f"({a}.scope = 'person' AND {a}.scope_ref = %(person)s)")
+    return " OR ".join(parts)
+
+
+def place_params(*, place: Place, agent_id, now: datetime) -> dict:
+    """The parameters `base_predicate` names."""
+    return {
+        "now": now,
+        "channel": place.channel,
+        "person": solo_person(place) or "",
+        "agent": str(agent_id) if agent_id is not None else None,
+    }
+
+
+def recall_predicate(request: RecallRequest, *, include_workspace: bool = True) -> str:
+    """The rows this request may return (`base_predicate` and its time filters), over `m`."""
+    scopes_sql = scope_predicate(place=request.place, include_workspace=include_workspace)
+    return base_predicate(
+        organisation_id=request.organisation_id, place=request.place, agent_id=request.agent_id, scopes_sql=scopes_sql
+    ) + time_predicate(occurred_after=request.occurred_after, occurred_before=request.occurred_before)
+
+
+# The question's words, each quoted as a lexeme and joined with OR, so a fact
+# matching some of them ranks (plainto_tsquery would demand all of them).
+TSQUERY = r"""tsq AS (
+  SELECT to_tsquery('simple', coalesce(string_agg(
+    '''' || replace(replace(lexeme, '\', '\\'), '''', '''''') || '''', ' | '), '')) AS query
+  FROM unnest(to_tsvector('english', %(question)s))
+)"""
+
+
+def statement(ctes: list[str], chosen: str) -> str:
+    """The common table expressions, then the `chosen` rows beside `stats`: one row even when none is chosen."""
+    return (
+        "WITH " + ",\n".join(ctes) + "\n"
+        "SELECT r.*, stats.vec_n, stats.unembedded FROM stats LEFT JOIN LATERAL (\n" + chosen + "\n) r ON true"
+    )
+
+
+def build_plan(request: RecallRequest) -> RecallPlan:
+    """The recall statement for the request's ranked lists (`semantic`, `lexical`, `recent`), pinned facts first."""
+    ctes, params, _ = candidate_ctes(request)
+    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
+    ranks = ", ".join(f"c.{name}" for name in RANK_COLUMNS)
+    chosen = (
+        f"  SELECT {columns}, {ranks} FROM cand c JOIN memories_memory m\n"
+        f"    ON m.id = c.id AND m.organisation_id = {tenant_literal(request.organisation_id)}\n"
+        "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
+        "  LIMIT %(limit)s"
+    )
+    return RecallPlan(sql=statement(ctes, chosen), params=params, lists=request.lists, hnsw_index=request.hnsw_index)
+
+
+def candidate_ctes(request: RecallRequest) -> tuple[list[str], dict, str]:
+    """The common table expressions of a recall, their parameters, and the recall predicate they share.
+
+    `cand` holds every candidate with its fused score and ranks (pinned facts
+    with their pin rank), `stats` what the vector list held and how many rows
+    here are not embedded yet; the statement that ends them chooses the rows.
+    """
+    base = recall_predicate(request)
+    params = {
+        **place_params(place=request.place, agent_id=request.agent_id, now=request.now),
+        "limit": request.limit,
+        "pool": request.pool or max(POOL_MIN, request.limit * POOL_PER_RESULT),
+        "rrf_k": RRF_K,
+        "occurred_after": request.occurred_after,
+        "occurred_before": request.occurred_before,
+    }
+    ctes: list[str] = []
+    ranked: list[str] = []
+    if "semantic" in request.lists:
+        params.update(_vector_params(request))
+        ctes += _vector_ctes(request, base)
+        ranked.append("SELECT id, rank, 'semantic' AS list, distance FROM vec")
+    if "lexical" in request.lists:
+        params["question"] = request.question
+        ctes += [TSQUERY, _lexical_cte(base)]
+        ranked.append("SELECT id, rank, 'lexical' AS list, NULL::float8 AS distance FROM lex")
+    if "recent" in request.lists:
+        ctes.append(_newest_cte("rec", base, limit="pool"))
+        ranked.append("SELECT id, rank, 'recent' AS list, NULL::float8 AS distance FROM rec")
+    ctes += [_newest_cte("pins", base + " AND m.pinned", limit="limit"), _fused_cte(ranked), _CAND]
+    ctes.append(_stats_cte(request, base))
+    return ctes, params, base
+
+
+def _vector_params(request: RecallRequest) -> dict:
+    params = {
+        "qvec": "[" + ",".join(f"{value:.7g}" for value in request.query_vector) + "]",
+        "model": request.model,
+    }
+    if request.hnsw_index:
+        params["ef"] = settings.MEMORY_VECTOR_EF_SEARCH
+    return params
+
+
+def _vector_ctes(request: RecallRequest, base: str) -> list[str]:
+    """`vec`: the nearest rows by cosine distance, exactly, or from the tenant's HNSW index (`wcand`)."""
+    if request.hnsw_index:
+        ctes = [_hnsw_candidates_cte(request.organisation_id)]
+        source = _hnsw_vector_source(request, base)
+    else:
+        ctes = []
+        source = (
+            "SELECT m.id, m.embedding <=> %(qvec)s::vector AS distance FROM memories_memory m\n"
+            f"    WHERE {base} AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s\n"
+            "    ORDER BY 2 LIMIT %(pool)s"
+        )
+    ctes.append(
+        "vec AS MATERIALIZED (\n"
+        "  SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS rank\n"
+        f"  FROM ({source}) s ORDER BY distance, id LIMIT %(pool)s\n)"
+    )
+    return ctes
+
+
+def _hnsw_candidates_cte(organisation_id) -> str:
+    # The partial index's own predicate, literally, so the planner can prove it applies;
+    # the other filters are checked on the candidates it returns.
+    return (
+        "wcand AS MATERIALIZED (\n"
+        "  SELECT w.id, w.embedding <=> %(qvec)s::vector AS distance FROM memories_memory w\n"
+        f"  WHERE w.organisation_id = {tenant_literal(organisation_id)} AND w.scope = 'workspace'"
+        f" AND {live_sql('w')} AND w.embedding IS NOT NULL\n"
+        "  ORDER BY w.embedding <=> %(qvec)s::vector LIMIT %(ef)s\n)"
+    )
+
+
+def _hnsw_vector_source(request: RecallRequest, base: str) -> str:
+    """The index's workspace candidates that pass the filters, and the nearest channel and person rows exactly."""
+    narrow = recall_predicate(request, include_workspace=False)
+    return (
+        "(SELECT c.id, c.distance FROM wcand c JOIN memories_memory m ON m.id = c.id\n"
+        f"    WHERE {base} AND m.embedding_model = %(model)s)\n"
+        "  UNION ALL\n"
+        "  (SELECT m.id, m.embedding <=> %(qvec)s::vector AS distance FROM memories_memory m\n"
+        f"    WHERE {narrow} AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s\n"
+        "    ORDER BY 2 LIMIT %(pool)s)"
+    )
+
+
+def _lexical_cte(base: str) -> str:
+    return (
+        "lex AS MATERIALIZED (\n"
+        "  SELECT id, row_number() OVER (ORDER BY score DESC, created_at DESC, id) AS rank FROM (\n"
+        "    SELECT m.id, ts_rank(m.search_vector, tsq.query) AS score, m.created_at\n"
+        f"    FROM memories_memory m, tsq WHERE {base} AND m.search_vector @@ tsq.query\n"
+        "    ORDER BY score DESC, m.created_at DESC LIMIT %(pool)s) s\n)"
+    )
+
+
+def _newest_cte(name: str, where: str, *, limit: str) -> str:
+    """The newest rows matching `where`, ranked, at most the parameter `limit` of them."""
+    return (
+        f"{name} AS MATERIALIZED (\n"
+        "  SELECT m.id, row_number() OVER (ORDER BY m.created_at DESC, m.id DESC) AS rank\n"
+        f"  FROM memories_memory m WHERE {where}\n"
+        f"  ORDER BY m.created_at DESC, m.id DESC LIMIT %({limit})s\n)"
+    )
+
+
+def _fused_cte(ranked: list[str]) -> str:
+    """Each candidate's reciprocal-rank score over the ranked lists, and its rank in each."""
+    union = "\n  UNION ALL ".join(ranked) if ranked else "SELECT NULL::uuid, NULL::bigint, NULL::text, NULL::float8"
+    return (
+        "fused AS (\n"
+        "  SELECT id, sum(1.0::float8 / (%(rrf_k)s + rank)) AS score,\n"
+        "    min(rank) FILTER (WHERE list = 'semantic') AS semantic_rank,\n"
+        "    min(rank) FILTER (WHERE list = 'lexical') AS lexical_rank,\n"
+        "    min(rank) FILTER (WHERE list = 'recent') AS recent_rank,\n"
+        "    min(distance) AS distance\n"
+        f"  FROM ({union}) u WHERE id IS NOT NULL GROUP BY id\n)"
+    )
+
+
+# The fused candidates and the pinned facts, each once.
+_CAND = (
+    "cand AS (\n"
+    "  SELECT coalesce(f.id, p.id) AS id, p.rank AS pin_rank, f.score, f.semantic_rank, f.lexical_rank,\n"
+    "    f.recent_rank, f.distance\n"
+    "  FROM fused f FULL OUTER JOIN pins p ON p.id = f.id\n)"
+)
+
+
+def _stats_cte(request: RecallRequest, base: str) -> str:
+    """How many rows the vector list held, and (when asked) how many rows here cannot be searched by meaning."""
+    stats = ["(SELECT count(*) FROM vec) AS vec_n" if "semantic" in request.lists else "NULL::bigint AS vec_n"]
+    if request.count_unembedded:
+        stats.append(
+            "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE "
+            f"{base} AND m.embedding IS NULL LIMIT {UNEMBEDDED_COUNT_CAP}) n)"
+            # A vector of another embedding model cannot be compared: such a row is not searchable yet either.
+            " + (SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE "
+            f"{base} AND m.embedding IS NOT NULL AND m.embedding_model <> %(model)s LIMIT {UNEMBEDDED_COUNT_CAP}) o)"
+            " AS unembedded"
+        )
+    else:
+        stats.append("NULL::bigint AS unembedded")
+    return "stats AS (SELECT " + ", ".join(stats) + ")"
