@@ -50,6 +50,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
@@ -253,6 +254,7 @@ def candidate_ctes(
     ranked: list[str] = []
 
     if "semantic" in lists:
+        assert query_vector is not None  # the semantic list is asked for only with a vector
         params["qvec"] = "[" + ",".join(f"{value:.7g}" for value in query_vector) + "]"
         params["model"] = model
         if hnsw_index:
@@ -515,7 +517,7 @@ def recall(
             f"and were searched {how}."
         )
 
-    ranking_report = {
+    ranking_report: dict[str, Any] = {
         "requested": mode,
         "used": "reranked"
         if rerank_mode
@@ -585,7 +587,7 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
         "ORDER BY m.pinned DESC, m.created_at DESC, m.id"
     )
     totals_sql = f"SELECT m.scope, count(*) FROM memories_memory m WHERE {base} GROUP BY m.scope"
-    params = {
+    params: dict[str, Any] = {
         "now": now,
         "channel": place.channel,
         "person": solo_person(place) or "",
