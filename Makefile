@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format migrations-check deploy-check bench venv clean schema
+.PHONY: run test lint typecheck format migrations-check deploy-check bench venv clean schema
 
 $(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml clients/mcp/pyproject.toml clients/langgraph/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,11 @@ test: $(STAMP) lint migrations-check deploy-check
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# mypy's Django plugin loads the test settings: unreachable server URLs keep them
+# from starting the embedded PostgreSQL and Redis, which a type check never connects to.
+typecheck: $(STAMP)
+	DATABASE_URL=postgres://archivist@db.invalid/archivist REDIS_URL=redis://redis.invalid:6379/0 $(VENV)/bin/mypy
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format .

@@ -13,6 +13,7 @@ from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import BooleanField, Count, OuterRef, Q, QuerySet, Subquery, UUIDField, Value
@@ -58,7 +59,7 @@ REFUSAL_WORDS = {
     DecisionRefused.ERASED: "erased",
     DecisionRefused.TRANSITION: "not in a state that takes it",
 }
-PAST_TENSE = {
+PAST_TENSE: dict[str, str] = {
     Decision.ADMIT: "admitted",
     Decision.REJECT: "rejected",
     Decision.CHALLENGE: "challenged",
@@ -72,7 +73,7 @@ def request_is_steward(request: HttpRequest) -> bool:
     if cached is None:
         user = request.user
         cached = bool(user.is_active and user.is_staff and is_steward(user))
-        request._admissions_is_steward = cached
+        request._admissions_is_steward = cached  # type: ignore[attr-defined]  # memo for this request
     return cached
 
 
@@ -230,7 +231,7 @@ class SystemClaimAdmin(StewardOnlyAdmin):
         ("Admission history", {"fields": ["history"]}),
     ]
     # Every field on the page is read-only; decisions go through the services.
-    readonly_fields = [name for _, options in fieldsets for name in options["fields"]]
+    readonly_fields = [name for _, options in fieldsets for name in options["fields"]]  # type: ignore[misc]  # names only here
 
     def get_queryset(self, request) -> QuerySet:
         # Who is looking, annotated once, so each row can say whether this
@@ -575,7 +576,7 @@ class SystemClaimAdmin(StewardOnlyAdmin):
     def _bulk(self, request, queryset, decision: str):
         form = ReasonForm(request.POST if request.POST.get("post") == "yes" else None)
         if form.is_bound and form.is_valid():
-            decided, refused = 0, Counter()
+            decided, refused = 0, Counter[str]()
             for claim in queryset:
                 try:
                     admission_decide(
@@ -604,7 +605,7 @@ class SystemClaimAdmin(StewardOnlyAdmin):
                 "claims": [(claim, self.claim_text(claim), self.status(claim)) for claim in claims],
                 "decision": Decision(decision),
                 "action": f"{decision}_selected",
-                "action_checkbox_name": admin.helpers.ACTION_CHECKBOX_NAME,
+                "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
                 "form": form,
             },
         )
@@ -633,7 +634,7 @@ class AdmissionRecordAdmin(StewardOnlyAdmin):
     list_select_related = ["steward", "organisation", "claim"]
     list_per_page = 100
     fields = ["at", "decision", "steward_name", "claim_link", "organisation", "reason", "stance", "tombstone_link"]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # names only here
 
     @admin.display(description="steward", ordering="steward__username")
     def steward_name(self, record) -> str:
@@ -675,7 +676,7 @@ class StanceAdmin(StewardOnlyAdmin):
     list_display = ["id", "title", "current_text", "state", "current_as_of", "version_count", "made_by"]
     search_fields = ["id", "title"]
     fields = ["id", "title", "body", "created_by", "reviewed_at", "versions"]
-    readonly_fields = fields
+    readonly_fields = fields  # type: ignore[assignment]  # names only here
 
     @admin.display(description="created by")
     def created_by(self, stance) -> str:

@@ -10,6 +10,7 @@ the four-eyes rule, so no code path can rewrite the history a status comes from.
 from __future__ import annotations
 
 import re
+from typing import ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -73,7 +74,7 @@ class SystemClaimManager(models.Manager):
 class SystemClaim(Memory):
     """The system bucket as stewards see it: a proxy, so the admin and its permissions are the stewards' own."""
 
-    objects = SystemClaimManager()
+    objects: ClassVar[SystemClaimManager] = SystemClaimManager()
 
     class Meta:
         proxy = True

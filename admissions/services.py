@@ -33,7 +33,7 @@ from memories.services import memory_point_to_replacement, memory_remember
 
 # Which decisions each derived status accepts. Rejected is final until someone
 # challenges it; revoking is for an admission only.
-ALLOWED_FROM = {
+ALLOWED_FROM: dict[str, set[Status]] = {
     Decision.ADMIT: {Status.CANDIDATE, Status.CHALLENGED},
     Decision.REJECT: {Status.CANDIDATE, Status.CHALLENGED},
     Decision.CHALLENGE: {Status.CANDIDATE, Status.ADMITTED, Status.REJECTED},

@@ -159,7 +159,7 @@ def stop_stale_redis(folder: Path) -> None:
 
 def stop_postgres(folder: Path) -> None:
     """Stop the pgserver in `folder` by hand (used by fault tests and the supervisor)."""
-    from pgserver._commands import pg_ctl
+    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
 
     user = "pgserver" if os.geteuid() == 0 else None
     try:

@@ -108,6 +108,10 @@ class BodyHasControlChars(Func):
 class Memory(models.Model):
     """One remembered fact, or one network claim (bucket `system`)."""
 
+    # Set on the row `memory_forget` returns: how many versions the chain had, and how many went now.
+    chain_versions: int
+    forgotten_versions: int
+
     # Identity and ownership
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     organisation = models.ForeignKey("accounts.Organisation", on_delete=models.PROTECT, related_name="memories")

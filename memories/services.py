@@ -68,8 +68,8 @@ def _hold_live_cap(
         held = live_facts(
             organisation_id=organisation_id,
             now=now,
-            agent=writer if kind == "agent" else None,
-            person=writer if kind == "person" else None,
+            agent=agent if kind == "agent" else None,
+            person=person if kind == "person" else None,
         )
         if held - frees >= limit:
             who = "This agent holds" if kind == "agent" else "You hold"

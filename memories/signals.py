@@ -17,7 +17,7 @@ def erase_derived(**kwargs) -> dict[str, int]:
 
     totals: dict[str, int] = {}
     for _receiver, counts in subject_erased.send(sender=Memory, **kwargs):
-        for name, count in (counts or {}).items():
+        for name, count in (counts or {}).items():  # type: ignore[union-attr]  # stubs say replies are str
             totals[name] = totals.get(name, 0) + count
     return totals
 
@@ -34,6 +34,6 @@ def export_derived(**kwargs) -> dict[str, list]:
 
     gathered: dict[str, list] = {}
     for _receiver, held in subject_exporting.send(sender=Memory, **kwargs):
-        for name, items in (held or {}).items():
+        for name, items in (held or {}).items():  # type: ignore[union-attr]  # stubs say replies are str
             gathered.setdefault(name, []).extend(items)
     return gathered

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import random
 from datetime import timedelta
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 # Messages are acknowledged after the task, and given back when the worker
 # dies mid-task, so a kill -9 loses nothing; redelivery is made harmless by
 # the conditional UPDATE in memories.embeddings.writes.
-RELIABLE = {"acks_late": True, "reject_on_worker_lost": True}
+RELIABLE: dict[str, Any] = {"acks_late": True, "reject_on_worker_lost": True}
 BACKOFF_CAP_SECONDS = 3600
 PROGRESS_EVERY_ROWS = 500
 

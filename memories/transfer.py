@@ -81,8 +81,8 @@ def memories_export(*, organisation: Organisation, now: datetime | None = None) 
         .select_related("agent", "written_by")
         .order_by("created_at", "id")
     )
-    usernames = dict(Membership.objects.filter(organisation=organisation).values_list("user_id", "user__username"))
-    usernames = {str(key): value for key, value in usernames.items()}
+    memberships = Membership.objects.filter(organisation=organisation).values_list("user_id", "user__username")
+    usernames = {str(key): value for key, value in memberships}
     channels = {
         channel.external_id: channel
         for channel in Channel.objects.filter(organisation=organisation).prefetch_related("members")
@@ -124,8 +124,8 @@ def memories_export(*, organisation: Organisation, now: datetime | None = None) 
             "source_ref": memory.source_ref,
             "source_label": memory.source_label,
             "author": memory.author,
-            "agent": memory.agent.name if memory.agent_id else None,
-            "written_by": memory.written_by.username if memory.written_by_id else None,
+            "agent": memory.agent.name if memory.agent else None,
+            "written_by": memory.written_by.username if memory.written_by else None,
         }
 
 
@@ -225,7 +225,7 @@ def memories_import(
     rows: Iterable[tuple[int, dict | RowRefused]],
     format: str,
     default_place: dict | None = None,
-    progress: Callable[[], None] | None = None,
+    progress: Callable[[], object] | None = None,
 ) -> ImportReport:
     """Import rows written by `agent`; see the module's docstring for what holds."""
     if format not in FORMATS:

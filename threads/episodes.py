@@ -151,7 +151,7 @@ def drafts_for(events: Sequence[ThreadEvent], texts: dict[int, str]) -> list[Epi
         if people
         else {}
     )
-    out = []
+    out: list[EpisodeDraft] = []
     for event in events:
         if event.role not in EPISODE_ROLES or event.agent_id is None or not texts.get(event.sequence):
             continue
@@ -220,7 +220,7 @@ def episodes_write(
                 organisation_id=row.organisation_id,
                 memory=row,
                 action=MemoryAudit.Action.REMEMBER,
-                actor_label=f"agent:{agents[row.agent_id].name}",
+                actor_label=f"agent:{agents[row.agent_id].name}",  # type: ignore[union-attr]  # drafts have agents
                 detail={"episode_of": row.source_event_id},
             )
             for row in rows

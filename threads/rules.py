@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
+from typing import Any, Literal
 
 from threads.extraction import ABOUT_AUTHOR, ABOUT_WORKSPACE, CANDIDATE_MAX_CHARS, Candidate, EventView, normalise
 
@@ -351,7 +352,7 @@ class RulesExtractor:
         name = event.author
         if not event.author_id or not name:
             return None  # a fact about a person needs an account to belong to
-        base = {"about": ABOUT_AUTHOR, "author_id": event.author_id, "sequences": (event.sequence,)}
+        base: dict[str, Any] = {"about": ABOUT_AUTHOR, "author_id": event.author_id, "sequences": (event.sequence,)}
 
         call = _CALL_ME.match(text)
         if call and call.group("name").split()[0].lower() not in _NOT_NAMES and _CALL_ME_REST.match(call.group("rest")):
@@ -487,7 +488,7 @@ class RulesExtractor:
             )
         return None
 
-    def _lasting(self, text: str, name: str, base: dict, correction: bool) -> Candidate | None | bool:
+    def _lasting(self, text: str, name: str, base: dict, correction: bool) -> Candidate | None | Literal[False]:
         """Where the speaker lives or works, or what they are allergic to; False when the text is none of these."""
 
         def value_of(raw: str, *, place: bool) -> str | None:

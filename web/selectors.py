@@ -266,7 +266,7 @@ def removals_of(*, organisation, user, limit: int = 20) -> list[Removal]:
         if row.actor_id:
             by = f"{labels.get(str(row.actor_id), UNKNOWN_PERSON)} (owner)"
         else:
-            by = f"the agent {row.agent.name}" if row.agent_id else "a script"
+            by = f"the agent {row.agent.name}" if row.agent else "a script"
         removals.append(Removal(channel=row.channel.external_id, at=row.at, by=by))
     return removals
 

@@ -30,10 +30,10 @@ if not os.environ.get("REDIS_URL"):
     TEST_REDIS = EmbeddedRedis(TEST_REDIS_FOLDER)
     os.environ["REDIS_URL"] = TEST_REDIS.url
 
-    def stop_test_redis() -> None:
+    def stop_test_redis(redis: EmbeddedRedis = TEST_REDIS, folder: Path = TEST_REDIS_FOLDER) -> None:
         """Stop this session's Redis (idempotent); the root conftest calls it at session end, atexit again."""
-        TEST_REDIS.stop()
-        shutil.rmtree(TEST_REDIS_FOLDER, ignore_errors=True)
+        redis.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
     atexit.register(stop_test_redis)
 

@@ -34,6 +34,8 @@ class PrincipalRateThrottle(SimpleRateThrottle):
     """
 
     scope = "principal"
+    duration: int  # both set by SimpleRateThrottle from the rate
+    num_requests: int
 
     def get_rate(self):
         return settings.MEMORY_API_RATE
@@ -64,7 +66,7 @@ class PrincipalRateThrottle(SimpleRateThrottle):
             return True
         self.now = self.timer()
         key = self.cache.make_and_validate_key(self.key)
-        client = self.cache._cache.get_client(key, write=True)
+        client = self.cache._cache.get_client(key, write=True)  # type: ignore[attr-defined]  # RedisCache
         allowed, oldest = client.register_script(_SLIDING_LOG)(
             keys=[key], args=[repr(self.now), self.duration, self.num_requests, f"{self.now!r}:{uuid.uuid4().hex}"]
         )

@@ -8,6 +8,8 @@ plain functions from rows; the output serializers exist to document them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from rest_framework import serializers
 
@@ -129,7 +131,7 @@ def body_field(**extra) -> serializers.CharField:
 
 
 class _ProvenanceFields(StrictSerializer):
-    identifier_fields = ("source_ref", "run_id")
+    identifier_fields: tuple[str, ...] = ("source_ref", "run_id")
 
     tier = serializers.ChoiceField(choices=Tier.choices, required=False, default=Tier.LOG)
     pinned = serializers.BooleanField(required=False, default=False)
@@ -260,7 +262,7 @@ def memory_state(memory, now) -> str:
 def memory_output(memory: Memory, *, now, scope_reason: str | None = None) -> dict:
     """A row as the API shows it; an erased row shows its receipt and nothing of what it said."""
     erased = memory.redacted_at is not None
-    data = {
+    data: dict[str, Any] = {
         "id": memory.pk,
         "state": memory_state(memory, now),
         "body": memory.body,
@@ -272,8 +274,8 @@ def memory_output(memory: Memory, *, now, scope_reason: str | None = None) -> di
         "subject_id": memory.subject_id,
         "author": memory.author,
         "written": WHO.get(memory.author, ""),
-        "agent": memory.agent.name if memory.agent_id else None,
-        "written_by": memory.written_by.username if memory.written_by_id else None,
+        "agent": memory.agent.name if memory.agent else None,
+        "written_by": memory.written_by.username if memory.written_by else None,
         "source": {
             "kind": memory.source_kind,
             "ref": memory.source_ref,

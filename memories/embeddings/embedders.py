@@ -22,9 +22,13 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import requests
 from django.conf import settings
+
+if TYPE_CHECKING:
+    from memories.embeddings.onnx import OnnxQueryEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +99,7 @@ class LocalEmbedder(Embedder):
         # How `embed_one` embeds, decided once per process: "onnx" or "torch" (with the reason torch).
         self.query_runtime = ""
         self.fallback_reason = ""
-        self._query_encoder = None
+        self._query_encoder: OnnxQueryEncoder | None = None
         self._query_lock = threading.Lock()
 
     @property
@@ -171,6 +175,7 @@ class LocalEmbedder(Embedder):
         """
         if self.prepare_query_encoder() == "onnx":
             try:
+                assert self._query_encoder is not None  # "onnx" is chosen only once the encoder loaded
                 return self._query_encoder.encode(text).tolist()
             except Exception as error:  # noqa: BLE001 - the torch path below answers instead
                 logger.warning("ONNX Runtime failed on a recall question, embedding it with torch: %s", error)

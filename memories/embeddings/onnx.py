@@ -109,6 +109,8 @@ def _tokenizer(directory: Path):
 class OnnxQueryEncoder:
     """One text at a time through an ONNX Runtime session: tokenise, forward, mean-pool over the mask, normalise."""
 
+    deviation_from_torch: float  # set by `load` once the vectors are checked against torch's
+
     def __init__(self, folder: Path, directory: Path, *, threads: int = 1):
         try:
             import onnxruntime
@@ -230,7 +232,7 @@ def _export(directory: Path, folder: Path) -> dict:
         expected = model.tokenizer([text], truncation=True, max_length=MAX_SEQ_LENGTH)["input_ids"][0]
         if fast.encode(text).ids != list(expected):
             raise SystemExit(f"tokenizer.json tokenises {text[:40]!r} unlike the model's tokenizer")
-    transformer = model[0].auto_model.eval()
+    transformer = model[0].auto_model.eval()  # type: ignore[union-attr]  # module 0 is the Transformer
 
     class Forward(torch.nn.Module):
         # Keyword arguments: positional ones collide with `use_cache` in current transformers.

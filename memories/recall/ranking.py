@@ -31,6 +31,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 MONTHS = (
     "january",
@@ -77,7 +78,7 @@ class RankingConfig:
 
     def without(self, rule: str) -> RankingConfig:
         """This configuration with one rule switched off (for ablations)."""
-        off = {
+        off: dict[str, dict[str, Any]] = {
             "bm25": {"bm25": False},
             "zscore_fusion": {"zscore_fusion": False},
             "context": {"context_weight": 0.0},
@@ -181,7 +182,7 @@ def zscores(values: Sequence[float | None]) -> list[float]:
 
 def reciprocal_ranks(values: Sequence[float | None], k: int) -> list[float]:
     """1 / (k + rank) by descending value; a missing or zero value contributes nothing."""
-    order = sorted((index for index, value in enumerate(values) if value), key=lambda index: -values[index])
+    order = sorted((index for index, value in enumerate(values) if value), key=lambda index: -(values[index] or 0.0))
     out = [0.0] * len(values)
     for rank, index in enumerate(order, start=1):
         out[index] = 1.0 / (k + rank)
@@ -217,7 +218,7 @@ def rank(
     if not candidates:
         return []
     if config.bm25:
-        lexical: list[float | None] = bm25_scores(
+        lexical: Sequence[float | None] = bm25_scores(
             [c.lexeme_counts for c in candidates],
             [c.length for c in candidates],
             document_frequency=document_frequency,

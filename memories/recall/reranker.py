@@ -15,6 +15,7 @@ contextual order stands and `notice` says why.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import requests
 from django.conf import settings
@@ -32,7 +33,7 @@ def _endpoint() -> str:
     return settings.RERANKER_URL.rstrip("/") + "/rerank"
 
 
-def _request(question: str, texts: Sequence[str]) -> dict | list:
+def _request(question: str, texts: Sequence[str]) -> Any:
     if settings.RERANKER_STYLE == "cohere":
         payload: dict = {"query": question, "documents": list(texts), "top_n": len(texts)}
         if settings.RERANKER_MODEL:

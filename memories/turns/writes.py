@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.utils import timezone
@@ -152,7 +153,7 @@ def memory_remember_in_place(
     )
 
     is_agent = agent is not None
-    fields = dict(
+    fields: dict[str, Any] = dict(
         organisation=organisation,
         bucket=Bucket.LEARNED if is_agent else Bucket.USER,
         author=Author.MODEL if is_agent else Author.PERSON,
