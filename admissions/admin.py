@@ -41,6 +41,7 @@ from admissions.services import (
     stance_retire_blocker,
     stance_revise,
 )
+from lib.admin import ViewOnlyAdmin
 from memories.models import EVIDENCE_KINDS
 from memories.selectors import memory_supersede_chain
 
@@ -76,7 +77,7 @@ def request_is_steward(request: HttpRequest) -> bool:
     return cached
 
 
-class StewardOnlyAdmin(admin.ModelAdmin):
+class StewardOnlyAdmin(ViewOnlyAdmin, admin.ModelAdmin):
     """Read-only screens for stewards; the group's view permission is needed too."""
 
     def has_module_permission(self, request):
@@ -84,15 +85,6 @@ class StewardOnlyAdmin(admin.ModelAdmin):
 
     def has_view_permission(self, request, obj=None):
         return request_is_steward(request) and super().has_view_permission(request, obj)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 def evidence_links(refs) -> SafeString:
