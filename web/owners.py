@@ -13,7 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import PasswordResetConfirmView
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.cache import never_cache
@@ -25,14 +25,14 @@ from accounts.tokens import agent_add, token_issue, token_restrict, token_revoke
 from memories.models import Channel
 from memories.places import PlaceConflict, member_labels, place_put, place_records, record_of
 from web.forms import AgentForm, InviteForm, PersonForm, PlaceForm, RemoveForm, RestrictForm
+from web.pages import Account, RefusedInputIs400, account_of, errors_onto, one_or_404
 from web.selectors import agents_with_tokens, people_labels, place_changes
-from web.views import Account, RefusedInputIs400, _account, _errors_onto
 
 ERASE_ENDPOINT = "POST /api/v1/subjects/user/{id}/erase"
 
 
 def _owner(request: HttpRequest) -> Account:
-    account = _account(request)
+    account = account_of(request)
     if not account.viewer.is_owner:
         raise PermissionDenied("These pages are for your organisation's owners.")
     return account
@@ -57,14 +57,11 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 
 
 def _person_or_404(account: Account, person_id) -> Membership:
-    membership = (
-        Membership.objects.select_related("user", "organisation")
-        .filter(organisation=account.organisation, user_id=person_id)
-        .first()
+    people = Membership.objects.select_related("user", "organisation")
+    return one_or_404(
+        people.filter(organisation=account.organisation, user_id=person_id),
+        "No person of your organisation has this id.",
     )
-    if membership is None:
-        raise Http404("No person of your organisation has this id.")
-    return membership
 
 
 def can_sign_in(membership: Membership) -> bool:
@@ -104,7 +101,7 @@ def people_list(request: HttpRequest) -> HttpResponse:
                 display_name=form.cleaned_data["display_name"],
             )
         except ValidationError as error:
-            _errors_onto(form, error, default_field="handle")
+            errors_onto(form, error, default_field="handle")
         else:
             verb = "Added" if created else "Updated"
             messages.success(request, f"{verb} {membership.label}.")
@@ -126,7 +123,7 @@ def person_invite_page(request: HttpRequest, person_id) -> HttpResponse:
         try:
             uidb64, token = person_invite(membership=membership, username=form.cleaned_data["username"])
         except ValidationError as error:
-            _errors_onto(form, error, default_field="username")
+            errors_onto(form, error, default_field="username")
         else:
             link = request.build_absolute_uri(reverse("web:password-set", args=[uidb64, token]))
             context = {"section": "people", "person": membership, "link": link}
@@ -168,17 +165,15 @@ class PasswordSetView(RefusedInputIs400, PasswordResetConfirmView):
 
 
 def _place_or_404(account: Account, place_id):
-    row = place_records(organisation=account.organisation).filter(pk=place_id).first()
-    if row is None:
-        raise Http404("No place of your organisation has this id.")
-    return record_of(row)
+    rows = place_records(organisation=account.organisation).filter(pk=place_id)
+    return record_of(one_or_404(rows, "No place of your organisation has this id."))
 
 
-def _place_errors_onto(form, error: ValidationError | PlaceConflict) -> None:
+def _placeerrors_onto(form, error: ValidationError | PlaceConflict) -> None:
     if isinstance(error, PlaceConflict):
         form.add_error("people", error.message)
     else:
-        _errors_onto(form, error, default_field="people")
+        errors_onto(form, error, default_field="people")
 
 
 @login_required
@@ -200,7 +195,7 @@ def place_list(request: HttpRequest) -> HttpResponse:
                     actor=account.user,
                 )
             except (ValidationError, PlaceConflict) as error:
-                _place_errors_onto(form, error)
+                _placeerrors_onto(form, error)
             else:
                 messages.success(request, f"Recorded {channel}.")
                 return redirect("web:place-detail", record.channel.pk)
@@ -229,7 +224,7 @@ def place_detail(request: HttpRequest, place_id) -> HttpResponse:
                 actor=account.user,
             )
         except (ValidationError, PlaceConflict) as error:
-            _place_errors_onto(form, error)
+            _placeerrors_onto(form, error)
         else:
             messages.success(request, f"Saved {record.channel.external_id}. The change is in its audit below.")
             return redirect("web:place-detail", record.channel.pk)
@@ -250,14 +245,10 @@ RESTRICT_FIELDS = {"allowed_channels": "channels", "allowed_people": "people"}
 
 
 def _token_or_404(account: Account, token_id) -> AgentToken:
-    token = (
-        AgentToken.objects.select_related("agent", "organisation")
-        .filter(organisation=account.organisation, pk=token_id)
-        .first()
+    tokens = AgentToken.objects.select_related("agent", "organisation")
+    return one_or_404(
+        tokens.filter(organisation=account.organisation, pk=token_id), "No token of your organisation has this id."
     )
-    if token is None:
-        raise Http404("No token of your organisation has this id.")
-    return token
 
 
 def _token_shown_once(request: HttpRequest, token: AgentToken, raw: str) -> HttpResponse:
@@ -276,7 +267,7 @@ def agent_list(request: HttpRequest) -> HttpResponse:
                 organisation=account.organisation, name=form.cleaned_data["name"], actor=account.user
             )
         except ValidationError as error:
-            _errors_onto(form, error, default_field="name")
+            errors_onto(form, error, default_field="name")
         else:
             return _token_shown_once(request, token, raw)
     context = {"section": "agents", "agents": agents_with_tokens(organisation=account.organisation), "form": form}
@@ -287,9 +278,7 @@ def agent_list(request: HttpRequest) -> HttpResponse:
 @require_POST
 def token_create(request: HttpRequest, agent_id) -> HttpResponse:
     account = _owner(request)
-    agent = account.organisation.agents.filter(pk=agent_id).first()
-    if agent is None:
-        raise Http404("No agent of your organisation has this id.")
+    agent = one_or_404(account.organisation.agents.filter(pk=agent_id), "No agent of your organisation has this id.")
     token, raw = token_issue(agent=agent, actor=account.user)
     return _token_shown_once(request, token, raw)
 
