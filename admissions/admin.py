@@ -9,6 +9,7 @@ Nothing is editable: decisions go through the services, which write records.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -22,7 +23,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 from admissions.forms import PromoteForm, ReasonForm, ReviseForm
@@ -103,6 +104,16 @@ def evidence_links(refs) -> SafeString:
     if not items:
         return format_html("<p>{}</p>", "No evidence.")
     return format_html("<ul>{}</ul>", format_html_join("", "<li>{}: {}</li>", items))
+
+
+def html_table(headers: Sequence[str], rows: Iterable[Sequence], *, css_class: str = "") -> SafeString:
+    """A table of cells, each escaped unless it is already safe HTML (a link, a `format_html`)."""
+    opening = format_html('<table class="{}">', css_class) if css_class else mark_safe("<table>")
+    head = format_html_join("", "<th>{}</th>", ((header,) for header in headers))
+    body = format_html_join(
+        "", "<tr>{}</tr>", ((format_html_join("", "<td>{}</td>", ((cell,) for cell in row)),) for row in rows)
+    )
+    return format_html("{}<thead><tr>{}</tr></thead><tbody>{}</tbody></table>", opening, head, body)
 
 
 def safe_next(request: HttpRequest) -> str | None:
@@ -358,13 +369,15 @@ class SystemClaimAdmin(StewardOnlyAdmin):
         rows = related_claims(claim=claim)
         if not rows:
             return format_html("<p>{}</p>", "No other claim has this slug or entity.")
-        body = format_html_join(
-            "",
-            '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+        return html_table(
+            ("claim", "shares", "status", "organisation", "as of"),
             (
                 (
-                    reverse("admin:admissions_systemclaim_change", args=[other.pk]),
-                    self.claim_text(other),
+                    format_html(
+                        '<a href="{}">{}</a>',
+                        reverse("admin:admissions_systemclaim_change", args=[other.pk]),
+                        self.claim_text(other),
+                    ),
                     "same slug" if other.slug == claim.slug else "same entity",
                     self.status(other),
                     other.organisation.slug,
@@ -372,11 +385,7 @@ class SystemClaimAdmin(StewardOnlyAdmin):
                 )
                 for other in rows
             ),
-        )
-        return format_html(
-            '<table class="related-claims"><thead><tr><th>claim</th><th>shares</th><th>status</th>'
-            "<th>organisation</th><th>as of</th></tr></thead><tbody>{}</tbody></table>",
-            body,
+            css_class="related-claims",
         )
 
     @admin.display(description="claimed by its author")
@@ -405,9 +414,8 @@ class SystemClaimAdmin(StewardOnlyAdmin):
         records = claim_history(claim=claim)
         if not records:
             return format_html("<p>{}</p>", "No decisions yet: a candidate.")
-        rows = format_html_join(
-            "",
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        return html_table(
+            ("when", "decision", "steward", "reason", "stance"),
             (
                 (
                     timezone.localtime(record.at).strftime("%Y-%m-%d %H:%M"),
@@ -418,11 +426,6 @@ class SystemClaimAdmin(StewardOnlyAdmin):
                 )
                 for record in records
             ),
-        )
-        return format_html(
-            "<table><thead><tr><th>when</th><th>decision</th><th>steward</th><th>reason</th><th>stance</th>"
-            "</tr></thead><tbody>{}</tbody></table>",
-            rows,
         )
 
     # The claim page: buttons for the decisions this steward may take now.
@@ -760,10 +763,8 @@ class StanceAdmin(StewardOnlyAdmin):
             )
         if not rows:
             return format_html("<p>{}</p>", "No version yet: promote a claim to this stance.")
-        return format_html(
-            '<table class="stance-versions"><thead><tr><th>v</th><th>text</th><th>tier and date</th>'
-            "<th>evidence</th><th>from</th><th>made by</th><th>state</th></tr></thead><tbody>{}</tbody></table>",
-            format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", rows),
+        return html_table(
+            ("v", "text", "tier and date", "evidence", "from", "made by", "state"), rows, css_class="stance-versions"
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
