@@ -38,8 +38,10 @@ def _owner(request: HttpRequest) -> Account:
     return account
 
 
-def _status(request: HttpRequest, form) -> int:
-    return 400 if request.method == "POST" and form.errors else 200
+def _form_page(request: HttpRequest, template: str, form, **context) -> HttpResponse:
+    """A page with a form: 400 when it is shown again because a POST was refused."""
+    status = 400 if request.method == "POST" and form.errors else 200
+    return render(request, f"web/owners/{template}", {**context, "form": form}, status=status)
 
 
 def _posted(request: HttpRequest):
@@ -84,8 +86,7 @@ def _people_page(request: HttpRequest, account: Account, form: PersonForm) -> Ht
         }
         for membership in people_of(organisation=account.organisation)
     ]
-    context = {"section": "people", "people": people, "form": form, "organisation": account.organisation}
-    return render(request, "web/owners/people.html", context, status=_status(request, form))
+    return _form_page(request, "people.html", form, section="people", people=people, organisation=account.organisation)
 
 
 @login_required
@@ -128,8 +129,7 @@ def person_invite_page(request: HttpRequest, person_id) -> HttpResponse:
             link = request.build_absolute_uri(reverse("web:password-set", args=[uidb64, token]))
             context = {"section": "people", "person": membership, "link": link}
             return _no_store(render(request, "web/owners/person_invited.html", context))
-    context = {"section": "people", "person": membership, "form": form}
-    return render(request, "web/owners/person_invite.html", context, status=_status(request, form))
+    return _form_page(request, "person_invite.html", form, section="people", person=membership)
 
 
 @login_required
@@ -144,14 +144,15 @@ def person_remove(request: HttpRequest, person_id) -> HttpResponse:
         person_deactivate(membership=membership)
         messages.success(request, f"Removed {membership.label}: they can no longer sign in.")
         return redirect("web:people")
-    context = {
-        "section": "people",
-        "person": membership,
-        "form": form,
-        "is_you": membership.user_id == account.user.pk,
-        "erase_endpoint": ERASE_ENDPOINT.format(id=membership.user_id),
-    }
-    return render(request, "web/owners/person_remove.html", context, status=_status(request, form))
+    return _form_page(
+        request,
+        "person_remove.html",
+        form,
+        section="people",
+        person=membership,
+        is_you=membership.user_id == account.user.pk,
+        erase_endpoint=ERASE_ENDPOINT.format(id=membership.user_id),
+    )
 
 
 class PasswordSetView(RefusedInputIs400, PasswordResetConfirmView):
@@ -169,7 +170,7 @@ def _place_or_404(account: Account, place_id):
     return record_of(one_or_404(rows, "No place of your organisation has this id."))
 
 
-def _placeerrors_onto(form, error: ValidationError | PlaceConflict) -> None:
+def _place_errors_onto(form, error: ValidationError | PlaceConflict) -> None:
     if isinstance(error, PlaceConflict):
         form.add_error("people", error.message)
     else:
@@ -195,7 +196,7 @@ def place_list(request: HttpRequest) -> HttpResponse:
                     actor=account.user,
                 )
             except (ValidationError, PlaceConflict) as error:
-                _placeerrors_onto(form, error)
+                _place_errors_onto(form, error)
             else:
                 messages.success(request, f"Recorded {channel}.")
                 return redirect("web:place-detail", record.channel.pk)
@@ -203,8 +204,7 @@ def place_list(request: HttpRequest) -> HttpResponse:
         {"record": record, "people": member_labels(record)}
         for record in map(record_of, place_records(organisation=account.organisation).order_by("external_id"))
     ]
-    context = {"section": "places", "places": places, "form": form}
-    return render(request, "web/owners/places.html", context, status=_status(request, form))
+    return _form_page(request, "places.html", form, section="places", places=places)
 
 
 @login_required
@@ -224,18 +224,19 @@ def place_detail(request: HttpRequest, place_id) -> HttpResponse:
                 actor=account.user,
             )
         except (ValidationError, PlaceConflict) as error:
-            _placeerrors_onto(form, error)
+            _place_errors_onto(form, error)
         else:
             messages.success(request, f"Saved {record.channel.external_id}. The change is in its audit below.")
             return redirect("web:place-detail", record.channel.pk)
-    context = {
-        "section": "places",
-        "record": record,
-        "people": member_labels(record),
-        "form": form,
-        "changes": place_changes(organisation=account.organisation, channel=record.channel),
-    }
-    return render(request, "web/owners/place_detail.html", context, status=_status(request, form))
+    return _form_page(
+        request,
+        "place_detail.html",
+        form,
+        section="places",
+        record=record,
+        people=member_labels(record),
+        changes=place_changes(organisation=account.organisation, channel=record.channel),
+    )
 
 
 # --- Agents and tokens -------------------------------------------------------------------------------
@@ -270,8 +271,8 @@ def agent_list(request: HttpRequest) -> HttpResponse:
             errors_onto(form, error, default_field="name")
         else:
             return _token_shown_once(request, token, raw)
-    context = {"section": "agents", "agents": agents_with_tokens(organisation=account.organisation), "form": form}
-    return render(request, "web/owners/agents.html", context, status=_status(request, form))
+    agents = agents_with_tokens(organisation=account.organisation)
+    return _form_page(request, "agents.html", form, section="agents", agents=agents)
 
 
 @login_required
