@@ -170,11 +170,23 @@ def _place_or_404(account: Account, place_id):
     return record_of(one_or_404(rows, "No place of your organisation has this id."))
 
 
-def _place_errors_onto(form, error: ValidationError | PlaceConflict) -> None:
-    if isinstance(error, PlaceConflict):
+def _place_saved(account: Account, form: PlaceForm, channel: str):
+    """The place recorded as the form says, or None with the service's refusal shown on the form."""
+    try:
+        record, _ = place_put(
+            organisation=account.organisation,
+            channel=channel,
+            kind=form.cleaned_data["kind"],
+            people=form.cleaned_data["people"],
+            actor=account.user,
+        )
+    except PlaceConflict as error:
         form.add_error("people", error.message)
-    else:
+        return None
+    except ValidationError as error:
         errors_onto(form, error, default_field="people")
+        return None
+    return record
 
 
 @login_required
@@ -186,20 +198,9 @@ def place_list(request: HttpRequest) -> HttpResponse:
         channel = form.cleaned_data["channel"]
         if Channel.objects.filter(organisation=account.organisation, external_id=channel).exists():
             form.add_error("channel", "A place with this channel id is recorded; change it from its own page.")
-        else:
-            try:
-                record, _ = place_put(
-                    organisation=account.organisation,
-                    channel=channel,
-                    kind=form.cleaned_data["kind"],
-                    people=form.cleaned_data["people"],
-                    actor=account.user,
-                )
-            except (ValidationError, PlaceConflict) as error:
-                _place_errors_onto(form, error)
-            else:
-                messages.success(request, f"Recorded {channel}.")
-                return redirect("web:place-detail", record.channel.pk)
+        elif (record := _place_saved(account, form, channel)) is not None:
+            messages.success(request, f"Recorded {channel}.")
+            return redirect("web:place-detail", record.channel.pk)
     places = [
         {"record": record, "people": member_labels(record)}
         for record in map(record_of, place_records(organisation=account.organisation).order_by("external_id"))
@@ -214,20 +215,10 @@ def place_detail(request: HttpRequest, place_id) -> HttpResponse:
     record = _place_or_404(account, place_id)
     initial = {"kind": record.channel.kind, "people": "\n".join(member_labels(record))}
     form = PlaceForm(_posted(request), new=False, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        try:
-            place_put(
-                organisation=account.organisation,
-                channel=record.channel.external_id,
-                kind=form.cleaned_data["kind"],
-                people=form.cleaned_data["people"],
-                actor=account.user,
-            )
-        except (ValidationError, PlaceConflict) as error:
-            _place_errors_onto(form, error)
-        else:
-            messages.success(request, f"Saved {record.channel.external_id}. The change is in its audit below.")
-            return redirect("web:place-detail", record.channel.pk)
+    channel = record.channel
+    if request.method == "POST" and form.is_valid() and _place_saved(account, form, channel.external_id) is not None:
+        messages.success(request, f"Saved {channel.external_id}. The change is in its audit below.")
+        return redirect("web:place-detail", channel.pk)
     return _form_page(
         request,
         "place_detail.html",
