@@ -9,6 +9,7 @@ Nothing is editable: decisions go through the services, which write records.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -23,7 +24,7 @@ from django.urls import path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.utils.safestring import SafeString
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 from admissions.forms import PromoteForm, ReasonForm, ReviseForm
@@ -42,6 +43,7 @@ from admissions.services import (
     stance_retire_blocker,
     stance_revise,
 )
+from lib.admin import ViewOnlyAdmin
 from memories.models import EVIDENCE_KINDS
 from memories.selectors import memory_supersede_chain
 
@@ -77,7 +79,7 @@ def request_is_steward(request: HttpRequest) -> bool:
     return cached
 
 
-class StewardOnlyAdmin(admin.ModelAdmin):
+class StewardOnlyAdmin(ViewOnlyAdmin, admin.ModelAdmin):
     """Read-only screens for stewards; the group's view permission is needed too."""
 
     def has_module_permission(self, request):
@@ -85,15 +87,6 @@ class StewardOnlyAdmin(admin.ModelAdmin):
 
     def has_view_permission(self, request, obj=None):
         return request_is_steward(request) and super().has_view_permission(request, obj)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 def evidence_links(refs) -> SafeString:
@@ -112,6 +105,16 @@ def evidence_links(refs) -> SafeString:
     if not items:
         return format_html("<p>{}</p>", "No evidence.")
     return format_html("<ul>{}</ul>", format_html_join("", "<li>{}: {}</li>", items))
+
+
+def html_table(headers: Sequence[str], rows: Iterable[Sequence], *, css_class: str = "") -> SafeString:
+    """A table of cells, each escaped unless it is already safe HTML (a link, a `format_html`)."""
+    opening = format_html('<table class="{}">', css_class) if css_class else mark_safe("<table>")
+    head = format_html_join("", "<th>{}</th>", ((header,) for header in headers))
+    body = format_html_join(
+        "", "<tr>{}</tr>", ((format_html_join("", "<td>{}</td>", ((cell,) for cell in row)),) for row in rows)
+    )
+    return format_html("{}<thead><tr>{}</tr></thead><tbody>{}</tbody></table>", opening, head, body)
 
 
 def safe_next(request: HttpRequest) -> str | None:
@@ -367,13 +370,15 @@ class SystemClaimAdmin(StewardOnlyAdmin):
         rows = related_claims(claim=claim)
         if not rows:
             return format_html("<p>{}</p>", "No other claim has this slug or entity.")
-        body = format_html_join(
-            "",
-            '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>',
+        return html_table(
+            ("claim", "shares", "status", "organisation", "as of"),
             (
                 (
-                    reverse("admin:admissions_systemclaim_change", args=[other.pk]),
-                    self.claim_text(other),
+                    format_html(
+                        '<a href="{}">{}</a>',
+                        reverse("admin:admissions_systemclaim_change", args=[other.pk]),
+                        self.claim_text(other),
+                    ),
                     "same slug" if other.slug == claim.slug else "same entity",
                     self.status(other),
                     other.organisation.slug,
@@ -381,11 +386,7 @@ class SystemClaimAdmin(StewardOnlyAdmin):
                 )
                 for other in rows
             ),
-        )
-        return format_html(
-            '<table class="related-claims"><thead><tr><th>claim</th><th>shares</th><th>status</th>'
-            "<th>organisation</th><th>as of</th></tr></thead><tbody>{}</tbody></table>",
-            body,
+            css_class="related-claims",
         )
 
     @admin.display(description="claimed by its author")
@@ -414,9 +415,8 @@ class SystemClaimAdmin(StewardOnlyAdmin):
         records = claim_history(claim=claim)
         if not records:
             return format_html("<p>{}</p>", "No decisions yet: a candidate.")
-        rows = format_html_join(
-            "",
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+        return html_table(
+            ("when", "decision", "steward", "reason", "stance"),
             (
                 (
                     timezone.localtime(record.at).strftime("%Y-%m-%d %H:%M"),
@@ -427,11 +427,6 @@ class SystemClaimAdmin(StewardOnlyAdmin):
                 )
                 for record in records
             ),
-        )
-        return format_html(
-            "<table><thead><tr><th>when</th><th>decision</th><th>steward</th><th>reason</th><th>stance</th>"
-            "</tr></thead><tbody>{}</tbody></table>",
-            rows,
         )
 
     # The claim page: buttons for the decisions this steward may take now.
@@ -769,10 +764,8 @@ class StanceAdmin(StewardOnlyAdmin):
             )
         if not rows:
             return format_html("<p>{}</p>", "No version yet: promote a claim to this stance.")
-        return format_html(
-            '<table class="stance-versions"><thead><tr><th>v</th><th>text</th><th>tier and date</th>'
-            "<th>evidence</th><th>from</th><th>made by</th><th>state</th></tr></thead><tbody>{}</tbody></table>",
-            format_html_join("", "<tr>" + "<td>{}</td>" * 7 + "</tr>", rows),
+        return html_table(
+            ("v", "text", "tier and date", "evidence", "from", "made by", "state"), rows, css_class="stance-versions"
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):

@@ -1,32 +1,36 @@
 """SQL the database holds for admissions: the triggers the ORM cannot express.
 
-Kept beside the models and applied by migrations. Errors use SQLSTATE 23514
+Kept beside the models; the migrations applied a frozen copy, so a change here
+needs a migration of its own. Errors use SQLSTATE 23514
 (check_violation) so Django raises IntegrityError, like a CHECK constraint.
 """
+
+from lib.sql import row_trigger
 
 # A record is a receipt. Correcting a decision is a new decision (challenge,
 # revoke), never an edit, so the history a status is derived from cannot be
 # rewritten after the fact.
-APPEND_ONLY_TRIGGER = """
-CREATE OR REPLACE FUNCTION admissions_refuse_change() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
+APPEND_ONLY_TRIGGER, DROP_APPEND_ONLY_TRIGGER = row_trigger(
+    "admissions_append_only",
+    table="admissions_admissionrecord",
+    fires="BEFORE UPDATE OR DELETE",
+    function="admissions_refuse_change",
+    body="""BEGIN
   RAISE EXCEPTION 'admissions_append_only: an admission record is never changed or deleted; record a new decision'
     USING ERRCODE = '23514';
 END
-$$;
-DROP TRIGGER IF EXISTS admissions_append_only ON admissions_admissionrecord;
-CREATE TRIGGER admissions_append_only BEFORE UPDATE OR DELETE ON admissions_admissionrecord
-  FOR EACH ROW EXECUTE FUNCTION admissions_refuse_change();
-"""
+""",
+)
 
 # What a record may say, checked against the claim it names: a system row that
 # is not a tombstone, in the record's organisation, decided by a steward who
 # did not write it (four eyes). A promotion names a tombstone for its stance.
-INSERT_GUARD_TRIGGER = """
-CREATE OR REPLACE FUNCTION admissions_guard_insert() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
+INSERT_GUARD_TRIGGER, DROP_INSERT_GUARD_TRIGGER = row_trigger(
+    "admissions_guard_insert",
+    table="admissions_admissionrecord",
+    fires="BEFORE INSERT",
+    function="admissions_guard_insert",
+    body="""DECLARE
   claim memories_memory%ROWTYPE;
   tomb memories_memory%ROWTYPE;
 BEGIN
@@ -60,20 +64,8 @@ BEGIN
   END IF;
   RETURN NEW;
 END
-$$;
-DROP TRIGGER IF EXISTS admissions_guard_insert ON admissions_admissionrecord;
-CREATE TRIGGER admissions_guard_insert BEFORE INSERT ON admissions_admissionrecord
-  FOR EACH ROW EXECUTE FUNCTION admissions_guard_insert();
-"""
-
-DROP_APPEND_ONLY_TRIGGER = """
-DROP TRIGGER IF EXISTS admissions_append_only ON admissions_admissionrecord;
-DROP FUNCTION IF EXISTS admissions_refuse_change();
-"""
-DROP_INSERT_GUARD_TRIGGER = """
-DROP TRIGGER IF EXISTS admissions_guard_insert ON admissions_admissionrecord;
-DROP FUNCTION IF EXISTS admissions_guard_insert();
-"""
+""",
+)
 
 # The derived status of every system row. STATUS_DECISIONS and STATUS_RANK in
 # admissions.models say the same in Python; a test holds the two together.

@@ -1,5 +1,6 @@
 """The Celery app. Queues and beat schedules live here, in code."""
 
+import logging
 import os
 
 from celery import Celery
@@ -64,8 +65,7 @@ def add_beat_schedule(sender, **kwargs) -> None:
 @worker_process_init.connect
 def warm_pool_child(**kwargs) -> None:
     """Each pool child loads the embedding model before its first task (memories/embeddings/warmup.py)."""
-    import logging
-
+    # Imported here: this module is loaded before Django's apps are.
     from memories.embeddings.warmup import warm_up
 
     try:

@@ -1,6 +1,9 @@
-"""OpenAPI descriptions of Archivist's authentication, for drf-spectacular."""
+"""What drf-spectacular cannot infer: the authentication schemes, and the rules validation enforces."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+
+from lib.api.idempotency import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_PATTERN
+from threads.models import THREAD_ID_PATTERN
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -55,9 +58,6 @@ OBJECT_RULES = {"RememberInputRequest": NOT_BOTH, "SupersedeInputRequest": NOT_B
 
 
 def _parameter_rules() -> dict[tuple[str, str], dict]:
-    from lib.api.idempotency import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_PATTERN
-    from threads.models import THREAD_ID_PATTERN
-
     return {
         ("path", "subject_type"): {"type": "string", "enum": ["candidate", "user"]},
         ("path", "thread_id"): {"type": "string", "pattern": THREAD_ID_PATTERN},

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from lib.admin import ViewOnlyAdmin
 from memories.embeddings.embedders import current_model_name
 from memories.models import Channel, ChannelMember, Memory, MemoryAudit
 
@@ -30,7 +31,15 @@ class SearchableFilter(admin.SimpleListFilter):
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(ViewOnlyAdmin, admin.ModelAdmin):
+    """View-only. Memories are written through the API and its services, which check the rules.
+
+    A memory's scope, tier and expiry decide who is shown it and for how long; the
+    services change them with an audit row, a form save would not. Rows are never
+    deleted by hand: forgetting erases the text and keeps the receipt (the API's
+    forget and subject erasure), and the nightly purge removes expired rows.
+    """
+
     list_display = [
         "short_body",
         "organisation",
@@ -86,25 +95,6 @@ class MemoryAdmin(admin.ModelAdmin):
             return f"not yet searchable: its vector is from {memory.embedding_model}, waiting for {current}"
         return "not yet searchable: waiting for a worker"
 
-    def has_add_permission(self, request):
-        # Memories are written through the API and its services, which check the rules.
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        # A memory's scope, tier and expiry decide who is shown it and for how long; the
-        # services change them with an audit row, a form save would not. The page is view-only.
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        # Rows are never deleted by hand: forgetting erases the text and keeps the receipt
-        # (the API's forget and subject erasure), and the nightly purge removes expired rows.
-        return False
-
-    def get_actions(self, request):
-        actions = super().get_actions(request)
-        actions.pop("delete_selected", None)
-        return actions
-
 
 class ChannelMemberInline(admin.TabularInline):
     model = ChannelMember
@@ -120,17 +110,10 @@ class ChannelAdmin(admin.ModelAdmin):
 
 
 @admin.register(MemoryAudit)
-class MemoryAuditAdmin(admin.ModelAdmin):
+class MemoryAuditAdmin(ViewOnlyAdmin, admin.ModelAdmin):
+    """The audit is a receipt: view-only."""
+
     list_display = ["at", "action", "actor_label", "memory_id", "organisation"]
     list_filter = ["action"]
     list_select_related = ["organisation"]
     readonly_fields = ["organisation", "memory", "action", "actor", "actor_label", "detail", "at"]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -22,11 +22,11 @@ only the current tenant's rows to the application role.
   * agent tokens: the one row whose hash the request presented
     (`archivist.token_hash`), because the tenant is known only once the token is.
 
-To cover a table added later, call `protect(table)` from a migration of the
-app that owns it (depending on this app's latest migration):
-
-    from tenancy.sql import protect, unprotect
-    migrations.RunSQL(protect("threads_thread"), unprotect("threads_thread"))
+To cover a table added later, run what `protect(table)` and `unprotect(table)`
+return from a migration of the app that owns it (depending on this app's latest
+migration), pasted in as text: a migration never imports a live module
+(tests/test_migrations_are_frozen.py), so it keeps doing what it did when the
+module changes. memories/migrations/0004_place_audit.py is an example.
 
 `tenancy/tests/test_every_tenant_table_is_protected.py` fails for any table
 with an `organisation_id` column that is neither protected nor exempted in

@@ -18,6 +18,16 @@ REASON_MAX_CHARS = 500
 ERASE_WORD = "erase"
 
 
+# Ids, handles and typed confirmations are taken letter for letter: the browser
+# neither suggests earlier entries nor marks them as misspelt.
+def _exact_text() -> forms.TextInput:
+    return forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"})
+
+
+def _exact_lines(*, rows: int) -> forms.Textarea:
+    return forms.Textarea(attrs={"rows": rows, "spellcheck": "false"})
+
+
 class LoginForm(AuthenticationForm):
     username = forms.CharField(
         max_length=150, widget=forms.TextInput(attrs={"autofocus": True, "autocomplete": "username"})
@@ -107,7 +117,7 @@ class EraseEverythingForm(forms.Form):
     confirm = forms.CharField(
         label=f'Type "{ERASE_WORD}" to confirm',
         max_length=50,
-        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        widget=_exact_text(),
     )
 
     def clean_confirm(self) -> str:
@@ -140,7 +150,7 @@ class PersonForm(forms.Form):
             f"Up to {HANDLE_MAX_CHARS} letters, digits and . _ : @ -, such as a chat platform's user id. "
             "Adding a handle that exists updates that person's display name."
         ),
-        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        widget=_exact_text(),
     )
     display_name = forms.CharField(
         label="Display name", max_length=DISPLAY_NAME_MAX_CHARS, required=False, help_text="How people know them."
@@ -159,7 +169,7 @@ class InviteForm(forms.Form):
         label="Username they will sign in with",
         max_length=150,
         help_text="Letters, digits and @ . + - _ only, up to 150 characters; unique within your organisation.",
-        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        widget=_exact_text(),
     )
 
     def clean_username(self) -> str:
@@ -186,14 +196,14 @@ class PlaceForm(forms.Form):
         label="Channel id",
         max_length=200,
         help_text="The chat platform's id for it: 1 to 200 printable characters, no slash.",
-        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+        widget=_exact_text(),
     )
     kind = forms.ChoiceField(label="Kind", choices=_kind_choices)
     people = forms.CharField(
         label="People in it",
         required=False,
         max_length=PEOPLE_FIELD_MAX_CHARS,
-        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        widget=_exact_lines(rows=4),
         help_text=(
             f"Handles or usernames, separated by spaces, commas or new lines; at most {MAX_PEOPLE_IN_PLACE}. "
             "A DM is with exactly one person. Everyone in the organisation may read a public channel."
@@ -230,14 +240,14 @@ class RestrictForm(forms.Form):
         label="Channels (external ids, one per line)",
         required=False,
         max_length=CHANNELS_FIELD_MAX_CHARS,
-        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        widget=_exact_lines(rows=4),
         help_text=f"At most {MAX_LISTED_CHANNELS}. A channel need not be recorded yet.",
     )
     people = forms.CharField(
         label="DMs with these people (handles or usernames)",
         required=False,
         max_length=PEOPLE_FIELD_MAX_CHARS,
-        widget=forms.Textarea(attrs={"rows": 3, "spellcheck": "false"}),
+        widget=_exact_lines(rows=3),
         help_text=f"Separated by spaces, commas or new lines; at most {MAX_LISTED_PEOPLE}.",
     )
 

@@ -13,7 +13,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import PasswordResetConfirmView
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.cache import never_cache
@@ -25,21 +25,23 @@ from accounts.tokens import agent_add, token_issue, token_restrict, token_revoke
 from memories.models import Channel
 from memories.places import PlaceConflict, member_labels, place_put, place_records, record_of
 from web.forms import AgentForm, InviteForm, PersonForm, PlaceForm, RemoveForm, RestrictForm
+from web.pages import Account, RefusedInputIs400, account_of, errors_onto, one_or_404
 from web.selectors import agents_with_tokens, people_labels, place_changes
-from web.views import Account, RefusedInputIs400, _account, _errors_onto
 
 ERASE_ENDPOINT = "POST /api/v1/subjects/user/{id}/erase"
 
 
 def _owner(request: HttpRequest) -> Account:
-    account = _account(request)
+    account = account_of(request)
     if not account.viewer.is_owner:
         raise PermissionDenied("These pages are for your organisation's owners.")
     return account
 
 
-def _status(request: HttpRequest, form) -> int:
-    return 400 if request.method == "POST" and form.errors else 200
+def _form_page(request: HttpRequest, template: str, form, **context) -> HttpResponse:
+    """A page with a form: 400 when it is shown again because a POST was refused."""
+    status = 400 if request.method == "POST" and form.errors else 200
+    return render(request, f"web/owners/{template}", {**context, "form": form}, status=status)
 
 
 def _posted(request: HttpRequest):
@@ -57,14 +59,11 @@ def _no_store(response: HttpResponse) -> HttpResponse:
 
 
 def _person_or_404(account: Account, person_id) -> Membership:
-    membership = (
-        Membership.objects.select_related("user", "organisation")
-        .filter(organisation=account.organisation, user_id=person_id)
-        .first()
+    people = Membership.objects.select_related("user", "organisation")
+    return one_or_404(
+        people.filter(organisation=account.organisation, user_id=person_id),
+        "No person of your organisation has this id.",
     )
-    if membership is None:
-        raise Http404("No person of your organisation has this id.")
-    return membership
 
 
 def can_sign_in(membership: Membership) -> bool:
@@ -87,8 +86,7 @@ def _people_page(request: HttpRequest, account: Account, form: PersonForm) -> Ht
         }
         for membership in people_of(organisation=account.organisation)
     ]
-    context = {"section": "people", "people": people, "form": form, "organisation": account.organisation}
-    return render(request, "web/owners/people.html", context, status=_status(request, form))
+    return _form_page(request, "people.html", form, section="people", people=people, organisation=account.organisation)
 
 
 @login_required
@@ -104,7 +102,7 @@ def people_list(request: HttpRequest) -> HttpResponse:
                 display_name=form.cleaned_data["display_name"],
             )
         except ValidationError as error:
-            _errors_onto(form, error, default_field="handle")
+            errors_onto(form, error, default_field="handle")
         else:
             verb = "Added" if created else "Updated"
             messages.success(request, f"{verb} {membership.label}.")
@@ -126,13 +124,12 @@ def person_invite_page(request: HttpRequest, person_id) -> HttpResponse:
         try:
             uidb64, token = person_invite(membership=membership, username=form.cleaned_data["username"])
         except ValidationError as error:
-            _errors_onto(form, error, default_field="username")
+            errors_onto(form, error, default_field="username")
         else:
             link = request.build_absolute_uri(reverse("web:password-set", args=[uidb64, token]))
             context = {"section": "people", "person": membership, "link": link}
             return _no_store(render(request, "web/owners/person_invited.html", context))
-    context = {"section": "people", "person": membership, "form": form}
-    return render(request, "web/owners/person_invite.html", context, status=_status(request, form))
+    return _form_page(request, "person_invite.html", form, section="people", person=membership)
 
 
 @login_required
@@ -147,14 +144,15 @@ def person_remove(request: HttpRequest, person_id) -> HttpResponse:
         person_deactivate(membership=membership)
         messages.success(request, f"Removed {membership.label}: they can no longer sign in.")
         return redirect("web:people")
-    context = {
-        "section": "people",
-        "person": membership,
-        "form": form,
-        "is_you": membership.user_id == account.user.pk,
-        "erase_endpoint": ERASE_ENDPOINT.format(id=membership.user_id),
-    }
-    return render(request, "web/owners/person_remove.html", context, status=_status(request, form))
+    return _form_page(
+        request,
+        "person_remove.html",
+        form,
+        section="people",
+        person=membership,
+        is_you=membership.user_id == account.user.pk,
+        erase_endpoint=ERASE_ENDPOINT.format(id=membership.user_id),
+    )
 
 
 class PasswordSetView(RefusedInputIs400, PasswordResetConfirmView):
@@ -168,17 +166,27 @@ class PasswordSetView(RefusedInputIs400, PasswordResetConfirmView):
 
 
 def _place_or_404(account: Account, place_id):
-    row = place_records(organisation=account.organisation).filter(pk=place_id).first()
-    if row is None:
-        raise Http404("No place of your organisation has this id.")
-    return record_of(row)
+    rows = place_records(organisation=account.organisation).filter(pk=place_id)
+    return record_of(one_or_404(rows, "No place of your organisation has this id."))
 
 
-def _place_errors_onto(form, error: ValidationError | PlaceConflict) -> None:
-    if isinstance(error, PlaceConflict):
+def _place_saved(account: Account, form: PlaceForm, channel: str):
+    """The place recorded as the form says, or None with the service's refusal shown on the form."""
+    try:
+        record, _ = place_put(
+            organisation=account.organisation,
+            channel=channel,
+            kind=form.cleaned_data["kind"],
+            people=form.cleaned_data["people"],
+            actor=account.user,
+        )
+    except PlaceConflict as error:
         form.add_error("people", error.message)
-    else:
-        _errors_onto(form, error, default_field="people")
+        return None
+    except ValidationError as error:
+        errors_onto(form, error, default_field="people")
+        return None
+    return record
 
 
 @login_required
@@ -190,26 +198,14 @@ def place_list(request: HttpRequest) -> HttpResponse:
         channel = form.cleaned_data["channel"]
         if Channel.objects.filter(organisation=account.organisation, external_id=channel).exists():
             form.add_error("channel", "A place with this channel id is recorded; change it from its own page.")
-        else:
-            try:
-                record, _ = place_put(
-                    organisation=account.organisation,
-                    channel=channel,
-                    kind=form.cleaned_data["kind"],
-                    people=form.cleaned_data["people"],
-                    actor=account.user,
-                )
-            except (ValidationError, PlaceConflict) as error:
-                _place_errors_onto(form, error)
-            else:
-                messages.success(request, f"Recorded {channel}.")
-                return redirect("web:place-detail", record.channel.pk)
+        elif (record := _place_saved(account, form, channel)) is not None:
+            messages.success(request, f"Recorded {channel}.")
+            return redirect("web:place-detail", record.channel.pk)
     places = [
         {"record": record, "people": member_labels(record)}
         for record in map(record_of, place_records(organisation=account.organisation).order_by("external_id"))
     ]
-    context = {"section": "places", "places": places, "form": form}
-    return render(request, "web/owners/places.html", context, status=_status(request, form))
+    return _form_page(request, "places.html", form, section="places", places=places)
 
 
 @login_required
@@ -219,28 +215,19 @@ def place_detail(request: HttpRequest, place_id) -> HttpResponse:
     record = _place_or_404(account, place_id)
     initial = {"kind": record.channel.kind, "people": "\n".join(member_labels(record))}
     form = PlaceForm(_posted(request), new=False, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        try:
-            place_put(
-                organisation=account.organisation,
-                channel=record.channel.external_id,
-                kind=form.cleaned_data["kind"],
-                people=form.cleaned_data["people"],
-                actor=account.user,
-            )
-        except (ValidationError, PlaceConflict) as error:
-            _place_errors_onto(form, error)
-        else:
-            messages.success(request, f"Saved {record.channel.external_id}. The change is in its audit below.")
-            return redirect("web:place-detail", record.channel.pk)
-    context = {
-        "section": "places",
-        "record": record,
-        "people": member_labels(record),
-        "form": form,
-        "changes": place_changes(organisation=account.organisation, channel=record.channel),
-    }
-    return render(request, "web/owners/place_detail.html", context, status=_status(request, form))
+    channel = record.channel
+    if request.method == "POST" and form.is_valid() and _place_saved(account, form, channel.external_id) is not None:
+        messages.success(request, f"Saved {channel.external_id}. The change is in its audit below.")
+        return redirect("web:place-detail", channel.pk)
+    return _form_page(
+        request,
+        "place_detail.html",
+        form,
+        section="places",
+        record=record,
+        people=member_labels(record),
+        changes=place_changes(organisation=account.organisation, channel=record.channel),
+    )
 
 
 # --- Agents and tokens -------------------------------------------------------------------------------
@@ -250,14 +237,10 @@ RESTRICT_FIELDS = {"allowed_channels": "channels", "allowed_people": "people"}
 
 
 def _token_or_404(account: Account, token_id) -> AgentToken:
-    token = (
-        AgentToken.objects.select_related("agent", "organisation")
-        .filter(organisation=account.organisation, pk=token_id)
-        .first()
+    tokens = AgentToken.objects.select_related("agent", "organisation")
+    return one_or_404(
+        tokens.filter(organisation=account.organisation, pk=token_id), "No token of your organisation has this id."
     )
-    if token is None:
-        raise Http404("No token of your organisation has this id.")
-    return token
 
 
 def _token_shown_once(request: HttpRequest, token: AgentToken, raw: str) -> HttpResponse:
@@ -276,20 +259,18 @@ def agent_list(request: HttpRequest) -> HttpResponse:
                 organisation=account.organisation, name=form.cleaned_data["name"], actor=account.user
             )
         except ValidationError as error:
-            _errors_onto(form, error, default_field="name")
+            errors_onto(form, error, default_field="name")
         else:
             return _token_shown_once(request, token, raw)
-    context = {"section": "agents", "agents": agents_with_tokens(organisation=account.organisation), "form": form}
-    return render(request, "web/owners/agents.html", context, status=_status(request, form))
+    agents = agents_with_tokens(organisation=account.organisation)
+    return _form_page(request, "agents.html", form, section="agents", agents=agents)
 
 
 @login_required
 @require_POST
 def token_create(request: HttpRequest, agent_id) -> HttpResponse:
     account = _owner(request)
-    agent = account.organisation.agents.filter(pk=agent_id).first()
-    if agent is None:
-        raise Http404("No agent of your organisation has this id.")
+    agent = one_or_404(account.organisation.agents.filter(pk=agent_id), "No agent of your organisation has this id.")
     token, raw = token_issue(agent=agent, actor=account.user)
     return _token_shown_once(request, token, raw)
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.core.paginator import Page, Paginator
 from django.db.models import F, Prefetch, Q, QuerySet
+from pgvector.django import CosineDistance
 
 from accounts.models import Agent, AgentToken, Membership
 from memories.models import Bucket, Channel, ChannelMember, Memory, PlaceAudit
@@ -92,8 +93,6 @@ def memory_search(
         return MemorySearch(page=Paginator(rows, page_size).get_page(page_number), ranking=Ranking.NEWEST)
     if mode == Ranking.MEANING:
         if query_vector is not None:
-            from pgvector.django import CosineDistance
-
             rows = (
                 memories.filter(embedding__isnull=False, embedding_model=embedding_model)
                 .annotate(distance=CosineDistance("embedding", query_vector))

@@ -8,6 +8,8 @@ from web import owners, views
 from web.forms import LoginForm
 
 app_name = "web"
+# The account pages Django provides, marked as the navigation's "account" section.
+ACCOUNT_SECTION = {"section": "account"}
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="web:memory-list", permanent=False), name="home"),
@@ -24,26 +26,26 @@ urlpatterns = [
         views.PasswordChangeView.as_view(
             template_name="web/password_change.html",
             success_url=reverse_lazy("web:password-change-done"),
-            extra_context={"section": "account"},
+            extra_context=ACCOUNT_SECTION,
         ),
         name="password-change",
     ),
     path(
         "accounts/password/done/",
         auth_views.PasswordChangeDoneView.as_view(
-            template_name="web/password_change_done.html", extra_context={"section": "account"}
+            template_name="web/password_change_done.html", extra_context=ACCOUNT_SECTION
         ),
         name="password-change-done",
     ),
     path(
         "accounts/welcome/<uidb64>/<token>/",
-        owners.PasswordSetView.as_view(extra_context={"section": "account"}),
+        owners.PasswordSetView.as_view(extra_context=ACCOUNT_SECTION),
         name="password-set",
     ),
     path(
         "accounts/welcome/done/",
         auth_views.PasswordResetCompleteView.as_view(
-            template_name="registration/password_set_complete.html", extra_context={"section": "account"}
+            template_name="registration/password_set_complete.html", extra_context=ACCOUNT_SECTION
         ),
         name="password-set-done",
     ),

@@ -4,7 +4,6 @@ reads go through selectors and writes through memories.services."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from django.contrib import messages
 from django.contrib.auth import views as auth_views
@@ -17,7 +16,7 @@ from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.renderers import JSONRenderer
 
-from accounts.models import Membership, Organisation, User
+from accounts.models import Membership
 from accounts.people import display_name_of
 from memories import scopes
 from memories import services as memory_services
@@ -25,24 +24,18 @@ from memories.api.serializers import SubjectEraseOutputSerializer
 from memories.embeddings import embedders
 from memories.models import Channel, Memory, SubjectType
 from memories.places import member_labels, places_for
-from memories.selectors import memories_visible_to, memory_supersede_chain, viewer_for
+from memories.selectors import memories_visible_to, memory_supersede_chain
 from memories.services import memory_set_pinned, memory_supersede
 from memories.subjects import subject_erase, subject_export, subject_export_document
 from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts
 from web.forms import CorrectForm, EraseEverythingForm, ForgetForm, MemoryFilterForm
+from web.pages import Account, RefusedInputIs400, account_of, errors_onto, one_or_404
 from web.provenance import why_remembered
 from web.selectors import memories_filtered, memory_search, memory_usage, owner_changes_seen_by, removals_of
 
 USAGE_TURNS_SHOWN = 20
 ERASE_REASON = "Erased at the person's request from their Everything about me page."
 ERASE_RECEIPT_SESSION_KEY = "web:erase-receipt"
-
-
-class RefusedInputIs400:
-    """A form that refuses its input answers 400, like every other refusal here, not 200."""
-
-    def form_invalid(self, form):
-        return self.render_to_response(self.get_context_data(form=form), status=400)
 
 
 class LoginView(RefusedInputIs400, auth_views.LoginView):
@@ -53,33 +46,14 @@ class PasswordChangeView(RefusedInputIs400, auth_views.PasswordChangeView):
     pass
 
 
-@dataclass(frozen=True)
-class Account:
-    """The signed-in person, their organisation, and the rules' view of them."""
-
-    user: User
-    organisation: Organisation
-    viewer: scopes.Viewer
-
-
-def _account(request: HttpRequest) -> Account:
-    membership = Membership.objects.select_related("organisation").filter(user=request.user).first()
-    if membership is None:
-        raise PermissionDenied("This account belongs to no organisation.")
-    viewer = viewer_for(user=request.user, organisation=membership.organisation, role=membership.role)
-    return Account(user=request.user, organisation=membership.organisation, viewer=viewer)
-
-
 def _visible(account: Account):
     return memories_visible_to(viewer_user=account.user, organisation=account.organisation)
 
 
 def _memory_or_404(account: Account, memory_id) -> Memory:
     """A memory this person may see; any other (another organisation's, someone's person fact) is a 404."""
-    memory = _visible(account).select_related("agent", "written_by", "owner").filter(pk=memory_id).first()
-    if memory is None:
-        raise Http404("No memory you can see has this id.")
-    return memory
+    rows = _visible(account).select_related("agent", "written_by", "owner").filter(pk=memory_id)
+    return one_or_404(rows, "No memory you can see has this id.")
 
 
 def _is_current(memory: Memory) -> bool:
@@ -99,7 +73,7 @@ def _changeable_or_403(memory: Memory, account: Account) -> None:
 
 @login_required
 def memory_list(request: HttpRequest) -> HttpResponse:
-    account = _account(request)
+    account = account_of(request)
     now = timezone.now()
     filters = MemoryFilterForm(request.GET or None)
     search = None
@@ -147,7 +121,7 @@ def _meaning(data: dict) -> dict:
 
 @login_required
 def memory_detail(request: HttpRequest, memory_id) -> HttpResponse:
-    account = _account(request)
+    account = account_of(request)
     memory = _memory_or_404(account, memory_id)
     chain = memory_supersede_chain(memory=memory)
     visible_ids = set(_visible(account).filter(pk__in=[row.pk for row in chain]).values_list("pk", flat=True))
@@ -175,7 +149,7 @@ def memory_detail(request: HttpRequest, memory_id) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def memory_correct(request: HttpRequest, memory_id) -> HttpResponse:
-    account = _account(request)
+    account = account_of(request)
     memory = _memory_or_404(account, memory_id)
     _changeable_or_403(memory, account)
     form = CorrectForm(request.POST or None, old_body=memory.body, initial={"body": memory.body})
@@ -183,7 +157,7 @@ def memory_correct(request: HttpRequest, memory_id) -> HttpResponse:
         try:
             replacement = memory_supersede(memory=memory, body=form.cleaned_data["body"], actor=account.user)
         except ValidationError as error:
-            _errors_onto(form, error, default_field="body")
+            errors_onto(form, error, default_field="body")
         else:
             messages.success(request, "Corrected. The old version stays in the history.")
             return redirect("web:memory-detail", replacement.pk)
@@ -196,17 +170,8 @@ def _form_page(request: HttpRequest, template: str, *, memory: Memory, form, **e
     return render(request, template, context, status=400 if request.method == "POST" else 200)
 
 
-def _errors_onto(form, error: ValidationError, *, default_field: str) -> None:
-    """A service's refusal, shown on the field it names (or on the form)."""
-    if hasattr(error, "error_dict"):
-        for name, messages_ in error.message_dict.items():
-            form.add_error(name if name in form.fields else None, messages_)
-    else:
-        form.add_error(default_field, error.messages)
-
-
 def _set_pinned(request: HttpRequest, memory_id, *, pinned: bool) -> HttpResponse:
-    account = _account(request)
+    account = account_of(request)
     memory = _memory_or_404(account, memory_id)
     _changeable_or_403(memory, account)
     memory_set_pinned(memory=memory, pinned=pinned, actor=account.user)
@@ -229,7 +194,7 @@ def memory_unpin(request: HttpRequest, memory_id) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def memory_forget(request: HttpRequest, memory_id) -> HttpResponse:
-    account = _account(request)
+    account = account_of(request)
     memory = _memory_or_404(account, memory_id)
     if memory.redacted_at is not None:
         return redirect("web:memory-receipt", memory.pk)
@@ -239,7 +204,7 @@ def memory_forget(request: HttpRequest, memory_id) -> HttpResponse:
         try:
             memory_services.memory_forget(memory=memory, reason=form.cleaned_data["reason"], actor=account.user)
         except ValidationError as error:
-            _errors_onto(form, error, default_field="reason")
+            errors_onto(form, error, default_field="reason")
         else:
             return redirect("web:memory-receipt", memory.pk)
     versions = len(memory_supersede_chain(memory=memory))
@@ -248,7 +213,7 @@ def memory_forget(request: HttpRequest, memory_id) -> HttpResponse:
 
 @login_required
 def memory_receipt(request: HttpRequest, memory_id) -> HttpResponse:
-    account = _account(request)
+    account = account_of(request)
     memory = _memory_or_404(account, memory_id)
     if memory.redacted_at is None:
         return redirect("web:memory-detail", memory.pk)
@@ -283,13 +248,13 @@ def _about_me_context(account: Account, form: EraseEverythingForm) -> dict:
 
 @login_required
 def about_me(request: HttpRequest) -> HttpResponse:
-    account = _account(request)
+    account = account_of(request)
     return render(request, "web/about_me.html", _about_me_context(account, EraseEverythingForm()))
 
 
 @login_required
 def about_me_export(request: HttpRequest) -> HttpResponse:
-    account = _account(request)
+    account = account_of(request)
     now = timezone.now()
     document, _ = _export_document(account, now=now)
     response = HttpResponse(JSONRenderer().render(document), content_type="application/json")
@@ -304,7 +269,7 @@ def about_me_export(request: HttpRequest) -> HttpResponse:
 def about_me_erase(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return redirect("web:about-me")
-    account = _account(request)
+    account = account_of(request)
     form = EraseEverythingForm(request.POST)
     if not form.is_valid():
         return render(request, "web/about_me.html", _about_me_context(account, form), status=400)
@@ -362,7 +327,7 @@ def _tell_of_conflicts(request: HttpRequest, account: Account) -> None:
 
 @login_required
 def conflict_list(request: HttpRequest) -> HttpResponse:
-    account = _account(request)
+    account = account_of(request)
     conflicts = list(pending_conflicts(organisation=account.organisation, subject_ids=_conflict_people(account)))
     names = {
         str(membership.user_id): display_name_of(membership)
@@ -378,7 +343,7 @@ def conflict_list(request: HttpRequest) -> HttpResponse:
 
 
 def _decide(request: HttpRequest, learning_id: int, decide, done: str) -> HttpResponse:
-    account = _account(request)
+    account = account_of(request)
     allowed = pending_conflicts(organisation=account.organisation, subject_ids=_conflict_people(account))
     if not allowed.filter(pk=learning_id).exists():
         raise Http404("No pending conflict of yours has this id.")
@@ -406,7 +371,7 @@ def conflict_dismiss_view(request: HttpRequest, learning_id: int) -> HttpRespons
 @login_required
 def my_places(request: HttpRequest) -> HttpResponse:
     """The places this person may act in, from their records, with the owners' recent changes to them."""
-    account = _account(request)
+    account = account_of(request)
     changes = owner_changes_seen_by(organisation=account.organisation, user=account.user)
     places = []
     for record in places_for(organisation=account.organisation, user=account.user):

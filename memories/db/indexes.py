@@ -1,7 +1,10 @@
 """SQL the agent-turn API relies on that the ORM cannot express: recall's indexes and the injection scrub.
 
-Applied by migrations; kept here so the reasons sit beside the statements.
+Kept here so the reasons sit beside the statements; the migrations applied a
+frozen copy, so a change here needs a migration of its own.
 """
+
+from lib.sql import row_trigger
 
 # The live, non-system rows recall may return. Every recall index is partial on
 # exactly this, so the planner can prove a recall query implies it.
@@ -37,32 +40,29 @@ DROP_RECENT_INDEX = "DROP INDEX IF EXISTS memories_recall_recent_idx;"
 # statement, whichever path erased it (the API, a subject erasure, the purge,
 # an operator in psql). The record keeps the line's place, scope and author,
 # so a replay can say which fact it can no longer show, and when it went.
-SCRUB_INJECTIONS_TRIGGER = """
-CREATE OR REPLACE FUNCTION memories_scrub_injections() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
+SCRUB_INJECTIONS_TRIGGER, DROP_SCRUB_INJECTIONS_TRIGGER = row_trigger(
+    "memories_scrub_injections",
+    table="memories_memory",
+    fires="AFTER UPDATE OF redacted_at",
+    function="memories_scrub_injections",
+    when="OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL",
+    body="""BEGIN
   UPDATE memories_injectionline
      SET line = '', erased_at = NEW.redacted_at
    WHERE memory_id = NEW.id AND organisation_id = NEW.organisation_id AND erased_at IS NULL;
   RETURN NULL;
 END
-$$;
-DROP TRIGGER IF EXISTS memories_scrub_injections ON memories_memory;
-CREATE TRIGGER memories_scrub_injections AFTER UPDATE OF redacted_at ON memories_memory
-  FOR EACH ROW WHEN (OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL)
-  EXECUTE FUNCTION memories_scrub_injections();
-"""
-DROP_SCRUB_INJECTIONS_TRIGGER = """
-DROP TRIGGER IF EXISTS memories_scrub_injections ON memories_memory;
-DROP FUNCTION IF EXISTS memories_scrub_injections();
-"""
+""",
+)
 
 # An injected line is a record of what a prompt held: it never changes, except
 # being emptied when its memory is erased.
-INJECTION_LINE_IMMUTABLE_TRIGGER = """
-CREATE OR REPLACE FUNCTION memories_guard_injection_line() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
+INJECTION_LINE_IMMUTABLE_TRIGGER, DROP_INJECTION_LINE_IMMUTABLE_TRIGGER = row_trigger(
+    "memories_injection_line_immutable",
+    table="memories_injectionline",
+    fires="BEFORE UPDATE",
+    function="memories_guard_injection_line",
+    body="""BEGIN
   IF (NEW.injection_id, NEW.organisation_id, NEW.position, NEW.memory_id, NEW.block, NEW.section,
       NEW.scope, NEW.author, NEW.tier)
      IS DISTINCT FROM
@@ -81,15 +81,8 @@ BEGIN
   END IF;
   RETURN NEW;
 END
-$$;
-DROP TRIGGER IF EXISTS memories_injection_line_immutable ON memories_injectionline;
-CREATE TRIGGER memories_injection_line_immutable BEFORE UPDATE ON memories_injectionline
-  FOR EACH ROW EXECUTE FUNCTION memories_guard_injection_line();
-"""
-DROP_INJECTION_LINE_IMMUTABLE_TRIGGER = """
-DROP TRIGGER IF EXISTS memories_injection_line_immutable ON memories_injectionline;
-DROP FUNCTION IF EXISTS memories_guard_injection_line();
-"""
+""",
+)
 
 # Pinned facts come first in every recall and render: found from this small
 # index instead of filtering every live row of a large tenant for `pinned`.

@@ -1,8 +1,10 @@
 """SQL the database holds for memories: functions and triggers the ORM cannot express.
 
-Kept here, beside the model, and applied by migrations.
+Kept here, beside the model; the migrations applied a frozen copy, so a change
+here needs a migration of its own.
 """
 
+from lib.sql import row_trigger
 from memories.models import EVIDENCE_KINDS
 
 _KINDS = ", ".join(f"'{kind}'" for kind in EVIDENCE_KINDS)
@@ -29,10 +31,12 @@ $$;
 # A memory's content and provenance are fixed for the life of the row. The
 # one exception is redaction, which empties the body (the CHECK
 # memories_redaction_empties makes it clear the vector in the same statement).
-IMMUTABLE_TRIGGER = """
-CREATE OR REPLACE FUNCTION memories_guard_update() RETURNS trigger
-LANGUAGE plpgsql AS $$
-DECLARE
+IMMUTABLE_TRIGGER, DROP_IMMUTABLE_TRIGGER = row_trigger(
+    "memories_immutable",
+    table="memories_memory",
+    fires="BEFORE UPDATE",
+    function="memories_guard_update",
+    body="""DECLARE
   redacting boolean := OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL;
 BEGIN
   IF OLD.redacted_at IS NOT NULL AND NEW.redacted_at IS DISTINCT FROM OLD.redacted_at THEN
@@ -67,14 +71,7 @@ BEGIN
   END IF;
   RETURN NEW;
 END
-$$;
-DROP TRIGGER IF EXISTS memories_immutable ON memories_memory;
-CREATE TRIGGER memories_immutable BEFORE UPDATE ON memories_memory
-  FOR EACH ROW EXECUTE FUNCTION memories_guard_update();
-"""
+""",
+)
 
-DROP_IMMUTABLE_TRIGGER = """
-DROP TRIGGER IF EXISTS memories_immutable ON memories_memory;
-DROP FUNCTION IF EXISTS memories_guard_update();
-"""
 DROP_EVIDENCE_REFS_VALID = "DROP FUNCTION IF EXISTS memories_evidence_refs_valid(jsonb);"

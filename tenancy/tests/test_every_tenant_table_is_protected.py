@@ -1,7 +1,7 @@
 """Every table that carries an organisation is under row-level security, or exempt with a written reason.
 
 A table added later with an `organisation_id` column fails here until its
-migration calls `tenancy.sql.protect(table)` or `EXEMPT_TABLES` says why not.
+migration runs what `tenancy.sql.protect(table)` returns or `EXEMPT_TABLES` says why not.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def test_every_table_carrying_an_organisation_is_protected_or_exempt_with_a_reas
     tables = _tenant_tables()
     assert set(PROTECTED_TABLES) <= tables
     unaccounted = tables - set(PROTECTED_TABLES) - set(EXEMPT_TABLES)
-    assert not unaccounted, f"call tenancy.sql.protect() for {sorted(unaccounted)} or exempt them with a reason"
+    assert not unaccounted, f"run tenancy.sql.protect()'s SQL for {sorted(unaccounted)} or exempt them with a reason"
     assert all(len(reason) > 40 for reason in EXEMPT_TABLES.values())
 
 
