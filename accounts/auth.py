@@ -160,13 +160,6 @@ class HasPrincipal(BasePermission):
         )
 
 
-def principal_of(request) -> Principal:
-    principal = getattr(request, "principal", None) or getattr(request._request, "principal", None)
-    if principal is None:
-        raise exceptions.NotAuthenticated()
-    return principal
-
-
 def refuse_principal_fields(data) -> None:
     """A body naming the tenant or the owner is refused, saying why."""
     if not isinstance(data, dict):

@@ -13,13 +13,13 @@ from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_f
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from accounts.auth import Principal, principal_of
+from accounts.auth import Principal
 from admissions.labels import UNNAMED_STEWARD, claimant_label, steward_label
 from admissions.selectors import claim_history, claim_visible_to
 from admissions.services import claim_submit
 from lib.api.idempotency import IDEMPOTENCY_PARAMETER
+from lib.api.views import ApiView
 from lib.fields import ID_FORBIDDEN, StrictDateField
 from lib.text import invisible_problem
 from memories.api.serializers import StrictSerializer
@@ -189,7 +189,7 @@ CLAIM_EXAMPLE = {
 }
 
 
-class SystemClaimListApi(APIView):
+class SystemClaimListApi(ApiView):
     @extend_schema(
         operation_id="system_claims_submit",
         summary="Submit a system claim",
@@ -205,11 +205,10 @@ class SystemClaimListApi(APIView):
         tags=["system claims"],
     )
     def post(self, request):
-        principal = principal_of(request)
+        principal = self.principal()
         if not principal.is_agent and not request.user.has_perm(SUBMIT_PERMISSION):
             raise PermissionDenied(f"Submitting system claims needs the {SUBMIT_PERMISSION} permission.")
-        serializer = ClaimInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        claim_fields = self.validated(ClaimInputSerializer)
 
         def answer(claim_id) -> Response:
             row = claim_visible_to(principal=principal, claim_id=claim_id)
@@ -220,14 +219,14 @@ class SystemClaimListApi(APIView):
                 organisation=principal.organisation,
                 agent=principal.agent,
                 user=None if principal.is_agent else principal.user,
-                **serializer.validated_data,
+                **claim_fields,
             )
             return answer(claim.pk), None, {"claim": str(claim.pk)}
 
         return idempotent_response(request, principal, "system-claim", write, lambda m, extra: answer(extra["claim"]))
 
 
-class SystemClaimDetailApi(APIView):
+class SystemClaimDetailApi(ApiView):
     @extend_schema(
         operation_id="system_claims_read",
         summary="Read a system claim with its derived status and admission history",
@@ -267,7 +266,7 @@ class SystemClaimDetailApi(APIView):
         tags=["system claims"],
     )
     def get(self, request, claim_id):
-        principal = principal_of(request)
+        principal = self.principal()
         claim = claim_visible_to(principal=principal, claim_id=claim_id)
         if claim is None:
             raise NotFound("No such system claim.")

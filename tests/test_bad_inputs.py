@@ -177,7 +177,7 @@ def test_a_wrong_content_type_is_refused_naming_it(agent_api, dm, fact, unchange
     url, body = endpoints(dm, fact)[name]
     check = unchanged()
     response = agent_api.post(url, data=json.dumps(body), content_type=content_type)
-    refused(response, (400, 415), "Content-Type", contains="application/json")
+    refused(response, 400, "Content-Type", contains="application/json")
     check()
 
 
@@ -487,7 +487,9 @@ def test_a_nul_byte_in_the_path_or_query_is_a_4xx_not_a_server_error(agent_api, 
 
 def test_invalid_utf8_in_the_query_string_is_not_a_server_error(agent_api):
     response = agent_api.get("/api/v1/memories", QUERY_STRING="q=%ff%fe")
-    assert response.status_code in (200, 400)
+    # Django decodes the query with replacement characters: a search for them, which finds nothing.
+    assert response.status_code == 200, response.content
+    assert response.json()["results"] == []
 
 
 # --- Fields: sizes and enums -------------------------------------------------------------

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rest_framework import exceptions
 from rest_framework.views import APIView
 
-from accounts.auth import Principal, principal_of
 from lib.api.parsers import SafeJSONParser
 from lib.api.throttles import PrincipalRateThrottle
+
+if TYPE_CHECKING:  # only the type: lib imports no app
+    from accounts.auth import Principal
 
 
 class ApiRateThrottle(PrincipalRateThrottle):
@@ -30,7 +34,11 @@ class ApiView(APIView):
         return super().handle_exception(exc)
 
     def principal(self) -> Principal:
-        return principal_of(self.request)
+        """The caller authentication set on the request (`accounts.auth`), never one a body names."""
+        principal = getattr(self.request, "principal", None) or getattr(self.request._request, "principal", None)
+        if principal is None:
+            raise exceptions.NotAuthenticated()
+        return principal
 
     def validated(self, serializer_class, data=None):
         # An empty body parses to {}; a body of JSON null, false or 0 is not an object and is refused.
