@@ -33,7 +33,7 @@ from memories.services import memory_point_to_replacement, memory_redact, memory
 from memories.turn_services import LimitReached, memory_remember_in_place
 from threads.conflicts import own_fact_for, pending_already, says_the_same, user_fact_keyed
 from threads.episodes import drafts_for, episodes_enabled, episodes_write, strip_memory_blocks
-from threads.extraction import (
+from threads.extractors.base import (
     ABOUT_AUTHOR,
     Candidate,
     EventView,

@@ -8,7 +8,7 @@ from celery import shared_task
 
 from memories.tasks import RELIABLE, backoff_seconds
 from threads import selectors, services
-from threads.llm import ExtractionError
+from threads.extractors.llm import ExtractionError
 
 logger = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ import pytest
 
 from memories.models import Bucket, Memory
 from memories.tests.loopback import ChatCompletionsStandIn
-from threads.extraction import get_extractor
-from threads.llm import RESPONSE_SCHEMA, ExtractionError, LLMExtractor
+from threads.extractors.base import get_extractor
+from threads.extractors.llm import RESPONSE_SCHEMA, ExtractionError, LLMExtractor
 from threads.models import Thread
 from threads.services import thread_consolidate
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from threads.extraction import ABOUT_AUTHOR, ABOUT_WORKSPACE, CANDIDATE_MAX_CHARS, Candidate, EventView, normalise
+from threads.extractors.base import ABOUT_AUTHOR, ABOUT_WORKSPACE, CANDIDATE_MAX_CHARS, Candidate, EventView, normalise
 
 # Quoted spans, code and block quotes: someone else's words, or not a statement at all.
 _QUOTED = re.compile(

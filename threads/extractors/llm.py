@@ -16,7 +16,7 @@ import requests
 
 from memories.models import CONTROL_CHARS
 from memories.text import neutralise
-from threads.extraction import (
+from threads.extractors.base import (
     ABOUT_AUTHOR,
     ABOUT_WORKSPACE,
     CANDIDATE_MAX_CHARS,

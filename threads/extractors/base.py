@@ -3,8 +3,8 @@
 An extractor only proposes. Consolidation (threads.services) decides where a
 candidate is kept (the scope rules), whether it repeats or contradicts a live
 memory, and writes it with its sources. Two extractors exist, chosen by
-`ARCHIVIST_EXTRACTOR`: `rules` (threads.rules, the default) and `llm`
-(threads.llm).
+`ARCHIVIST_EXTRACTOR`: `rules` (threads.extractors.rules, the default) and `llm`
+(threads.extractors.llm).
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def value_signature(text: str) -> tuple[frozenset, frozenset, frozenset]:
 def get_extractor(name: str | None = None) -> Extractor:
     name = name or settings.CONSOLIDATION_EXTRACTOR
     if name == "llm":
-        from threads.llm import LLMExtractor
+        from threads.extractors.llm import LLMExtractor
 
         return LLMExtractor(
             base_url=settings.EXTRACTOR_LLM_BASE_URL,
@@ -131,6 +131,6 @@ def get_extractor(name: str | None = None) -> Extractor:
             key=settings.EXTRACTOR_LLM_KEY,
             timeout=settings.EXTRACTOR_LLM_TIMEOUT_SECONDS,
         )
-    from threads.rules import RulesExtractor
+    from threads.extractors.rules import RulesExtractor
 
     return RulesExtractor()
