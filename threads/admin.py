@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db.models import F
 
 from threads.models import Learning, LearningSource, Thread, ThreadEvent
 
@@ -13,8 +14,6 @@ class BehindFilter(admin.SimpleListFilter):
         return [("behind", "Events waiting"), ("failing", "Last run failed"), ("done", "Up to date")]
 
     def queryset(self, request, queryset):
-        from django.db.models import F
-
         if self.value() == "behind":
             return queryset.filter(consolidated_through__lt=F("last_sequence"))
         if self.value() == "failing":

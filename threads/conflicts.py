@@ -28,6 +28,7 @@ from accounts.models import Organisation, User
 from memories.models import Bucket, Memory, SourceKind, SubjectType
 from memories.services import memory_redact, memory_supersede
 from threads.extractors.base import Candidate, EventView, normalise
+from threads.extractors.rules import RulesExtractor
 from threads.models import Learning, LearningSource
 
 PERSON_EXTRACTOR = "person"
@@ -41,8 +42,6 @@ class Keyed:
 
 def user_fact_keyed(body: str, name: str) -> Keyed | None:
     """The key (and canonical sentence) of a person's own fact, by the extractor's own rules."""
-    from threads.extractors.rules import RulesExtractor  # rules imports extraction, which this module also needs
-
     text = (body or "").strip()
     if not text or not name:
         return None

@@ -35,6 +35,7 @@ from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKi
 from memories.render import FENCE_CLOSE, FENCE_OPEN
 from memories.scopes import Place, scope_for
 from memories.services import default_expiry, memory_redact
+from memories.vectors import _write_vectors  # the worker's conditional write, with its audit rows
 from threads.models import Thread, ThreadEvent
 
 EPISODE_MAX_CHARS = 500  # the render clamp: a memory is a sentence, not a document
@@ -228,8 +229,6 @@ def episodes_write(
     )
     embedded = [(row, vector) for row, vector in zip(rows, vectors, strict=True) if vector is not None]
     if embedded:
-        from memories.vectors import _write_vectors  # the worker's conditional write, with its audit rows
-
         _write_vectors(rows=[row for row, _ in embedded], vectors=[vector for _, vector in embedded], model=model)
     places = {(row.scope, row.scope_ref) for row in rows}
     expired = sum(

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from celery import current_app
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -38,11 +39,11 @@ from threads.extractors.base import (
     Candidate,
     EventView,
     Extractor,
-    get_extractor,
     normalise,
     normalised_body_sql,
     value_signature,
 )
+from threads.extractors.registry import get_extractor
 from threads.models import Learning, LearningSource, Thread, ThreadEvent
 from threads.selectors import learned_memories_orphaned_by
 
@@ -52,6 +53,7 @@ MAX_EVENTS_PER_BATCH = 200
 CONTEXT_EVENTS = 10
 NEAREST_TO_CHECK = 5
 SOURCE_REF_MAX = 200
+CONSOLIDATE_THREAD_TASK = "threads.tasks.consolidate_thread"  # the name threads.tasks pins
 
 
 # --- Ingest ----------------------------------------------------------------------
@@ -70,9 +72,8 @@ def enqueue_consolidation(thread_id: int) -> None:
 
     def send() -> None:
         try:
-            from threads.tasks import consolidate_thread
-
-            consolidate_thread.apply_async(args=[thread_id], queue="consolidate", retry=False)
+            # By name: threads.tasks imports this module, so this one does not import it.
+            current_app.send_task(CONSOLIDATE_THREAD_TASK, args=[thread_id], queue="consolidate", retry=False)
         except Exception as error:  # noqa: BLE001 - any broker failure degrades to the sweep
             logger.warning("could not enqueue consolidation of thread %s (%s); the sweep will", thread_id, error)
 
