@@ -331,6 +331,7 @@ class _Consolidator:
         )
 
     def apply(self, candidate: Candidate, vector: list[float] | None) -> None:
+        """Keep one candidate where its place puts it, or count why it was not kept."""
         sources = [self.events[s] for s in candidate.sequences]
         last = sources[-1]
         if last.agent_id is None:
@@ -395,7 +396,13 @@ class _Consolidator:
         return self.repeats(candidate, vector, where.live, where.key)
 
     def write(
-        self, candidate: Candidate, last: ThreadEvent, where: _Destination, *, target: Memory | None, own
+        self,
+        candidate: Candidate,
+        last: ThreadEvent,
+        where: _Destination,
+        *,
+        target: Memory | None,
+        own: Memory | None,
     ) -> Memory:
         """The candidate as a memory: superseding the learned memory it replaces, or new in its place."""
         ref = _source_ref(self.thread, candidate.sequences)
@@ -439,7 +446,9 @@ class _Consolidator:
             self.result.written.append(str(memory.pk))
         return memory
 
-    def learning_write(self, candidate: Candidate, memory: Memory, sources: list[ThreadEvent], *, own) -> None:
+    def learning_write(
+        self, candidate: Candidate, memory: Memory, sources: list[ThreadEvent], *, own: Memory | None
+    ) -> None:
         """What the memory was learned from: its key, the extractor, its events, and the own fact it contradicts."""
         learning = Learning.objects.create(
             organisation_id=self.thread.organisation_id,
