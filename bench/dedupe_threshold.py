@@ -8,7 +8,7 @@ different fact (another value, another day) and must both be kept. Dropping a
 distinct fact loses it silently; keeping a repeat only costs a line.
 
 Cosine alone cannot separate them: "after 10am" / "before 10am" scores 0.99.
-So a repeat must also agree on `threads.extraction.value_signature` (numbers,
+So a repeat must also agree on `threads.extractors.base.value_signature` (numbers,
 names, contrast words), and the threshold is set between the distinct pairs
 that agree on it and the repeats.
 """
@@ -73,7 +73,7 @@ def main() -> None:
         right = model.encode([b for _, b in pairs], normalize_embeddings=True)
         return [float((a * b).sum()) for a, b in zip(left, right, strict=True)]
 
-    from threads.extraction import value_signature
+    from threads.extractors.base import value_signature
 
     repeats = similarities(REPEATS)
     distinct = similarities(DISTINCT)

@@ -16,6 +16,7 @@ fact supersedes theirs) or dismisses it (it is erased, with its receipt).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -27,7 +28,8 @@ from django.utils import timezone
 from accounts.models import Organisation, User
 from memories.models import Bucket, Memory, SourceKind, SubjectType
 from memories.services import memory_redact, memory_supersede
-from threads.extraction import Candidate, EventView, normalise
+from threads.extractors.base import Candidate, EventView, normalise
+from threads.extractors.rules import RulesExtractor
 from threads.models import Learning, LearningSource
 
 PERSON_EXTRACTOR = "person"
@@ -41,8 +43,6 @@ class Keyed:
 
 def user_fact_keyed(body: str, name: str) -> Keyed | None:
     """The key (and canonical sentence) of a person's own fact, by the extractor's own rules."""
-    from threads.rules import RulesExtractor  # rules imports extraction, which this module also needs
-
     text = (body or "").strip()
     if not text or not name:
         return None
@@ -160,6 +160,16 @@ def _pending_locked(*, organisation: Organisation, learning_id: int) -> Learning
     return learning
 
 
+def _record_decision(
+    learning: Learning, decision: str, *, actor: User, now: datetime, also: Sequence[str] = ()
+) -> None:
+    """The person's decision on a pending conflict, with when and by whom (and any `also` fields changed)."""
+    learning.conflict = decision
+    learning.conflict_decided_at = now
+    learning.conflict_decided_by = actor
+    learning.save(update_fields=["conflict", "conflict_decided_at", "conflict_decided_by", *also])
+
+
 def conflict_accept(
     *, organisation: Organisation, learning_id: int, actor: User, now: datetime | None = None
 ) -> Memory:
@@ -197,10 +207,7 @@ def conflict_accept(
                 for source in learning.sources.all()
             ]
         )
-        learning.conflict = Learning.Conflict.ACCEPTED
-        learning.conflict_decided_at = now
-        learning.conflict_decided_by = actor
-        learning.save(update_fields=["conflict", "conflict_decided_at", "conflict_decided_by"])
+        _record_decision(learning, Learning.Conflict.ACCEPTED, actor=actor, now=now)
     return replacement
 
 
@@ -217,9 +224,6 @@ def conflict_dismiss(
             actor=actor,
             now=now,
         )
-        learning.conflict = Learning.Conflict.DISMISSED
-        learning.conflict_decided_at = now
-        learning.conflict_decided_by = actor
         learning.key = ""  # a key can repeat the value it was about
-        learning.save(update_fields=["conflict", "conflict_decided_at", "conflict_decided_by", "key"])
+        _record_decision(learning, Learning.Conflict.DISMISSED, actor=actor, now=now, also=["key"])
     return erased

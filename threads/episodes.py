@@ -31,6 +31,7 @@ from django.conf import settings
 
 from accounts.models import Membership, User
 from accounts.people import display_name_of
+from memories.embeddings.writes import _write_vectors  # the worker's conditional write, with its audit rows
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
 from memories.scopes import Place, scope_for
 from memories.services import default_expiry, memory_redact
@@ -56,25 +57,25 @@ def strip_memory_blocks(text: str) -> str:
     return _GAP.sub("\n", text).strip()
 
 
-def _hard_split(text: str, limit: int) -> list[str]:
-    """A sentence longer than the limit, cut at word boundaries (or anywhere, for one enormous word)."""
+def _pack(pieces: Sequence[str], limit: int) -> list[str]:
+    """Pieces of at most `limit` characters joined by spaces, as many to a part as fit."""
     parts, current = [], ""
-    for word in text.split():
-        while len(word) > limit:
-            if current:
-                parts.append(current)
-                current = ""
-            parts.append(word[:limit])
-            word = word[limit:]
-        candidate = f"{current} {word}" if current else word
+    for piece in pieces:
+        candidate = f"{current} {piece}" if current else piece
         if len(candidate) > limit:
             parts.append(current)
-            current = word
+            current = piece
         else:
             current = candidate
     if current:
         parts.append(current)
     return parts
+
+
+def _hard_split(text: str, limit: int) -> list[str]:
+    """A sentence longer than the limit, cut at word boundaries (or anywhere, for one enormous word)."""
+    chunks = [word[start : start + limit] for word in text.split() for start in range(0, len(word), limit)]
+    return _pack(chunks, limit)
 
 
 def split_text(text: str, limit: int = EPISODE_MAX_CHARS) -> list[str]:
@@ -87,17 +88,7 @@ def split_text(text: str, limit: int = EPISODE_MAX_CHARS) -> list[str]:
         sentence = sentence.strip()
         if sentence:
             pieces.extend([sentence] if len(sentence) <= limit else _hard_split(sentence, limit))
-    parts, current = [], ""
-    for piece in pieces:
-        candidate = f"{current} {piece}" if current else piece
-        if len(candidate) > limit:
-            parts.append(current)
-            current = piece
-        else:
-            current = candidate
-    if current:
-        parts.append(current)
-    return parts
+    return _pack(pieces, limit)
 
 
 def display_name(event: ThreadEvent, names: dict[str, str]) -> str:
@@ -151,7 +142,7 @@ def drafts_for(events: Sequence[ThreadEvent], texts: dict[int, str]) -> list[Epi
         if people
         else {}
     )
-    out: list[EpisodeDraft] = []
+    out = []
     for event in events:
         if event.role not in EPISODE_ROLES or event.agent_id is None or not texts.get(event.sequence):
             continue
@@ -167,52 +158,16 @@ def episodes_write(
     older episodes the per-place bound expired."""
     if not drafts:
         return [], 0
-    usernames: dict[str, str] = {}
     people = {person for draft in drafts for person in draft.event.place_people}
-    if people:
-        usernames = {str(pk): name for pk, name in User.objects.filter(pk__in=people).values_list("pk", "username")}
+    usernames = (
+        {str(pk): name for pk, name in User.objects.filter(pk__in=people).values_list("pk", "username")}
+        if people
+        else {}
+    )
     agents = {draft.event.agent_id: draft.event.agent for draft in drafts}
-    rows: list[Memory] = []
-    for draft in drafts:
-        event = draft.event
-        place = Place(
-            channel=event.place_channel, kind=event.place_kind, people=tuple(str(p) for p in event.place_people)
-        )
-        choice = scope_for(place, None)
-        if event.author_user_id:
-            subject = (SubjectType.USER, str(event.author_user_id))
-        elif choice.scope == Scope.PERSON:
-            subject = (SubjectType.USER, choice.ref)
-        else:
-            subject = (SubjectType.WORKSPACE, "")
-        label = ""
-        if choice.scope == Scope.CHANNEL:
-            label = place.channel
-        elif choice.scope == Scope.PERSON:
-            label = usernames.get(choice.ref, "")
-        memory = Memory(
-            organisation_id=thread.organisation_id,
-            agent=agents[event.agent_id],
-            bucket=Bucket.LEARNED,
-            author=Author.MODEL,
-            body=draft.body,
-            subject_type=subject[0],
-            subject_id=subject[1],
-            scope=choice.scope,
-            scope_ref=choice.ref,
-            scope_label=label[:200],
-            source_kind=SourceKind.EPISODE,
-            source_ref=source_ref_of(thread, event),
-            source_label=f"thread {thread.external_id}"[:200],
-            source_event=event,
-            tier=Tier.LOG,
-            occurred_at=event.occurred_at,
-            expires_at=default_expiry(tier=Tier.LOG, now=now),
-        )
-        # The model's own rules, by field (its constraints hold them in PostgreSQL too); the
-        # foreign keys were just read, so their existence queries are left out.
-        memory.clean()
-        rows.append(memory)
+    rows = [
+        _episode(thread, draft, agent=agents[draft.event.agent_id], usernames=usernames, now=now) for draft in drafts
+    ]
     Memory.objects.bulk_create(rows)
     MemoryAudit.objects.bulk_create(
         [
@@ -220,7 +175,7 @@ def episodes_write(
                 organisation_id=row.organisation_id,
                 memory=row,
                 action=MemoryAudit.Action.REMEMBER,
-                actor_label=f"agent:{agents[row.agent_id].name}",  # type: ignore[union-attr]  # drafts have agents
+                actor_label=f"agent:{agents[row.agent_id].name}",
                 detail={"episode_of": row.source_event_id},
             )
             for row in rows
@@ -228,9 +183,54 @@ def episodes_write(
     )
     embedded = [(row, vector) for row, vector in zip(rows, vectors, strict=True) if vector is not None]
     if embedded:
-        from memories.embeddings.writes import _write_vectors  # the worker's conditional write, with its audit rows
-
         _write_vectors(rows=[row for row, _ in embedded], vectors=[vector for _, vector in embedded], model=model)
+    return [str(row.pk) for row in rows], _bound_enforce_where_written(thread, rows, now=now)
+
+
+def _episode(thread: Thread, draft: EpisodeDraft, *, agent, usernames: dict[str, str], now: datetime) -> Memory:
+    """One episode row, scoped by its event's place; its subject is the author when a person wrote it,
+    else what the scope implies."""
+    event = draft.event
+    place = Place(channel=event.place_channel, kind=event.place_kind, people=tuple(str(p) for p in event.place_people))
+    choice = scope_for(place, None)
+    if event.author_user_id:
+        subject = (SubjectType.USER, str(event.author_user_id))
+    elif choice.scope == Scope.PERSON:
+        subject = (SubjectType.USER, choice.ref)
+    else:
+        subject = (SubjectType.WORKSPACE, "")
+    label = ""
+    if choice.scope == Scope.CHANNEL:
+        label = place.channel
+    elif choice.scope == Scope.PERSON:
+        label = usernames.get(choice.ref, "")
+    memory = Memory(
+        organisation_id=thread.organisation_id,
+        agent=agent,
+        bucket=Bucket.LEARNED,
+        author=Author.MODEL,
+        body=draft.body,
+        subject_type=subject[0],
+        subject_id=subject[1],
+        scope=choice.scope,
+        scope_ref=choice.ref,
+        scope_label=label[:200],
+        source_kind=SourceKind.EPISODE,
+        source_ref=source_ref_of(thread, event),
+        source_label=f"thread {thread.external_id}"[:200],
+        source_event=event,
+        tier=Tier.LOG,
+        occurred_at=event.occurred_at,
+        expires_at=default_expiry(tier=Tier.LOG, now=now),
+    )
+    # The model's own rules, by field (its constraints hold them in PostgreSQL too); the
+    # foreign keys were just read, so their existence queries are left out.
+    memory.clean()
+    return memory
+
+
+def _bound_enforce_where_written(thread: Thread, rows: Sequence[Memory], *, now: datetime) -> int:
+    """The per-place bound, in each place the episodes went to; the thread counts what it expired."""
     places = {(row.scope, row.scope_ref) for row in rows}
     expired = sum(
         episodes_bound_enforce(organisation_id=thread.organisation_id, scope=scope, scope_ref=ref, now=now)
@@ -239,7 +239,7 @@ def episodes_write(
     if expired:
         Thread.objects.filter(pk=thread.pk).update(episodes_expired=thread.episodes_expired + expired)
         thread.episodes_expired += expired
-    return [str(row.pk) for row in rows], expired
+    return expired
 
 
 def live_episodes(*, organisation_id, now: datetime):

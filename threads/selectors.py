@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from accounts.models import Organisation
 from memories.models import Bucket, Memory
+from threads.episodes import episode_bound, episodes_enabled, live_episodes, organisation_keeps_episodes
 from threads.models import Thread
 
 
@@ -38,8 +39,6 @@ def learned_memories_orphaned_by(*, organisation: Organisation, event_ids: Itera
 
 def thread_episodes_status(*, thread: Thread, agent=None, now: datetime | None = None) -> dict:
     """Issue 16: whether the thread keeps episodes, how many it holds, and what the per-place bound expired."""
-    from threads.episodes import episode_bound, episodes_enabled, live_episodes, organisation_keeps_episodes
-
     now = now or timezone.now()
     kept = live_episodes(organisation_id=thread.organisation_id, now=now).filter(source_event__thread=thread)
     if agent is not None:

@@ -10,14 +10,16 @@ since it read the events (another run got there first) writes nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
+from celery import current_app
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -26,24 +28,23 @@ from accounts.models import Agent, AgentToken, Membership, Organisation, User
 from accounts.people import people_by_name
 from memories.db.locks import memories_rewrite_lock
 from memories.embeddings.embedders import EmbeddingError, get_embedder
-from memories.errors import LimitReached
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
 from memories.places import PlaceInTurn, place_for_turn
 from memories.scopes import WORKSPACE, Place, scope_for
 from memories.services import memory_point_to_replacement, memory_redact, memory_supersede
-from memories.turns.writes import memory_remember_in_place
+from memories.turns.writes import LimitReached, memory_remember_in_place
 from threads.conflicts import own_fact_for, pending_already, says_the_same, user_fact_keyed
-from threads.episodes import drafts_for, episodes_enabled, episodes_write, strip_memory_blocks
-from threads.extraction import (
+from threads.episodes import EpisodeDraft, drafts_for, episodes_enabled, episodes_write, strip_memory_blocks
+from threads.extractors.base import (
     ABOUT_AUTHOR,
     Candidate,
     EventView,
     Extractor,
-    get_extractor,
     normalise,
     normalised_body_sql,
     value_signature,
 )
+from threads.extractors.registry import get_extractor
 from threads.models import Learning, LearningSource, Thread, ThreadEvent
 from threads.selectors import learned_memories_orphaned_by
 
@@ -53,6 +54,7 @@ MAX_EVENTS_PER_BATCH = 200
 CONTEXT_EVENTS = 10
 NEAREST_TO_CHECK = 5
 SOURCE_REF_MAX = 200
+CONSOLIDATE_THREAD_TASK = "threads.tasks.consolidate_thread"  # the name threads.tasks pins
 
 
 # --- Ingest ----------------------------------------------------------------------
@@ -71,9 +73,8 @@ def enqueue_consolidation(thread_id: int) -> None:
 
     def send() -> None:
         try:
-            from threads.tasks import consolidate_thread
-
-            consolidate_thread.apply_async(args=[thread_id], queue="consolidate", retry=False)
+            # By name: threads.tasks imports this module, so this one does not import it.
+            current_app.send_task(CONSOLIDATE_THREAD_TASK, args=[thread_id], queue="consolidate", retry=False)
         except Exception as error:  # noqa: BLE001 - any broker failure degrades to the sweep
             logger.warning("could not enqueue consolidation of thread %s (%s); the sweep will", thread_id, error)
 
@@ -137,63 +138,89 @@ def thread_events_ingest(
     for index, event in enumerate(events):
         _check_text(event["text"], index)
     places = _resolve_places(organisation=organisation, agent=agent, token=token, events=events)
-    names = {event.get("author") or "" for event in events} - {""}
-    # Authors are named as the places' people are: a handle or a username of a person record (issue 12).
-    accounts = {
-        name: membership.user_id for name, membership in people_by_name(organisation=organisation, names=names).items()
-    }
+    accounts = _author_accounts(organisation=organisation, events=events)
     with transaction.atomic():
-        try:
-            with transaction.atomic():
-                thread, _ = Thread.objects.get_or_create(organisation=organisation, external_id=thread_id)
-        except IntegrityError:
-            thread = Thread.objects.get(organisation=organisation, external_id=thread_id)
-        # Two ingests into one thread at once would hand out the same sequence numbers.
-        # NO KEY UPDATE: the thread's key never changes, so inserts that reference the
-        # thread (events, learnings) are not blocked by this lock (docs/reliability.md).
-        thread = Thread.objects.select_for_update(no_key=True).get(pk=thread.pk)
+        thread = _thread_locked(organisation=organisation, external_id=thread_id)
         if episodes is not None and thread.episodes != episodes:
             thread.episodes = episodes  # the thread's own switch; consolidation reads it per batch
             thread.save(update_fields=["episodes", "updated_at"])
-        given = [event.get("id") or "" for event in events]
-        stored = set(
-            ThreadEvent.objects.filter(
-                organisation=organisation, thread=thread, external_id__in=[i for i in given if i]
-            ).values_list("external_id", flat=True)
+        rows, outcome = _new_events(
+            organisation=organisation, thread=thread, agent=agent, events=events, places=places, accounts=accounts
         )
-        sequence = thread.last_sequence
-        rows, outcome, seen = [], [], set()
-        for event, resolved, external_id in zip(events, places, given, strict=True):
-            if external_id and (external_id in stored or external_id in seen):
-                outcome.append(IngestedEvent(sequence=0, external_id=external_id, duplicate=True))
-                continue
-            seen.add(external_id)
-            sequence += 1
-            author = (event.get("author") or "").strip()
-            rows.append(
-                ThreadEvent(
-                    organisation=organisation,
-                    thread=thread,
-                    sequence=sequence,
-                    external_id=external_id,
-                    role=event["role"],
-                    author=author,
-                    author_user_id=accounts.get(author),
-                    agent=agent,
-                    text=event["text"],
-                    occurred_at=event["time"],
-                    place_channel=resolved.place.channel,
-                    place_kind=resolved.place.kind,
-                    place_people=list(resolved.place.people),
-                )
-            )
-            outcome.append(IngestedEvent(sequence=sequence, external_id=external_id, duplicate=False))
         if rows:
             ThreadEvent.objects.bulk_create(rows)
-            thread.last_sequence = sequence
+            thread.last_sequence = rows[-1].sequence
             thread.save(update_fields=["last_sequence", "updated_at"])
             enqueue_consolidation(thread.pk)
     return thread, outcome
+
+
+def _author_accounts(*, organisation: Organisation, events: Sequence[dict]) -> dict:
+    """The account id of each author label that names an account holder of the organisation."""
+    names = {event.get("author") or "" for event in events} - {""}
+    # Authors are named as the places' people are: a handle or a username of a person record (issue 12).
+    found = people_by_name(organisation=organisation, names=names)
+    return {name: membership.user_id for name, membership in found.items()}
+
+
+def _thread_locked(*, organisation: Organisation, external_id: str) -> Thread:
+    """The thread (created by its first events), locked against another ingest into it."""
+    try:
+        with transaction.atomic():
+            thread, _ = Thread.objects.get_or_create(organisation=organisation, external_id=external_id)
+    except IntegrityError:
+        thread = Thread.objects.get(organisation=organisation, external_id=external_id)
+    # Two ingests into one thread at once would hand out the same sequence numbers.
+    # NO KEY UPDATE: the thread's key never changes, so inserts that reference the
+    # thread (events, learnings) are not blocked by this lock (docs/reliability.md).
+    return Thread.objects.select_for_update(no_key=True).get(pk=thread.pk)
+
+
+def _new_events(
+    *,
+    organisation: Organisation,
+    thread: Thread,
+    agent: Agent,
+    events: Sequence[dict],
+    places: Sequence[PlaceInTurn],
+    accounts: dict,
+) -> tuple[list[ThreadEvent], list[IngestedEvent]]:
+    """Rows for the events not stored yet, numbered on from the thread's last sequence, and what
+    became of each event: an id already stored, or given twice in this call, is a duplicate."""
+    given = [event.get("id") or "" for event in events]
+    stored = set(
+        ThreadEvent.objects.filter(
+            organisation=organisation, thread=thread, external_id__in=[i for i in given if i]
+        ).values_list("external_id", flat=True)
+    )
+    sequence = thread.last_sequence
+    rows, outcome, seen = [], [], set()
+    for event, resolved, external_id in zip(events, places, given, strict=True):
+        if external_id and (external_id in stored or external_id in seen):
+            outcome.append(IngestedEvent(sequence=0, external_id=external_id, duplicate=True))
+            continue
+        seen.add(external_id)
+        sequence += 1
+        author = (event.get("author") or "").strip()
+        rows.append(
+            ThreadEvent(
+                organisation=organisation,
+                thread=thread,
+                sequence=sequence,
+                external_id=external_id,
+                role=event["role"],
+                author=author,
+                author_user_id=accounts.get(author),
+                agent=agent,
+                text=event["text"],
+                occurred_at=event["time"],
+                place_channel=resolved.place.channel,
+                place_kind=resolved.place.kind,
+                place_people=list(resolved.place.people),
+            )
+        )
+        outcome.append(IngestedEvent(sequence=sequence, external_id=external_id, duplicate=False))
+    return rows, outcome
 
 
 # --- Consolidation -----------------------------------------------------------------
@@ -211,6 +238,36 @@ class ConsolidationResult:
     episodes: list[str] = field(default_factory=list)
     episodes_expired: int = 0
     conflicts: list[str] = field(default_factory=list)
+
+    def add(self, batch: ConsolidationResult) -> None:
+        """Count one batch's outcome into the run's; the watermark is the batch's."""
+        self.events += batch.events
+        self.written += batch.written
+        self.superseded += batch.superseded
+        self.duplicates += batch.duplicates
+        self.skipped += batch.skipped
+        self.capped = batch.capped or self.capped
+        self.episodes += batch.episodes
+        self.episodes_expired += batch.episodes_expired
+        self.conflicts += batch.conflicts
+        self.watermark = batch.watermark
+
+
+@dataclass(frozen=True)
+class _Destination:
+    """Where a candidate would be kept: the place it was said in, the scope and subject it gets
+    there, and the live memories already about that subject in that scope."""
+
+    resolved: PlaceInTurn
+    wanted: str | None  # the scope asked of scope_for: workspace facts ask for the workspace
+    scope: str
+    scope_ref: str
+    subject: tuple[str, str]
+    live: QuerySet[Memory]
+
+    @property
+    def key(self) -> tuple:
+        return (self.scope, self.scope_ref, *self.subject)
 
 
 def _view(event: ThreadEvent, text: str | None = None) -> EventView:
@@ -274,98 +331,27 @@ class _Consolidator:
         )
 
     def apply(self, candidate: Candidate, vector: list[float] | None) -> None:
+        """Keep one candidate where its place puts it, or count why it was not kept."""
         sources = [self.events[s] for s in candidate.sequences]
         last = sources[-1]
         if last.agent_id is None:
             self.result.skipped += 1  # learned memories are held by the agent that took part
             return
-        resolved = self.place_of(last)
-        if candidate.about == ABOUT_AUTHOR:
-            subject = (SubjectType.USER, candidate.author_id)
-            wanted = None
-        else:
-            subject = (SubjectType.WORKSPACE, "")
-            wanted = WORKSPACE
-        choice = scope_for(resolved.place, wanted)
-        audience = Memory.objects.filter(
-            organisation_id=self.thread.organisation_id,
-            scope=choice.scope,
-            scope_ref=choice.ref,
-            subject_type=subject[0],
-            subject_id=subject[1],
-            redacted_at__isnull=True,
-            superseded_by__isnull=True,
-        ).exclude(bucket=Bucket.SYSTEM)
-        audience = audience.filter(Q(expires_at__isnull=True) | Q(expires_at__gt=self.now))
+        where = self.destination(candidate, last)
         # A person's own fact with this subject and key is never replaced by an inference: one
         # that says otherwise waits beside it as a pending conflict (threads.conflicts).
         own = self.own_fact_contradicted(candidate, last.author)
         if own is False:
             self.result.duplicates += 1
             return
-        target = None if own is not None else self.replaced_by(candidate, audience)
-        if target is not None and normalise(target.body) == normalise(candidate.body):
+        target = None if own is not None else self.replaced_by(candidate, where.live)
+        if self.said_already(candidate, vector, where, target):
             self.result.duplicates += 1
             return
-        if target is None and self.repeats(candidate, vector, audience, (choice.scope, choice.ref, *subject)):
-            self.result.duplicates += 1
-            return
-        ref = _source_ref(self.thread, candidate.sequences)
-        label = f"thread {self.thread.external_id}"[:200]
         try:
             with transaction.atomic():
-                if target is not None:
-                    memory = memory_supersede(
-                        memory=target,
-                        body=candidate.body,
-                        agent=last.agent,
-                        overrides={
-                            "source_kind": SourceKind.THREAD_EVENT,
-                            "source_ref": ref,
-                            "source_label": label,
-                            "tier": candidate.tier,
-                            "occurred_at": last.occurred_at,
-                        },
-                        now=self.now,
-                    )
-                    self.result.superseded.append((str(target.pk), str(memory.pk)))
-                else:
-                    memory, _ = memory_remember_in_place(
-                        organisation=self.thread.organisation,
-                        resolved=resolved,
-                        body=candidate.body,
-                        agent=last.agent,
-                        scope=wanted,
-                        subject_type=subject[0],
-                        subject_id=subject[1],
-                        tier=candidate.tier,
-                        source_kind=SourceKind.THREAD_EVENT,
-                        source_ref=ref,
-                        source_label=label,
-                        occurred_at=last.occurred_at,
-                        now=self.now,
-                    )
-                    if own is not None:
-                        # Written already superseded by the person's fact: not recalled, rendered or counted.
-                        memory_point_to_replacement(memory=memory, replacement=own, now=self.now)
-                        self.result.conflicts.append(str(memory.pk))
-                    else:
-                        self.result.written.append(str(memory.pk))
-                learning = Learning.objects.create(
-                    organisation_id=self.thread.organisation_id,
-                    memory=memory,
-                    thread=self.thread,
-                    key=candidate.key[:200],
-                    extractor=self.extractor,
-                    conflict=Learning.Conflict.PENDING if own is not None else Learning.Conflict.NONE,
-                    conflicts_with=own,
-                )
-                LearningSource.objects.bulk_create(
-                    [
-                        LearningSource(organisation_id=self.thread.organisation_id, learning=learning, event=event)
-                        for event in sources
-                    ]
-                )
+                memory = self.write(candidate, last, where, target=target, own=own)
+                self.learning_write(candidate, memory, sources, own=own)
         except LimitReached as error:
             # At the cap nothing more can be kept until something is forgotten; the thread's status says so.
             self.result.skipped += 1
@@ -378,7 +364,107 @@ class _Consolidator:
             self.result.skipped += 1
             return
         if vector is not None and own is None:
-            self.fresh.append(((choice.scope, choice.ref, *subject), vector, candidate.body))
+            self.fresh.append((where.key, vector, candidate.body))
+
+    def destination(self, candidate: Candidate, last: ThreadEvent) -> _Destination:
+        """A fact about its author is kept where the place's rules put it; a workspace fact, in the workspace."""
+        resolved = self.place_of(last)
+        if candidate.about == ABOUT_AUTHOR:
+            subject, wanted = (SubjectType.USER, candidate.author_id), None
+        else:
+            subject, wanted = (SubjectType.WORKSPACE, ""), WORKSPACE
+        choice = scope_for(resolved.place, wanted)
+        live = (
+            Memory.objects.filter(
+                organisation_id=self.thread.organisation_id,
+                scope=choice.scope,
+                scope_ref=choice.ref,
+                subject_type=subject[0],
+                subject_id=subject[1],
+                redacted_at__isnull=True,
+                superseded_by__isnull=True,
+            )
+            .exclude(bucket=Bucket.SYSTEM)
+            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=self.now))
+        )
+        return _Destination(resolved, wanted, choice.scope, choice.ref, subject, live)
+
+    def said_already(self, candidate: Candidate, vector, where: _Destination, target: Memory | None) -> bool:
+        """The memory it would replace says the same; or, replacing none, a live memory repeats it."""
+        if target is not None:
+            return normalise(target.body) == normalise(candidate.body)
+        return self.repeats(candidate, vector, where.live, where.key)
+
+    def write(
+        self,
+        candidate: Candidate,
+        last: ThreadEvent,
+        where: _Destination,
+        *,
+        target: Memory | None,
+        own: Memory | None,
+    ) -> Memory:
+        """The candidate as a memory: superseding the learned memory it replaces, or new in its place."""
+        ref = _source_ref(self.thread, candidate.sequences)
+        label = f"thread {self.thread.external_id}"[:200]
+        if target is not None:
+            memory = memory_supersede(
+                memory=target,
+                body=candidate.body,
+                agent=last.agent,
+                overrides={
+                    "source_kind": SourceKind.THREAD_EVENT,
+                    "source_ref": ref,
+                    "source_label": label,
+                    "tier": candidate.tier,
+                    "occurred_at": last.occurred_at,
+                },
+                now=self.now,
+            )
+            self.result.superseded.append((str(target.pk), str(memory.pk)))
+            return memory
+        memory, _ = memory_remember_in_place(
+            organisation=self.thread.organisation,
+            resolved=where.resolved,
+            body=candidate.body,
+            agent=last.agent,
+            scope=where.wanted,
+            subject_type=where.subject[0],
+            subject_id=where.subject[1],
+            tier=candidate.tier,
+            source_kind=SourceKind.THREAD_EVENT,
+            source_ref=ref,
+            source_label=label,
+            occurred_at=last.occurred_at,
+            now=self.now,
+        )
+        if own is not None:
+            # Written already superseded by the person's fact: not recalled, rendered or counted.
+            memory_point_to_replacement(memory=memory, replacement=own, now=self.now)
+            self.result.conflicts.append(str(memory.pk))
+        else:
+            self.result.written.append(str(memory.pk))
+        return memory
+
+    def learning_write(
+        self, candidate: Candidate, memory: Memory, sources: list[ThreadEvent], *, own: Memory | None
+    ) -> None:
+        """What the memory was learned from: its key, the extractor, its events, and the own fact it contradicts."""
+        learning = Learning.objects.create(
+            organisation_id=self.thread.organisation_id,
+            memory=memory,
+            thread=self.thread,
+            key=candidate.key[:200],
+            extractor=self.extractor,
+            conflict=Learning.Conflict.PENDING if own is not None else Learning.Conflict.NONE,
+            conflicts_with=own,
+        )
+        LearningSource.objects.bulk_create(
+            [
+                LearningSource(organisation_id=self.thread.organisation_id, learning=learning, event=event)
+                for event in sources
+            ]
+        )
 
     def own_fact_contradicted(self, candidate: Candidate, name: str):
         """The person's own fact this candidate contradicts; False when it merely repeats it (or
@@ -442,6 +528,19 @@ class _Consolidator:
         return any(value_signature(body) == signature for body in nearest)
 
 
+@dataclass(frozen=True)
+class _Batch:
+    """One batch of a thread's events past its watermark, and what they propose to keep."""
+
+    watermark: int
+    events: list[ThreadEvent]
+    live: list[ThreadEvent]  # the events not erased
+    candidates: list[Candidate]
+    vectors: list[list[float] | None]
+    drafts: list[EpisodeDraft]
+    episode_vectors: list[list[float] | None]
+
+
 def thread_consolidate(
     *, thread_id: int, extractor: Extractor | None = None, now: datetime | None = None
 ) -> ConsolidationResult:
@@ -450,86 +549,95 @@ def thread_consolidate(
     total = ConsolidationResult()
     while True:
         thread = Thread.objects.select_related("organisation").get(pk=thread_id)
-        watermark = thread.consolidated_through
-        total.watermark = watermark
-        if watermark >= thread.last_sequence:
+        total.watermark = thread.consolidated_through
+        if thread.consolidated_through >= thread.last_sequence:
             return total
-        batch = list(
-            ThreadEvent.objects.filter(organisation_id=thread.organisation_id, thread=thread, sequence__gt=watermark)
-            .select_related("agent")
-            .order_by("sequence")[:MAX_EVENTS_PER_BATCH]
-        )
-        context = list(
-            ThreadEvent.objects.filter(
-                organisation_id=thread.organisation_id,
-                thread=thread,
-                sequence__lte=watermark,
-                erased_at__isnull=True,
-            ).order_by("-sequence")[:CONTEXT_EVENTS]
-        )[::-1]
-        live = [event for event in batch if event.erased_at is None]
-        # An agent echoing its rendered <memory> block: the block goes before anything is kept
-        # or extracted, so recalled memories are never learned again as new ones.
-        texts = {event.sequence: strip_memory_blocks(event.text) for event in live}
-        views = [_view(event, texts[event.sequence]) for event in live if texts[event.sequence]]
-        earlier = [_view(event, strip_memory_blocks(event.text)) for event in context]
-        # The extractor (perhaps a remote model) runs outside the transaction; the
-        # watermark check below makes a slow or doubled run harmless.
-        candidates = extractor.extract(views, context=[view for view in earlier if view.text])
-        drafts = drafts_for(live, texts) if episodes_enabled(thread) else []
-        # One encode for the candidates' cosine check and the episodes' vectors.
-        vectors = _embed([candidate.body for candidate in candidates] + [draft.body for draft in drafts])
-        episode_vectors = vectors[len(candidates) :]
-        vectors = vectors[: len(candidates)]
-        batch_time = now or timezone.now()
-        with transaction.atomic():
-            # Before the thread: subject erasure locks memory rows in another order (memories/db/locks.py).
-            memories_rewrite_lock(organisation_id=thread.organisation_id, exclusive=False)
-            # Only the thread row: locking the organisation with it (select_related under a plain
-            # FOR UPDATE) blocked every tenant insert's foreign-key check and deadlocked them.
-            locked = (
-                Thread.objects.select_for_update(no_key=True, of=("self",))
-                .select_related("organisation")
-                .get(pk=thread_id)
-            )
-            if locked.consolidated_through != watermark:
-                continue  # another run consolidated these events first
-            # An erasure that committed after the events were read (it holds the lock above
-            # exclusively, so none runs now) took their words: read the batch again.
-            if live and ThreadEvent.objects.filter(pk__in=[e.pk for e in live], erased_at__isnull=False).exists():
-                continue
-            work = _Consolidator(
-                thread=locked, events={e.sequence: e for e in batch}, extractor=extractor.name, now=batch_time
-            )
-            for candidate, vector in zip(candidates, vectors, strict=True):
-                work.apply(candidate, vector)
-            if drafts:
-                work.result.episodes, work.result.episodes_expired = episodes_write(
-                    thread=locked, drafts=drafts, vectors=episode_vectors, model=work.model, now=batch_time
-                )
-            locked.consolidated_through = batch[-1].sequence
-            locked.consolidated_at = batch_time
-            locked.consolidation_error = work.result.capped
-            locked.save(update_fields=["consolidated_through", "consolidated_at", "consolidation_error", "updated_at"])
-        total.events += len(batch)
-        total.written += work.result.written
-        total.superseded += work.result.superseded
-        total.duplicates += work.result.duplicates
-        total.skipped += work.result.skipped
-        total.capped = work.result.capped or total.capped
-        total.episodes += work.result.episodes
-        total.episodes_expired += work.result.episodes_expired
-        total.conflicts += work.result.conflicts
-        total.watermark = locked.consolidated_through
+        batch = _batch_read(thread, extractor)
+        done = _batch_keep(thread=thread, batch=batch, extractor=extractor.name, now=now or timezone.now())
+        if done is None:
+            continue  # another run, or an erasure, came first: read the events again
+        total.add(done)
         logger.info(
             "thread %s consolidated through %d: %d written, %d superseded, %d duplicates, %d episodes",
             thread_id,
-            locked.consolidated_through,
-            len(work.result.written),
-            len(work.result.superseded),
-            work.result.duplicates,
-            len(work.result.episodes),
+            done.watermark,
+            len(done.written),
+            len(done.superseded),
+            done.duplicates,
+            len(done.episodes),
         )
+
+
+def _batch_read(thread: Thread, extractor: Extractor) -> _Batch:
+    """The next batch past the watermark, its candidates and episodes, and their vectors.
+
+    The extractor (perhaps a remote model) and the embedder run outside the transaction;
+    the watermark check in `_batch_keep` makes a slow or doubled run harmless.
+    """
+    watermark = thread.consolidated_through
+    events = list(
+        ThreadEvent.objects.filter(organisation_id=thread.organisation_id, thread=thread, sequence__gt=watermark)
+        .select_related("agent")
+        .order_by("sequence")[:MAX_EVENTS_PER_BATCH]
+    )
+    context = list(
+        ThreadEvent.objects.filter(
+            organisation_id=thread.organisation_id, thread=thread, sequence__lte=watermark, erased_at__isnull=True
+        ).order_by("-sequence")[:CONTEXT_EVENTS]
+    )[::-1]
+    live = [event for event in events if event.erased_at is None]
+    # An agent echoing its rendered <memory> block: the block goes before anything is kept
+    # or extracted, so recalled memories are never learned again as new ones.
+    texts = {event.sequence: strip_memory_blocks(event.text) for event in live}
+    views = [_view(event, texts[event.sequence]) for event in live if texts[event.sequence]]
+    earlier = [_view(event, strip_memory_blocks(event.text)) for event in context]
+    candidates = extractor.extract(views, context=[view for view in earlier if view.text])
+    drafts = drafts_for(live, texts) if episodes_enabled(thread) else []
+    # One encode for the candidates' cosine check and the episodes' vectors.
+    vectors = _embed([candidate.body for candidate in candidates] + [draft.body for draft in drafts])
+    return _Batch(
+        watermark=watermark,
+        events=events,
+        live=live,
+        candidates=candidates,
+        vectors=vectors[: len(candidates)],
+        drafts=drafts,
+        episode_vectors=vectors[len(candidates) :],
+    )
+
+
+def _batch_keep(*, thread: Thread, batch: _Batch, extractor: str, now: datetime) -> ConsolidationResult | None:
+    """Write the batch's memories and episodes and move the watermark past it, in one transaction;
+    None when another run moved the watermark, or an erasure took some of the batch's words."""
+    with transaction.atomic():
+        # Before the thread: subject erasure locks memory rows in another order (memories/db/locks.py).
+        memories_rewrite_lock(organisation_id=thread.organisation_id, exclusive=False)
+        # Only the thread row: locking the organisation with it (select_related under a plain
+        # FOR UPDATE) blocked every tenant insert's foreign-key check and deadlocked them.
+        locked = (
+            Thread.objects.select_for_update(no_key=True, of=("self",)).select_related("organisation").get(pk=thread.pk)
+        )
+        if locked.consolidated_through != batch.watermark:
+            return None
+        # An erasure that committed after the events were read (it holds the lock above
+        # exclusively, so none runs now) took their words.
+        live_ids = [event.pk for event in batch.live]
+        if live_ids and ThreadEvent.objects.filter(pk__in=live_ids, erased_at__isnull=False).exists():
+            return None
+        work = _Consolidator(thread=locked, events={e.sequence: e for e in batch.events}, extractor=extractor, now=now)
+        for candidate, vector in zip(batch.candidates, batch.vectors, strict=True):
+            work.apply(candidate, vector)
+        if batch.drafts:
+            work.result.episodes, work.result.episodes_expired = episodes_write(
+                thread=locked, drafts=batch.drafts, vectors=batch.episode_vectors, model=work.model, now=now
+            )
+        locked.consolidated_through = batch.events[-1].sequence
+        locked.consolidated_at = now
+        locked.consolidation_error = work.result.capped
+        locked.save(update_fields=["consolidated_through", "consolidated_at", "consolidation_error", "updated_at"])
+    work.result.events = len(batch.events)
+    work.result.watermark = locked.consolidated_through
+    return work.result
 
 
 def thread_record_failure(*, thread_id: int, error: str) -> None:
@@ -606,48 +714,24 @@ def thread_subject_erase(
     now = now or timezone.now()
     reason = (reason or "").strip() or f"subject erasure for {subject_type} {subject_id}"
     with transaction.atomic():
-        reached = events_about_subject(
+        event_ids = _event_ids_reached(
             organisation=organisation, subject_type=subject_type, subject_id=subject_id, memory_ids=memory_ids
         )
-        # An erased episode takes its event's words with it (and so the event's other parts).
-        reached |= Q(
-            pk__in=Memory.objects.filter(
-                organisation=organisation, pk__in=list(memory_ids), source_event__isnull=False
-            ).values("source_event_id")
-        )
-        events = ThreadEvent.objects.select_for_update(no_key=True).filter(
-            organisation=organisation, erased_at__isnull=True
-        )
-        event_ids = list(events.filter(reached).values_list("pk", flat=True))
         erased_events = ThreadEvent.objects.filter(organisation=organisation, pk__in=event_ids).update(
             text="", erased_at=now, erasure_reason=reason[:500]
         )
-        derived = derived_vectors = 0
-        for memory in learned_memories_orphaned_by(organisation=organisation, event_ids=event_ids):
-            derived_vectors += memory.embedding is not None
-            memory_redact(
-                memory=memory,
-                reason=f"learned only from erased thread events ({reason})"[:500],
-                actor=actor,
-                agent=agent,
-                action=MemoryAudit.Action.REDACT,
-                now=now,
-            )
-            derived += 1
+        erase = partial(_erase_each, actor=actor, agent=agent, now=now)
+        orphans, orphan_vectors = erase(
+            learned_memories_orphaned_by(organisation=organisation, event_ids=event_ids),
+            reason=f"learned only from erased thread events ({reason})",
+        )
         # Episodes keep an event's words: every episode of an erased event goes with it.
-        for memory in Memory.objects.filter(
-            organisation=organisation, source_event_id__in=event_ids, redacted_at__isnull=True
-        ).order_by("created_at", "id"):
-            derived_vectors += memory.embedding is not None
-            memory_redact(
-                memory=memory,
-                reason=f"episode of an erased thread event ({reason})"[:500],
-                actor=actor,
-                agent=agent,
-                action=MemoryAudit.Action.REDACT,
-                now=now,
-            )
-            derived += 1
+        episodes, episode_vectors = erase(
+            Memory.objects.filter(
+                organisation=organisation, source_event_id__in=event_ids, redacted_at__isnull=True
+            ).order_by("created_at", "id"),
+            reason=f"episode of an erased thread event ({reason})",
+        )
         # A learning's key repeats the value it was about ("prefers:<what>"): an erased memory's goes too.
         keys_cleared = (
             Learning.objects.filter(organisation=organisation, memory__redacted_at__isnull=False)
@@ -656,10 +740,44 @@ def thread_subject_erase(
         )
     return {
         "thread_events_erased": erased_events,
-        "derived_memories_erased": derived,
-        "derived_vectors_cleared": derived_vectors,
+        "derived_memories_erased": orphans + episodes,
+        "derived_vectors_cleared": orphan_vectors + episode_vectors,
         "learning_keys_cleared": keys_cleared,
     }
+
+
+def _event_ids_reached(
+    *, organisation: Organisation, subject_type: str, subject_id: str, memory_ids: Sequence[str]
+) -> list[int]:
+    """The events an erasure takes the words of, still unerased, locked: those about the subject
+    (`events_about_subject`) and those whose episodes it erased."""
+    reached = events_about_subject(
+        organisation=organisation, subject_type=subject_type, subject_id=subject_id, memory_ids=memory_ids
+    )
+    # An erased episode takes its event's words with it (and so the event's other parts).
+    reached |= Q(
+        pk__in=Memory.objects.filter(
+            organisation=organisation, pk__in=list(memory_ids), source_event__isnull=False
+        ).values("source_event_id")
+    )
+    events = ThreadEvent.objects.select_for_update(no_key=True).filter(
+        organisation=organisation, erased_at__isnull=True
+    )
+    return list(events.filter(reached).values_list("pk", flat=True))
+
+
+def _erase_each(
+    memories: Iterable[Memory], *, reason: str, actor: User | None, agent: Agent | None, now: datetime
+) -> tuple[int, int]:
+    """Erase each memory, keeping its receipt; returns how many, and how many of them had a vector."""
+    erased = vectors = 0
+    for memory in memories:
+        vectors += memory.embedding is not None
+        memory_redact(
+            memory=memory, reason=reason[:500], actor=actor, agent=agent, action=MemoryAudit.Action.REDACT, now=now
+        )
+        erased += 1
+    return erased, vectors
 
 
 def on_subject_erased(sender, **kwargs) -> dict[str, int]:

@@ -1,4 +1,9 @@
-"""Consolidation tasks: one thread by id, and the beat sweep for threads behind their watermark."""
+"""Consolidation tasks: one thread by id, and the beat sweep for threads behind their watermark.
+
+Each task's name is pinned to the module path it was first registered under, so that
+messages already queued (and config/celery.py's routes and beat) find it wherever the
+code moves. threads.services enqueues consolidation by name and never imports this module.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +13,14 @@ from celery import shared_task
 
 from memories.tasks import RELIABLE, backoff_seconds
 from threads import selectors, services
-from threads.llm import ExtractionError
+from threads.extractors.base import ExtractionError
 
 logger = logging.getLogger(__name__)
 
 SWEEP_LIMIT = 1_000
 
 
-@shared_task(bind=True, max_retries=8, **RELIABLE)
+@shared_task(name="threads.tasks.consolidate_thread", bind=True, max_retries=8, **RELIABLE)
 def consolidate_thread(self, thread_id: int) -> dict:
     """Consolidate the thread's new events; running it twice writes nothing new (the watermark)."""
     try:
@@ -35,7 +40,7 @@ def consolidate_thread(self, thread_id: int) -> dict:
     }
 
 
-@shared_task(**RELIABLE)
+@shared_task(name="threads.tasks.sweep_consolidation", **RELIABLE)
 def sweep_consolidation() -> int:
     """Queue every thread whose events are past its watermark (events ingested while the broker was down)."""
     ids = list(selectors.threads_behind().values_list("pk", flat=True)[:SWEEP_LIMIT])

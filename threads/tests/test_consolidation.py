@@ -8,9 +8,9 @@ import pytest
 from memories.embeddings.writes import memory_embed
 from memories.models import Author, Bucket, Memory, Scope, SourceKind, SubjectType
 from memories.services import memory_remember
-from threads.extraction import EventView
+from threads.extractors.base import EventView
+from threads.extractors.rules import RulesExtractor
 from threads.models import Learning, Thread
-from threads.rules import RulesExtractor
 from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
@@ -237,7 +237,7 @@ def test_a_near_identical_sentence_with_another_value_is_not_a_repeat(post_event
 
 
 def test_value_signatures_hold_numbers_names_and_contrasts():
-    from threads.extraction import value_signature
+    from threads.extractors.base import value_signature
 
     assert value_signature("The team meets after 10 am") == value_signature("the team meets after 10am")
     assert value_signature("The team meets after 10am") != value_signature("The team meets before 10am")

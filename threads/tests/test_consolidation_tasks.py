@@ -3,6 +3,7 @@ extraction is recorded on the thread, with its watermark left where it was."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -11,6 +12,7 @@ from django.utils import timezone
 
 from memories.tests.loopback import ChatCompletionsStandIn
 from threads.models import Thread
+from threads.services import CONSOLIDATE_THREAD_TASK
 from threads.tasks import consolidate_thread, sweep_consolidation
 
 pytestmark = pytest.mark.django_db
@@ -29,6 +31,25 @@ def test_the_sweep_queues_threads_behind_their_watermark(post_events, dm_with, s
     assert broker.llen("consolidate") == 1
     broker.delete("consolidate")
     assert fresh.pk  # written just now: left to the task its ingest queued
+
+
+def test_tasks_keep_the_names_queued_messages_carry():
+    assert consolidate_thread.name == CONSOLIDATE_THREAD_TASK == "threads.tasks.consolidate_thread"
+    assert sweep_consolidation.name == "threads.tasks.sweep_consolidation"
+
+
+def test_ingest_queues_consolidation_by_the_task_name(
+    post_events, dm_with, settings, django_capture_on_commit_callbacks
+):
+    broker = redis.Redis(unix_socket_path=settings.REDIS_URL.removeprefix("unix://"))
+    broker.delete("consolidate")
+    with django_capture_on_commit_callbacks(execute=True):
+        thread = post_events("T-queued", [("mona", "Call me Mo")], place=dm_with)
+    queued = [json.loads(message) for message in broker.lrange("consolidate", 0, -1)]
+    broker.delete("consolidate")
+    assert [(m["headers"]["task"], m["headers"]["argsrepr"]) for m in queued] == [
+        ("threads.tasks.consolidate_thread", f"[{thread.pk}]")
+    ]
 
 
 def test_a_refused_extraction_is_recorded_and_the_watermark_stays(post_events, dm_with, settings):

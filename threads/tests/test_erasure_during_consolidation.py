@@ -7,7 +7,7 @@ import pytest
 
 from memories.models import Memory
 from memories.subjects import subject_erase
-from threads.extraction import get_extractor
+from threads.extractors.registry import get_extractor
 from threads.models import Thread
 from threads.services import thread_consolidate
 

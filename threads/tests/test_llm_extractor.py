@@ -9,8 +9,9 @@ import pytest
 
 from memories.models import Bucket, Memory
 from memories.tests.loopback import ChatCompletionsStandIn
-from threads.extraction import get_extractor
-from threads.llm import RESPONSE_SCHEMA, ExtractionError, LLMExtractor
+from threads.extractors.base import ExtractionError
+from threads.extractors.llm import RESPONSE_SCHEMA, LLMExtractor
+from threads.extractors.registry import get_extractor
 from threads.models import Thread
 from threads.services import thread_consolidate
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from threads.extraction import ABOUT_AUTHOR, ABOUT_WORKSPACE, EventView
-from threads.rules import RulesExtractor, third_person, verb_third_person
+from threads.extractors.base import ABOUT_AUTHOR, ABOUT_WORKSPACE, EventView
+from threads.extractors.rules import RulesExtractor, third_person, verb_third_person
 
 MONA = "7d2f5c9e-0b3c-4c1a-a1a2-2f3b4c5d6e7f"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from threads.extraction import EventView
-from threads.rules import RulesExtractor
+from threads.extractors.base import EventView
+from threads.extractors.rules import RulesExtractor
 
 LABELLED = Path(__file__).parent / "fixtures" / "rules_labelled_locomo_dev.json"
 

@@ -28,9 +28,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Final, Literal
 
-from threads.extraction import ABOUT_AUTHOR, ABOUT_WORKSPACE, CANDIDATE_MAX_CHARS, Candidate, EventView, normalise
+from threads.extractors.base import ABOUT_AUTHOR, ABOUT_WORKSPACE, CANDIDATE_MAX_CHARS, Candidate, EventView, normalise
 
 # Quoted spans, code and block quotes: someone else's words, or not a statement at all.
 _QUOTED = re.compile(
@@ -314,6 +315,280 @@ def _too_long(value: str) -> bool:
     return len(value.split()) > _MAX_WORDS
 
 
+# --- The shapes of a statement about the speaker ----------------------------------------
+
+# A shape reader's answer when the text is not in its shape, so that the next shape is tried.
+# None is an answer too: the text has the shape, but says nothing worth keeping.
+NOT_THIS_SHAPE: Final = False
+Reading = Candidate | None | Literal[False]
+
+
+@dataclass(frozen=True)
+class _Said:
+    """A sentence being read: its text (contractions expanded, leads and tails stripped), the
+    event it comes from, and whether it corrects something said before."""
+
+    text: str
+    event: EventView
+    correction: bool
+
+    @property
+    def name(self) -> str:
+        return self.event.author
+
+    def fact(self, **fields) -> Candidate:
+        """A candidate about the speaker, citing this event."""
+        return Candidate(about=ABOUT_AUTHOR, author_id=self.event.author_id, sequences=(self.event.sequence,), **fields)
+
+    def value(self, body: str, key: str) -> Candidate:
+        """A profile fact the speaker has one value of (a name, a home): a new value replaces the old."""
+        return self.fact(body=body, key=key, exclusive=True, correction=self.correction, tier="profile")
+
+    def denial(self, body: str, key: str, retracts: str, *, tier: str = "profile") -> Candidate:
+        """Something the speaker says is not (or no longer) true of them: it replaces the fact it denies."""
+        return self.fact(body=body, key=key, negated=True, retracts=retracts, tier=tier)
+
+
+def _no_longer(match: re.Match) -> bool:
+    """Whether a negation says the thing was true once ("no longer", "anymore"), not that it never was."""
+    return (match.group("neg") or "").startswith(("no longer", "am no longer")) or bool(match.group("anymore"))
+
+
+def _tenses_agree(match: re.Match, progressive: str) -> bool:
+    """ "I am not living in …" pairs "am" with "living"; "I living in …" and "I am not live in …" are not English."""
+    return (match.group("neg") or "").startswith("am") == (match.group("verb") == progressive)
+
+
+def _lasting_value(raw: str, *, place: bool) -> str | None:
+    """The place, organisation, role or allergen a lasting fact names, or None when it names none."""
+    cut = (_VALUE_BREAK if place else _LIST_BREAK).split(raw, maxsplit=1)[0]
+    value = _clean_value(_VALUE_TAIL.sub("", _clean_value(cut)))
+    if not value or len(value.split()) > 8 or _FIRST_PERSON.search(value) or _SECOND_PERSON.search(value):
+        return None
+    if place:
+        lower = value.lower()
+        if lower in _NOT_PLACES:
+            return None
+        # A place or an organisation is a name ("Lisbon", "Google") or a noun phrase ("a small town").
+        if not (value[:1].isupper() or re.match(r"^(?:a|an|the)\s+\w", lower)):
+            return None
+    return value
+
+
+def _called(said: _Said) -> Reading:
+    """ "call me Mo", "don't call me Mo"."""
+    call = _CALL_ME.match(said.text)
+    if not call or call.group("name").split()[0].lower() in _NOT_NAMES or not _CALL_ME_REST.match(call.group("rest")):
+        return NOT_THIS_SHAPE
+    called = call.group("name")
+    if call.group("neg"):
+        return said.denial(f"{said.name} does not want to be called {called}", "called", called)
+    return said.value(f"{said.name} wants to be called {called}", "called")
+
+
+def _lives_in(said: _Said) -> Reading:
+    """ "I live in Lisbon", "I don't live in Lisbon anymore"."""
+    lived = _LIVE.match(said.text)
+    if not lived:
+        return NOT_THIS_SHAPE
+    value = _lasting_value(lived.group("y"), place=True)
+    if value is None or not _tenses_agree(lived, "living"):
+        return None
+    if lived.group("neg"):
+        gone = _no_longer(lived)
+        body = f"{said.name} no longer lives in {value}" if gone else f"{said.name} does not live in {value}"
+        return said.denial(body, "lives-in", f"lives in {value}")
+    return said.value(f"{said.name} lives in {value}", "lives-in")
+
+
+def _moved_to(said: _Said) -> Reading:
+    """ "I moved to Porto": where the speaker lives now, replacing where they lived before."""
+    moved = _MOVED.match(said.text)
+    if not moved:
+        return NOT_THIS_SHAPE
+    if _PAST_CONTEXT.search(said.text):
+        return None  # "I moved to Ohio when I was five": where they lived then, not now
+    value = _lasting_value(moved.group("y"), place=True)
+    if value is None:
+        return None
+    return said.fact(
+        body=f"{said.name} moved to {value}", key="lives-in", exclusive=True, correction=True, tier="profile"
+    )
+
+
+def _works(said: _Said) -> Reading:
+    """ "I work at Acme", "I work as a nurse", "I no longer work for Acme"."""
+    worked = _WORK.match(said.text)
+    if not worked:
+        return NOT_THIS_SHAPE
+    if not _tenses_agree(worked, "working"):
+        return None
+    preposition = worked.group("prep")
+    value = _lasting_value(worked.group("y"), place=preposition != "as")
+    if value is None:
+        return None
+    if preposition == "as" and not re.match(r"^(?:a|an)\s+\w", value.lower()):
+        return None  # "I work as hard as I can"
+    key = "works-as" if preposition == "as" else "works-at"
+    if worked.group("neg"):
+        gone = _no_longer(worked)
+        body = f"{said.name} {'no longer works' if gone else 'does not work'} {preposition} {value}"
+        return said.denial(body, key, f"works {preposition} {value}")
+    return said.value(f"{said.name} works {preposition} {value}", key)
+
+
+def _allergic_to(said: _Said) -> Reading:
+    """ "I'm allergic to cats", "I'm not allergic to nuts"; one may be allergic to many things at once."""
+    allergic = _ALLERGIC.match(said.text)
+    if not allergic:
+        return NOT_THIS_SHAPE
+    value = _lasting_value(allergic.group("y"), place=False)
+    if value is None:
+        return None
+    key = f"allergic:{normalise(value)[:100]}"
+    if allergic.group("neg"):
+        gone = _no_longer(allergic)
+        body = f"{said.name} is {'no longer' if gone else 'not'} allergic to {value}"
+        return said.denial(body, key, f"allergic to {value}")
+    return said.fact(body=f"{said.name} is allergic to {value}", key=key, tier="profile")
+
+
+def _names_an_attribute(attribute: str, value: str) -> bool:
+    """Whether "my <attribute> is <value>" tells something about the speaker, not how things go or a way of talking."""
+    first_value_word = value.split()[0].lower() if value else ""
+    if first_value_word.endswith("ing") and not _ACTIVITY_SLOTS.search(attribute):
+        return False  # "my hard work is paying off": how things are going, not an attribute
+    return not (
+        attribute.split()[-1] in _NOT_ATTRIBUTES
+        or _CLAUSE_STARTS.match(value)
+        or _too_long(value)
+        or not value
+        or _FIRST_PERSON.search(value)
+    )
+
+
+def _attribute(said: _Said) -> Reading:
+    """ "my timezone is CET", "my timezone is not CET anymore"."""
+    mine = _MY_X_IS_Y.match(said.text)
+    if not mine:
+        return NOT_THIS_SHAPE
+    attribute = mine.group("x").lower()
+    value = _clean_value(_CLAUSE_BREAK.split(mine.group("y"))[0])
+    if not _names_an_attribute(attribute, value):
+        return None
+    verb = mine.group("verb").lower()
+    value = third_person(value, said.name)
+    key = f"my:{normalise(attribute)}"
+    if mine.group("neg"):
+        return said.denial(f"{said.name}'s {attribute} {verb} no longer {value}", key, value)
+    return said.value(f"{said.name}'s {attribute} {verb} {value}", key)
+
+
+def _preference(said: _Said) -> Reading:
+    """ "I prefer tea", "I'd rather walk", "I no longer prefer tea"; preferences sit side by side."""
+    prefer = _PREFER.match(said.text)
+    if not prefer:
+        return NOT_THIS_SHAPE
+    value = _clean_value(prefer.group("y"))
+    if not value or _too_long(value):
+        return None
+    value = third_person(value, said.name)
+    rather = prefer.group("verb").endswith("rather")
+    key = f"prefers:{normalise(value)[:100]}"
+    if prefer.group("neg"):
+        if _no_longer(prefer):
+            body = f"{said.name} no longer {'would rather' if rather else 'prefers'} {value}"
+        else:
+            body = f"{said.name} does not {'want' if rather else 'prefer'} {value}"
+        return said.denial(body, key, value)
+    body = f"{said.name} would rather {value}" if rather else f"{said.name} prefers {value}"
+    return said.fact(body=body, key=key, correction=said.correction, tier="profile")
+
+
+def _from_now_on(said: _Said) -> Reading:
+    """ "from now on, answer in French": a standing request, unless it is a statement about the speaker."""
+    later = _FROM_NOW_ON.match(said.text)
+    if not later:
+        return NOT_THIS_SHAPE
+    clause = _clean_value(later.group("x") or later.group("pre") or "")
+    if not clause or _too_long(clause):
+        return None
+    if not clause.startswith("I ") and clause[1:2].islower():
+        clause = clause[0].lower() + clause[1:]
+    if _FIRST_PERSON.search(clause) or _CALL_ME.match(clause):
+        # "from now on, call me Mo" has a shape; "I'll start writing things down from
+        # now on" is the speaker's own plan, not something to keep about them.
+        return _statement(_Said(clause, said.event, correction=True))
+    body = f"From now on, {third_person(clause, said.name)} (asked by {said.name})"
+    return said.fact(body=body, key=f"from-now-on:{normalise(clause)[:100]}", tier="profile")
+
+
+def _no_longer_being(said: _Said, value: str) -> Candidate:
+    return said.denial(f"{said.name} is no longer {value}", f"is:{normalise(value)}", f"is {value}", tier="log")
+
+
+def _no_longer_is(said: _Said) -> Reading:
+    """ "I'm not vegetarian anymore", "I am no longer vegetarian"; a plain "I am not X" is left alone."""
+    not_any = _I_AM_NOT.match(said.text)
+    if not not_any or not (not_any.group("nolonger") or not_any.group("anymore")):
+        return NOT_THIS_SHAPE
+    value = _clean_value(not_any.group("y"))
+    if not value or _too_long(value):
+        return None
+    return _no_longer_being(said, third_person(value, said.name))
+
+
+def _no_longer_does(said: _Said) -> Reading:
+    """ "I don't smoke anymore", "I no longer drink coffee"."""
+    no_more = _I_DO_NOT.match(said.text)
+    if not no_more or not (no_more.group("nolonger") or no_more.group("anymore")):
+        return NOT_THIS_SHAPE
+    verb = no_more.group("v")
+    rest = _clean_value(no_more.group("rest"))
+    if verb in ("prefer", "would") or not rest or _too_long(rest):
+        return None
+    done = f"{verb_third_person(verb)} {third_person(rest, said.name)}"
+    return said.denial(f"{said.name} no longer {done}", f"does:{normalise(verb + ' ' + rest)}", done, tier="log")
+
+
+def _not_anymore(said: _Said) -> Reading:
+    """ "not vegetarian anymore", as a fragment."""
+    fragment = _NOT_ANYMORE.match(said.text)
+    if not fragment:
+        return NOT_THIS_SHAPE
+    value = _clean_value(fragment.group("y"))
+    if not value or _too_long(value) or _SECOND_PERSON.search(value):
+        return None
+    return _no_longer_being(said, value)
+
+
+# In order: the first shape a text has decides, even when it then keeps nothing.
+_SHAPES = (
+    _called,
+    _lives_in,
+    _moved_to,
+    _works,
+    _allergic_to,
+    _attribute,
+    _preference,
+    _from_now_on,
+    _no_longer_is,
+    _no_longer_does,
+    _not_anymore,
+)
+
+
+def _statement(said: _Said) -> Candidate | None:
+    """A statement about the speaker in one of the known shapes, or None."""
+    if not said.event.author_id or not said.name:
+        return None  # a fact about a person needs an account to belong to
+    for shape in _SHAPES:
+        reading = shape(said)
+        if reading is not NOT_THIS_SHAPE:
+            return reading
+    return None
+
+
 class RulesExtractor:
     """Explicit statements in what people write, as candidates; see the module docstring."""
 
@@ -345,246 +620,7 @@ class RulesExtractor:
         remembered = _REMEMBER.match(text)
         if remembered:
             return self._remembered(_clean_value(remembered.group("x")), event, correction)
-        return self._statement(text, event, correction)
-
-    def _statement(self, text: str, event: EventView, correction: bool) -> Candidate | None:
-        """A statement about the speaker in one of the known shapes, or None."""
-        name = event.author
-        if not event.author_id or not name:
-            return None  # a fact about a person needs an account to belong to
-        base: dict[str, Any] = {"about": ABOUT_AUTHOR, "author_id": event.author_id, "sequences": (event.sequence,)}
-
-        call = _CALL_ME.match(text)
-        if call and call.group("name").split()[0].lower() not in _NOT_NAMES and _CALL_ME_REST.match(call.group("rest")):
-            called = call.group("name")
-            if call.group("neg"):
-                return Candidate(
-                    body=f"{name} does not want to be called {called}",
-                    key="called",
-                    negated=True,
-                    retracts=called,
-                    tier="profile",
-                    **base,
-                )
-            return Candidate(
-                body=f"{name} wants to be called {called}",
-                key="called",
-                exclusive=True,
-                correction=correction,
-                tier="profile",
-                **base,
-            )
-
-        lasting = self._lasting(text, name, base, correction)
-        if lasting is not False:
-            return lasting
-
-        mine = _MY_X_IS_Y.match(text)
-        if mine:
-            attribute = mine.group("x").lower()
-            value = _clean_value(_CLAUSE_BREAK.split(mine.group("y"))[0])
-            first_value_word = value.split()[0].lower() if value else ""
-            if first_value_word.endswith("ing") and not _ACTIVITY_SLOTS.search(attribute):
-                return None  # "my hard work is paying off": how things are going, not an attribute
-            if (
-                attribute.split()[-1] in _NOT_ATTRIBUTES
-                or _CLAUSE_STARTS.match(value)
-                or _too_long(value)
-                or not value
-                or _FIRST_PERSON.search(value)
-            ):
-                return None
-            verb = mine.group("verb").lower()
-            value = third_person(value, name)
-            if mine.group("neg"):
-                return Candidate(
-                    body=f"{name}'s {attribute} {verb} no longer {value}",
-                    key=f"my:{normalise(attribute)}",
-                    negated=True,
-                    retracts=value,
-                    tier="profile",
-                    **base,
-                )
-            return Candidate(
-                body=f"{name}'s {attribute} {verb} {value}",
-                key=f"my:{normalise(attribute)}",
-                exclusive=True,
-                correction=correction,
-                tier="profile",
-                **base,
-            )
-
-        prefer = _PREFER.match(text)
-        if prefer:
-            value = _clean_value(prefer.group("y"))
-            if not value or _too_long(value):
-                return None
-            value = third_person(value, name)
-            rather = prefer.group("verb").endswith("rather")
-            key = f"prefers:{normalise(value)[:100]}"
-            if prefer.group("neg"):
-                if prefer.group("neg").startswith("no longer") or prefer.group("anymore"):
-                    body = f"{name} no longer {'would rather' if rather else 'prefers'} {value}"
-                else:
-                    body = f"{name} does not {'want' if rather else 'prefer'} {value}"
-                return Candidate(body=body, key=key, negated=True, retracts=value, tier="profile", **base)
-            body = f"{name} would rather {value}" if rather else f"{name} prefers {value}"
-            return Candidate(body=body, key=key, correction=correction, tier="profile", **base)
-
-        later = _FROM_NOW_ON.match(text)
-        if later:
-            clause = _clean_value(later.group("x") or later.group("pre") or "")
-            if not clause or _too_long(clause):
-                return None
-            if not clause.startswith("I ") and clause[1:2].islower():
-                clause = clause[0].lower() + clause[1:]
-            if _FIRST_PERSON.search(clause) or _CALL_ME.match(clause):
-                # "from now on, call me Mo" has a shape; "I'll start writing things down from
-                # now on" is the speaker's own plan, not something to keep about them.
-                return self._statement(clause, event, True)
-            body = f"From now on, {third_person(clause, name)} (asked by {name})"
-            return Candidate(body=body, key=f"from-now-on:{normalise(clause)[:100]}", tier="profile", **base)
-
-        not_any = _I_AM_NOT.match(text)
-        if not_any and (not_any.group("nolonger") or not_any.group("anymore")):
-            value = _clean_value(not_any.group("y"))
-            if not value or _too_long(value):
-                return None
-            value = third_person(value, name)
-            return Candidate(
-                body=f"{name} is no longer {value}",
-                key=f"is:{normalise(value)}",
-                negated=True,
-                retracts=f"is {value}",
-                **base,
-            )
-
-        no_more = _I_DO_NOT.match(text)
-        if no_more and (no_more.group("nolonger") or no_more.group("anymore")):
-            verb = no_more.group("v")
-            rest = _clean_value(no_more.group("rest"))
-            if verb in ("prefer", "would") or not rest or _too_long(rest):
-                return None
-            done = f"{verb_third_person(verb)} {third_person(rest, name)}"
-            return Candidate(
-                body=f"{name} no longer {done}",
-                key=f"does:{normalise(verb + ' ' + rest)}",
-                negated=True,
-                retracts=done,
-                **base,
-            )
-
-        fragment = _NOT_ANYMORE.match(text)
-        if fragment:
-            value = _clean_value(fragment.group("y"))
-            if not value or _too_long(value) or _SECOND_PERSON.search(value):
-                return None
-            return Candidate(
-                body=f"{name} is no longer {value}",
-                key=f"is:{normalise(value)}",
-                negated=True,
-                retracts=f"is {value}",
-                **base,
-            )
-        return None
-
-    def _lasting(self, text: str, name: str, base: dict, correction: bool) -> Candidate | None | Literal[False]:
-        """Where the speaker lives or works, or what they are allergic to; False when the text is none of these."""
-
-        def value_of(raw: str, *, place: bool) -> str | None:
-            cut = (_VALUE_BREAK if place else _LIST_BREAK).split(raw, maxsplit=1)[0]
-            value = _clean_value(_VALUE_TAIL.sub("", _clean_value(cut)))
-            if not value or len(value.split()) > 8 or _FIRST_PERSON.search(value) or _SECOND_PERSON.search(value):
-                return None
-            if place:
-                lower = value.lower()
-                if lower in _NOT_PLACES:
-                    return None
-                # A place or an organisation is a name ("Lisbon", "Google") or a noun phrase ("a small town").
-                if not (value[:1].isupper() or re.match(r"^(?:a|an|the)\s+\w", lower)):
-                    return None
-            return value
-
-        lived = _LIVE.match(text)
-        if lived:
-            negative = lived.group("neg") or ""
-            # "I am not living in …" pairs "am" with "living"; "I living in …" and "I am not live in …" are not English.
-            if negative.startswith("am") != (lived.group("verb") == "living"):
-                return None
-            value = value_of(lived.group("y"), place=True)
-            if value is None:
-                return None
-            if negative:
-                gone = negative.startswith(("no longer", "am no longer")) or lived.group("anymore")
-                body = f"{name} no longer lives in {value}" if gone else f"{name} does not live in {value}"
-                return Candidate(
-                    body=body, key="lives-in", negated=True, retracts=f"lives in {value}", tier="profile", **base
-                )
-            return Candidate(
-                body=f"{name} lives in {value}",
-                key="lives-in",
-                exclusive=True,
-                correction=correction,
-                tier="profile",
-                **base,
-            )
-
-        moved = _MOVED.match(text)
-        if moved:
-            if _PAST_CONTEXT.search(text):
-                return None  # "I moved to Ohio when I was five": where they lived then, not now
-            value = value_of(moved.group("y"), place=True)
-            if value is None:
-                return None
-            return Candidate(
-                body=f"{name} moved to {value}", key="lives-in", exclusive=True, correction=True, tier="profile", **base
-            )
-
-        worked = _WORK.match(text)
-        if worked:
-            negative = worked.group("neg") or ""
-            if negative.startswith("am") != (worked.group("verb") == "working"):
-                return None
-            preposition = worked.group("prep")
-            value = value_of(worked.group("y"), place=preposition != "as")
-            if value is None:
-                return None
-            if preposition == "as" and not re.match(r"^(?:a|an)\s+\w", value.lower()):
-                return None  # "I work as hard as I can"
-            key = "works-as" if preposition == "as" else "works-at"
-            if negative:
-                gone = negative.startswith(("no longer", "am no longer")) or worked.group("anymore")
-                body = (
-                    f"{name} no longer works {preposition} {value}"
-                    if gone
-                    else f"{name} does not work {preposition} {value}"
-                )
-                return Candidate(
-                    body=body, key=key, negated=True, retracts=f"works {preposition} {value}", tier="profile", **base
-                )
-            return Candidate(
-                body=f"{name} works {preposition} {value}",
-                key=key,
-                exclusive=True,
-                correction=correction,
-                tier="profile",
-                **base,
-            )
-
-        allergic = _ALLERGIC.match(text)
-        if allergic:
-            value = value_of(allergic.group("y"), place=False)
-            if value is None:
-                return None
-            key = f"allergic:{normalise(value)[:100]}"
-            if allergic.group("neg"):
-                gone = allergic.group("neg").startswith("no longer") or allergic.group("anymore")
-                body = f"{name} is no longer allergic to {value}" if gone else f"{name} is not allergic to {value}"
-                return Candidate(
-                    body=body, key=key, negated=True, retracts=f"allergic to {value}", tier="profile", **base
-                )
-            return Candidate(body=f"{name} is allergic to {value}", key=key, tier="profile", **base)
-        return False
+        return _statement(_Said(text, event, correction))
 
     def _remembered(self, clause: str, event: EventView, correction: bool) -> Candidate | None:
         """What follows "remember that": a known shape, a fact about the speaker, or a workspace fact."""
@@ -594,7 +630,7 @@ class RulesExtractor:
             return None
         if _VOCATIVE.match(clause) or clause.split()[0].lower() in _EXHORTATIONS:
             return None  # "remember, just do it!", "remember Jon, …": encouragement, not a fact
-        shaped = self._statement(clause, event, correction)
+        shaped = _statement(_Said(clause, event, correction))
         if shaped is not None:
             return shaped
         if _SECOND_PERSON.search(clause):

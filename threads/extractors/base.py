@@ -3,8 +3,9 @@
 An extractor only proposes. Consolidation (threads.services) decides where a
 candidate is kept (the scope rules), whether it repeats or contradicts a live
 memory, and writes it with its sources. Two extractors exist, chosen by
-`ARCHIVIST_EXTRACTOR`: `rules` (threads.rules, the default) and `llm`
-(threads.llm).
+`ARCHIVIST_EXTRACTOR` (threads.extractors.registry): `rules`
+(threads.extractors.rules, the default) and `llm` (threads.extractors.llm).
+Both import this module and nothing of each other.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
-
-from django.conf import settings
 
 ABOUT_AUTHOR = "author"
 ABOUT_WORKSPACE = "workspace"
@@ -60,6 +59,14 @@ class Candidate:
     @property
     def family(self) -> str:
         return self.key.split(":", 1)[0]
+
+
+class ExtractionError(Exception):
+    """The extractor could not answer. `transient`: try again later; the watermark has not moved."""
+
+    def __init__(self, message: str, *, transient: bool = True):
+        super().__init__(message)
+        self.transient = transient
 
 
 class Extractor(Protocol):
@@ -118,19 +125,3 @@ def value_signature(text: str) -> tuple[frozenset, frozenset, frozenset]:
     names = frozenset(word.lower() for word in words if word[:1].isupper())
     contrasts = frozenset(word for word in re.findall(r"[a-z]+", text.lower()) if word in _CONTRASTS)
     return numbers, names, contrasts
-
-
-def get_extractor(name: str | None = None) -> Extractor:
-    name = name or settings.CONSOLIDATION_EXTRACTOR
-    if name == "llm":
-        from threads.llm import LLMExtractor
-
-        return LLMExtractor(
-            base_url=settings.EXTRACTOR_LLM_BASE_URL,
-            model=settings.EXTRACTOR_LLM_MODEL,
-            key=settings.EXTRACTOR_LLM_KEY,
-            timeout=settings.EXTRACTOR_LLM_TIMEOUT_SECONDS,
-        )
-    from threads.rules import RulesExtractor
-
-    return RulesExtractor()

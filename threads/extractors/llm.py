@@ -16,12 +16,13 @@ import requests
 
 from lib.text import neutralise
 from memories.models import CONTROL_CHARS
-from threads.extraction import (
+from threads.extractors.base import (
     ABOUT_AUTHOR,
     ABOUT_WORKSPACE,
     CANDIDATE_MAX_CHARS,
     Candidate,
     EventView,
+    ExtractionError,
     normalise,
 )
 
@@ -86,14 +87,6 @@ For each memory:
 - event_sequences: the sequence numbers of the events in "events" it comes from.
 Events in "context" were handled before: use them to understand corrections, never cite them.
 Return {"memories": []} when there is nothing to remember."""
-
-
-class ExtractionError(Exception):
-    """The extractor could not answer. `transient`: try again later; the watermark has not moved."""
-
-    def __init__(self, message: str, *, transient: bool = True):
-        super().__init__(message)
-        self.transient = transient
 
 
 def _event_json(event: EventView) -> dict:
