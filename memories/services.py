@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
+from lib.tasks import enqueue_after_commit
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
 from memories.selectors import memory_supersede_chain
@@ -104,18 +105,14 @@ def enqueue_embedding(memory_ids: list) -> None:
     """Ask a worker to embed these rows, after commit. A broker that is down loses nothing:
     the row is already committed and the beat sweep embeds rows that have no vector."""
     ids = [str(memory_id) for memory_id in memory_ids]
-
-    def send() -> None:
-        try:
-            from memories.tasks import embed_memories
-
-            embed_memories.apply_async(args=[ids], queue="embed", retry=False)
-        except Exception as error:  # noqa: BLE001 - any broker failure degrades to the sweep
-            logger.warning(
-                "could not enqueue embedding for %d memories (%s); the sweep will embed them", len(ids), error
-            )
-
-    transaction.on_commit(send)
+    enqueue_after_commit(
+        "memories.tasks.embed_memories",
+        args=[ids],
+        queue="embed",
+        on_broker_down=lambda error: logger.warning(
+            "could not enqueue embedding for %d memories (%s); the sweep will embed them", len(ids), error
+        ),
+    )
 
 
 def memory_remember(
