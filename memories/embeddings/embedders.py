@@ -26,6 +26,8 @@ from collections.abc import Sequence
 import requests
 from django.conf import settings
 
+from memories.embeddings import onnx
+
 logger = logging.getLogger(__name__)
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
@@ -121,8 +123,6 @@ class LocalEmbedder(Embedder):
             elif wanted != "onnx":
                 reason = f"ARCHIVIST_QUERY_RUNTIME={wanted!r} is neither onnx nor torch"
             else:
-                from memories.embeddings import onnx
-
                 try:
                     data_dir = self.data_dir if self.data_dir is not None else settings.DATA_DIR
                     self._query_encoder = onnx.load(data_dir, heartbeat=heartbeat)
