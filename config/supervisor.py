@@ -191,11 +191,29 @@ def _stop(children: dict[str, subprocess.Popen]) -> None:
             child.wait()
 
 
-def main() -> int:
+def _environment() -> dict[str, str]:
+    """The children's environment: this one, with the run's defaults."""
     env = dict(os.environ)
     env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")
+    return env
+
+
+def _stop_services(folder: Path, postgres, redis) -> None:
+    """Redis, then PostgreSQL: whichever of them this run started."""
+    if redis is not None:
+        redis.stop()
+    if postgres is not None:
+        # pgserver stops the server when its last handle goes; a handle left
+        # by a process that was killed would keep it up, so stop it by hand then.
+        postgres.cleanup()
+        if (folder / "pg" / "postmaster.pid").exists():
+            embedded.stop_postgres(folder / "pg")
+
+
+def main() -> int:
+    env = _environment()
     host = env.get("HOST", "127.0.0.1")
     port = env.get("PORT", "8000")
     folder = embedded.data_dir()
@@ -242,14 +260,7 @@ def main() -> int:
         if lock.state.get("phase") != "stopping":
             lock.write("stopping")
         _stop(children)
-        if redis is not None:
-            redis.stop()
-        if postgres is not None:
-            # pgserver stops the server when its last handle goes; a handle left
-            # by a process that was killed would keep it up, so stop it by hand then.
-            postgres.cleanup()
-            if (folder / "pg" / "postmaster.pid").exists():
-                embedded.stop_postgres(folder / "pg")
+        _stop_services(folder, postgres, redis)
         lock.release()
         _say("stopped")
     return 0

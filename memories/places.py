@@ -260,18 +260,13 @@ def place_for_turn(
                 "No place you can act in has this channel id. An owner, or an agent holding the directory "
                 f"right, records it with {PLACES_ENDPOINT.format(channel=channel)}."
             )
-        members = resolve_people(organisation=organisation, names=names)
-        if kind == Channel.Kind.DM and len(members) != 1:
+        person_ids = [member.user_id for member in resolve_people(organisation=organisation, names=names)]
+        if kind == Channel.Kind.DM and len(person_ids) != 1:
             raise ValidationError({"place.people": ["A DM is with exactly one person; name them in place.people."]})
-        if not token_allows(token, channel=channel, kind=kind, people=[str(m.user_id) for m in members]):
+        if not token_allows(token, channel=channel, kind=kind, people=[str(pk) for pk in person_ids]):
             raise PlaceNotFound()
         record, _ = place_write(
-            organisation=organisation,
-            channel=channel,
-            kind=kind,
-            people=[m.user_id for m in members],
-            agent=agent,
-            created_only=True,
+            organisation=organisation, channel=channel, kind=kind, people=person_ids, agent=agent, created_only=True
         )
         return in_turn(record)
     recorded = record.channel

@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
+from lib.tasks import enqueue_after_commit
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
 from memories.selectors import memory_supersede_chain
@@ -104,18 +105,43 @@ def enqueue_embedding(memory_ids: list) -> None:
     """Ask a worker to embed these rows, after commit. A broker that is down loses nothing:
     the row is already committed and the beat sweep embeds rows that have no vector."""
     ids = [str(memory_id) for memory_id in memory_ids]
+    enqueue_after_commit(
+        "memories.tasks.embed_memories",
+        args=[ids],
+        queue="embed",
+        on_broker_down=lambda error: logger.warning(
+            "could not enqueue embedding for %d memories (%s); the sweep will embed them", len(ids), error
+        ),
+    )
 
-    def send() -> None:
-        try:
-            from memories.tasks import embed_memories
 
-            embed_memories.apply_async(args=[ids], queue="embed", retry=False)
-        except Exception as error:  # noqa: BLE001 - any broker failure degrades to the sweep
-            logger.warning(
-                "could not enqueue embedding for %d memories (%s); the sweep will embed them", len(ids), error
-            )
+def _memory_check(memory: Memory, *, now: datetime) -> None:
+    """Every rule a new row must keep, explained by field."""
+    if memory.expires_at is not None and memory.expires_at <= now:
+        raise ValidationError({"expires_at": ["The expiry must be in the future."]})
+    # clean() explains every constraint by field and PostgreSQL enforces them,
+    # so Django's per-constraint and uniqueness queries would only add round trips.
+    memory.full_clean(
+        exclude=["search_vector", "promoted", "embedding"], validate_unique=False, validate_constraints=False
+    )
 
-    transaction.on_commit(send)
+
+def _locked(memory: Memory) -> Memory:
+    """The row, re-read under a lock that holds off another writer of it (not readers, nor rows pointing at it)."""
+    return Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
+
+
+def _point_at(old: Memory, replacement: Memory, *, actor: User | None, agent: Agent | None, now: datetime) -> None:
+    old.superseded_by = replacement
+    old.valid_until = now
+    old.save(update_fields=["superseded_by", "valid_until", "updated_at"])
+    audit_record(
+        memory=old,
+        action=MemoryAudit.Action.SUPERSEDE,
+        actor=actor,
+        agent=agent,
+        detail={"replacement": str(replacement.pk)},
+    )
 
 
 def memory_remember(
@@ -145,13 +171,9 @@ def memory_remember(
     now: datetime | None = None,
     replaces_live: bool = False,
 ) -> Memory:
-    """Store one memory after checking every rule, and queue its embedding.
-
-    The live-fact caps hold here, for every path that writes (the API, the
-    pages, consolidation, corrections): `LimitReached` when the writing agent,
-    or the writing person, already holds the most live facts it may.
-    `replaces_live` is for a correction of a live fact, which adds none.
-    """
+    """Store one memory after checking every rule, and queue its embedding. Every path that writes (the API,
+    the pages, consolidation, corrections) comes here, so the live-fact caps hold for all: `LimitReached` when
+    the writing agent or person holds the most it may. `replaces_live`: correcting a live fact, which adds none."""
     now = now or timezone.now()
     if expires_at is None and bucket != Bucket.SYSTEM:
         expires_at = default_expiry(tier=tier, now=now)
@@ -179,27 +201,26 @@ def memory_remember(
         expires_at=expires_at,
         **(system_fields or {}),
     )
-    if expires_at is not None and expires_at <= now:
-        raise ValidationError({"expires_at": ["The expiry must be in the future."]})
-    # clean() explains every constraint by field and PostgreSQL enforces them,
-    # so Django's per-constraint and uniqueness queries would only add round trips.
-    memory.full_clean(
-        exclude=["search_vector", "promoted", "embedding"], validate_unique=False, validate_constraints=False
-    )
+    _memory_store(memory, replaces_live=replaces_live, now=now)
+    return memory
+
+
+def _memory_store(memory: Memory, *, replaces_live: bool, now: datetime) -> None:
+    """Check the new row, insert it within its writer's live-fact cap with its receipt, and queue its embedding."""
+    _memory_check(memory, now=now)
     with transaction.atomic():
-        if source_kind != SourceKind.EPISODE:  # episodes are not facts: they have their own bound per place
+        if memory.source_kind != SourceKind.EPISODE:  # episodes are not facts: they have their own bound per place
             _hold_live_cap(
-                organisation_id=organisation.pk,
-                agent=agent,
-                person=written_by,
-                bucket=bucket,
+                organisation_id=memory.organisation_id,
+                agent=memory.agent,
+                person=memory.written_by,
+                bucket=memory.bucket,
                 now=now,
                 frees=1 if replaces_live else 0,
             )
         memory.save(force_insert=True)
-        audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=written_by, agent=agent)
+        audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
         enqueue_embedding([memory.id])
-    return memory
 
 
 def memory_supersede(
@@ -217,60 +238,61 @@ def memory_supersede(
     `overrides` changes what the rules allow (tier, pinned, expiry, source).
     """
     now = now or timezone.now()
-    overrides = dict(overrides or {})
     with transaction.atomic():
         # Two corrections of the same row at once would both pass the "is it
         # live" check; the row lock makes the second one see the first.
-        old = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
+        old = _locked(memory)
         if old.bucket == Bucket.SYSTEM:
             raise ValidationError({"memory": ["A system claim is replaced by promotion, not corrected."]})
         if old.redacted_at is not None:
             raise ValidationError({"memory": ["An erased memory cannot be corrected."]})
         if old.superseded_by_id is not None:
             raise ValidationError({"memory": ["This memory was already corrected; correct the newest version."]})
-        is_person = agent is None
-        fields = dict(
-            organisation=old.organisation,
-            # A person's correction is something they said to remember; an
-            # agent's is something it learned.
-            bucket=Bucket.USER if is_person else Bucket.LEARNED,
-            author=Author.PERSON if is_person else Author.MODEL,
-            body=body,
-            source_kind=overrides.pop("source_kind", SourceKind.PERSON if is_person else old.source_kind),
-            owner=old.owner or (actor if is_person else None),
-            agent=old.agent if agent is None else agent,
-            written_by=actor,
-            subject_type=old.subject_type,
-            subject_id=old.subject_id,
-            scope=old.scope,
-            scope_ref=old.scope_ref,
-            scope_label=old.scope_label,
-            source_ref=overrides.pop("source_ref", f"supersedes:{old.id}"),
-            source_label=overrides.pop("source_label", old.source_label),
-            source_run_id=overrides.pop("source_run_id", ""),
-            tier=overrides.pop("tier", old.tier),
-            pinned=overrides.pop("pinned", old.pinned),
-            expires_at=overrides.pop("expires_at", None),
-            occurred_at=overrides.pop("occurred_at", old.occurred_at),
-            valid_from=now,
-            now=now,
-            # Correcting a live fact replaces it; correcting an expired one brings a fact back to life.
-            replaces_live=old.expires_at is None or old.expires_at > now,
+        replacement = memory_remember(
+            **_correction(old, body=body, actor=actor, agent=agent, overrides=overrides, now=now)
         )
-        if overrides:
-            raise ValidationError({name: ["This field cannot be set on a correction."] for name in overrides})
-        replacement = memory_remember(**fields)
-        old.superseded_by = replacement
-        old.valid_until = now
-        old.save(update_fields=["superseded_by", "valid_until", "updated_at"])
-        audit_record(
-            memory=old,
-            action=MemoryAudit.Action.SUPERSEDE,
-            actor=actor,
-            agent=agent,
-            detail={"replacement": str(replacement.id)},
-        )
+        _point_at(old, replacement, actor=actor, agent=agent, now=now)
     return replacement
+
+
+def _correction(
+    old: Memory, *, body: str, actor: User | None, agent: Agent | None, overrides: dict | None, now: datetime
+) -> dict:
+    """What memory_remember is given to write the correction of `old`: its subject, scope and bucket,
+    and what `overrides` may change (tier, pinned, expiry, source)."""
+    overrides = dict(overrides or {})
+    is_person = agent is None
+    fields = dict(
+        organisation=old.organisation,
+        # A person's correction is something they said to remember; an
+        # agent's is something it learned.
+        bucket=Bucket.USER if is_person else Bucket.LEARNED,
+        author=Author.PERSON if is_person else Author.MODEL,
+        body=body,
+        source_kind=overrides.pop("source_kind", SourceKind.PERSON if is_person else old.source_kind),
+        owner=old.owner or (actor if is_person else None),
+        agent=old.agent if agent is None else agent,
+        written_by=actor,
+        subject_type=old.subject_type,
+        subject_id=old.subject_id,
+        scope=old.scope,
+        scope_ref=old.scope_ref,
+        scope_label=old.scope_label,
+        source_ref=overrides.pop("source_ref", f"supersedes:{old.id}"),
+        source_label=overrides.pop("source_label", old.source_label),
+        source_run_id=overrides.pop("source_run_id", ""),
+        tier=overrides.pop("tier", old.tier),
+        pinned=overrides.pop("pinned", old.pinned),
+        expires_at=overrides.pop("expires_at", None),
+        occurred_at=overrides.pop("occurred_at", old.occurred_at),
+        valid_from=now,
+        now=now,
+        # Correcting a live fact replaces it; correcting an expired one brings a fact back to life.
+        replaces_live=old.expires_at is None or old.expires_at > now,
+    )
+    if overrides:
+        raise ValidationError({name: ["This field cannot be set on a correction."] for name in overrides})
+    return fields
 
 
 def memory_redact(
@@ -287,7 +309,7 @@ def memory_redact(
     if not reason:
         raise ValidationError({"reason": ["An erasure needs a reason for its receipt."]})
     with transaction.atomic():
-        row = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
+        row = _locked(memory)
         if row.redacted_at is not None:
             return row  # erasing twice is a no-op; the first receipt stands
         row.body = ""
@@ -341,7 +363,7 @@ def memory_forget(
 
 def memory_set_pinned(*, memory: Memory, pinned: bool, actor: User | None = None, agent: Agent | None = None) -> Memory:
     with transaction.atomic():
-        row = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
+        row = _locked(memory)
         if row.redacted_at is not None:
             raise ValidationError({"memory": ["An erased memory cannot be pinned."]})
         if row.pinned != pinned:
@@ -368,7 +390,7 @@ def memory_point_to_replacement(
     with transaction.atomic():
         # A second writer pointing the same row elsewhere would pass the
         # "not yet superseded" check too; the lock makes it see the first.
-        old = Memory.objects.select_for_update(no_key=True).get(pk=memory.pk, organisation_id=memory.organisation_id)
+        old = _locked(memory)
         if replacement.pk == old.pk:
             raise ValidationError({"replacement": ["A memory cannot replace itself."]})
         if replacement.organisation_id != old.organisation_id:
@@ -377,10 +399,5 @@ def memory_point_to_replacement(
             raise ValidationError({"memory": ["An erased memory cannot be superseded."]})
         if old.superseded_by_id is not None:
             raise ValidationError({"memory": ["This memory was already superseded."]})
-        old.superseded_by = replacement
-        old.valid_until = now
-        old.save(update_fields=["superseded_by", "valid_until", "updated_at"])
-        audit_record(
-            memory=old, action=MemoryAudit.Action.SUPERSEDE, actor=actor, detail={"replacement": str(replacement.pk)}
-        )
+        _point_at(old, replacement, actor=actor, agent=None, now=now)
     return old

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from django.dispatch import Signal
 
+from memories.models import Memory
+
 # Sent by a subject erasure after it has erased the subject's rows, inside its transaction.
 # Keyword arguments: organisation, subject_type, subject_id, memory_ids (the rows erased,
 # as strings), reason, actor, agent, now. Each receiver returns a dict of counts.
@@ -13,8 +15,6 @@ subject_erased = Signal()
 
 def erase_derived(**kwargs) -> dict[str, int]:
     """Send `subject_erased` and add up the counts the receivers report (e.g. events, derived memories)."""
-    from memories.models import Memory
-
     totals: dict[str, int] = {}
     for _receiver, counts in subject_erased.send(sender=Memory, **kwargs):
         for name, count in (counts or {}).items():  # type: ignore[union-attr]  # stubs say replies are str
@@ -30,8 +30,6 @@ subject_exporting = Signal()
 
 def export_derived(**kwargs) -> dict[str, list]:
     """Send `subject_exporting` and gather what the receivers hold about the subject."""
-    from memories.models import Memory
-
     gathered: dict[str, list] = {}
     for _receiver, held in subject_exporting.send(sender=Memory, **kwargs):
         for name, items in (held or {}).items():  # type: ignore[union-attr]  # stubs say replies are str

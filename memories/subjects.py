@@ -68,6 +68,66 @@ def _injections_showing(*, organisation: Organisation, subject_type: str, subjec
     return showed
 
 
+def _rows_locked(*, organisation: Organisation, subject_type: str, subject_id: str) -> list[Memory]:
+    """Every row about the subject, locked, oldest first."""
+    # Before any row: consolidation locks memory rows in another order (memories/db/locks.py).
+    memories_rewrite_lock(organisation_id=organisation.pk, exclusive=True)
+    # Lock every row first: a correction landing mid-erasure would write a
+    # new row about the subject that this erasure never saw.
+    return list(
+        _about(organisation=organisation, subject_type=subject_type, subject_id=subject_id)
+        .select_for_update(no_key=True)
+        .order_by("created_at", "id")
+    )
+
+
+def _erased_lines(*, organisation: Organisation, memory_ids: list) -> int:
+    return InjectionLine.objects.filter(
+        organisation=organisation, memory__in=memory_ids, erased_at__isnull=False
+    ).count()
+
+
+def _erase_rows(rows: list[Memory], *, reason: str, actor, agent, now) -> tuple[int, int, int, list[dict]]:
+    """Erase each row not erased yet. Returns (erased now, erased before, vectors cleared, one receipt per row)."""
+    erased = already = vectors = 0
+    receipts = []
+    for row in rows:
+        if row.redacted_at is not None:
+            already += 1
+        else:
+            vectors += row.embedding is not None
+            row = memory_redact(
+                memory=row, reason=reason, actor=actor, agent=agent, action=MemoryAudit.Action.REDACT, now=now
+            )
+            erased += 1
+        receipts.append(
+            {
+                "id": str(row.pk),
+                "erased_at": row.redacted_at,
+                "erased_by": row.redacted_by_label,
+                "reason": row.redaction_reason,
+            }
+        )
+    return erased, already, vectors, receipts
+
+
+def _questions_scrub(*, organisation: Organisation, subject_type: str, subject_id: str, memory_ids: set, now) -> int:
+    """Empty the question of every injection that may repeat what the subject said or what was said of them.
+
+    Derived memories erased at this same instant (their lines emptied by the same trigger) count as the
+    subject's rows here."""
+    derived_ids = InjectionLine.objects.filter(organisation=organisation, erased_at=now).values_list(
+        "memory", flat=True
+    )
+    showing = _injections_showing(
+        organisation=organisation,
+        subject_type=subject_type,
+        subject_id=subject_id,
+        memory_ids=memory_ids | {pk for pk in derived_ids if pk is not None},
+    )
+    return Injection.objects.filter(organisation=organisation).filter(showing).exclude(question="").update(question="")
+
+
 def subject_erase(
     *,
     organisation: Organisation,
@@ -87,79 +147,21 @@ def subject_erase(
     """
     reason = (reason or "").strip() or f"subject erasure request for {subject_type} {subject_id}"
     now = timezone.now()
+    subject = {"organisation": organisation, "subject_type": subject_type, "subject_id": subject_id}
     with transaction.atomic():
-        # Before any row: consolidation locks memory rows in another order (memories/db/locks.py).
-        memories_rewrite_lock(organisation_id=organisation.pk, exclusive=True)
-        # Lock every row first: a correction landing mid-erasure would write a
-        # new row about the subject that this erasure never saw.
-        rows = list(
-            _about(organisation=organisation, subject_type=subject_type, subject_id=subject_id)
-            .select_for_update(no_key=True)
-            .order_by("created_at", "id")
-        )
-        before = InjectionLine.objects.filter(
-            organisation=organisation, memory__in=[row.pk for row in rows], erased_at__isnull=False
-        ).count()
-        erased = already = vectors = 0
-        receipts = []
-        for row in rows:
-            if row.redacted_at is not None:
-                already += 1
-            else:
-                vectors += row.embedding is not None
-                row = memory_redact(
-                    memory=row,
-                    reason=reason,
-                    actor=actor,
-                    agent=agent,
-                    action=MemoryAudit.Action.REDACT,
-                    now=now,
-                )
-                erased += 1
-            receipts.append(
-                {
-                    "id": str(row.pk),
-                    "erased_at": row.redacted_at,
-                    "erased_by": row.redacted_by_label,
-                    "reason": row.redaction_reason,
-                }
-            )
+        rows = _rows_locked(**subject)
+        row_ids = [row.pk for row in rows]
+        before = _erased_lines(organisation=organisation, memory_ids=row_ids)
+        erased, already, vectors, receipts = _erase_rows(rows, reason=reason, actor=actor, agent=agent, now=now)
         derived = erase_derived(
-            organisation=organisation,
-            subject_type=subject_type,
-            subject_id=subject_id,
-            memory_ids=[str(row.pk) for row in rows],
-            reason=reason,
-            actor=actor,
-            agent=agent,
-            now=now,
+            **subject, memory_ids=[str(pk) for pk in row_ids], reason=reason, actor=actor, agent=agent, now=now
         )
-        scrubbed = (
-            InjectionLine.objects.filter(
-                organisation=organisation, memory__in=[row.pk for row in rows], erased_at__isnull=False
-            ).count()
-            - before
-        )
+        scrubbed = _erased_lines(organisation=organisation, memory_ids=row_ids) - before
         # Lines of derived memories were emptied at this same instant by the same trigger.
         derived_lines = (
-            InjectionLine.objects.filter(organisation=organisation, erased_at=now)
-            .exclude(memory__in=[row.pk for row in rows])
-            .count()
+            InjectionLine.objects.filter(organisation=organisation, erased_at=now).exclude(memory__in=row_ids).count()
         )
-        # The question a turn was rendered for may repeat what the subject said or what was said of them.
-        # Derived memories erased at this same instant count as the subject's rows here.
-        derived_ids = InjectionLine.objects.filter(organisation=organisation, erased_at=now).values_list(
-            "memory", flat=True
-        )
-        showing = _injections_showing(
-            organisation=organisation,
-            subject_type=subject_type,
-            subject_id=subject_id,
-            memory_ids={row.pk for row in rows} | {pk for pk in derived_ids if pk is not None},
-        )
-        questions = (
-            Injection.objects.filter(organisation=organisation).filter(showing).exclude(question="").update(question="")
-        )
+        questions = _questions_scrub(**subject, memory_ids=set(row_ids), now=now)
     return {
         "subject_type": subject_type,
         "subject_id": subject_id,

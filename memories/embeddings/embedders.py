@@ -22,13 +22,11 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import requests
 from django.conf import settings
 
-if TYPE_CHECKING:
-    from memories.embeddings.onnx import OnnxQueryEncoder
+from memories.embeddings import onnx
 
 logger = logging.getLogger(__name__)
 
@@ -99,7 +97,7 @@ class LocalEmbedder(Embedder):
         # How `embed_one` embeds, decided once per process: "onnx" or "torch" (with the reason torch).
         self.query_runtime = ""
         self.fallback_reason = ""
-        self._query_encoder: OnnxQueryEncoder | None = None
+        self._query_encoder = None
         self._query_lock = threading.Lock()
 
     @property
@@ -125,8 +123,6 @@ class LocalEmbedder(Embedder):
             elif wanted != "onnx":
                 reason = f"ARCHIVIST_QUERY_RUNTIME={wanted!r} is neither onnx nor torch"
             else:
-                from memories.embeddings import onnx
-
                 try:
                     data_dir = self.data_dir if self.data_dir is not None else settings.DATA_DIR
                     self._query_encoder = onnx.load(data_dir, heartbeat=heartbeat)
@@ -175,7 +171,6 @@ class LocalEmbedder(Embedder):
         """
         if self.prepare_query_encoder() == "onnx":
             try:
-                assert self._query_encoder is not None  # "onnx" is chosen only once the encoder loaded
                 return self._query_encoder.encode(text).tolist()
             except Exception as error:  # noqa: BLE001 - the torch path below answers instead
                 logger.warning("ONNX Runtime failed on a recall question, embedding it with torch: %s", error)

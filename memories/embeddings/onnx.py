@@ -40,6 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from importlib.metadata import version
 from pathlib import Path
 
 import numpy as np
@@ -78,8 +79,6 @@ def fingerprint(directory: Path) -> str:
     """What the export depends on: the packaged model's files, the exporter's format and torch's version."""
     digest = hashlib.sha256(f"format {EXPORT_FORMAT}\n".encode())
     try:
-        from importlib.metadata import version
-
         digest.update(f"torch {version('torch')}\n".encode())
     except Exception:  # noqa: BLE001 - no torch: the export cannot run anyway, the name still has to be stable
         digest.update(b"torch none\n")
@@ -108,8 +107,6 @@ def _tokenizer(directory: Path):
 
 class OnnxQueryEncoder:
     """One text at a time through an ONNX Runtime session: tokenise, forward, mean-pool over the mask, normalise."""
-
-    deviation_from_torch: float  # set by `load` once the vectors are checked against torch's
 
     def __init__(self, folder: Path, directory: Path, *, threads: int = 1):
         try:
@@ -166,7 +163,7 @@ def _export_in_a_process(directory: Path, folder: Path, heartbeat: Callable[[], 
     """Run the export in its own Python process; raises OnnxUnavailable with its output when it fails."""
     command = [sys.executable, "-m", "memories.embeddings.onnx", str(directory), str(folder)]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    root = Path(__file__).resolve().parents[2]  # the project, so `-m` finds the package
+    root = Path(__file__).resolve().parents[2]  # the project, where `-m memories...` resolves
     with tempfile.TemporaryFile("w+") as output:
         process = subprocess.Popen(command, cwd=root, env=environment, stdout=output, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + EXPORT_TIMEOUT_SECONDS
@@ -216,12 +213,10 @@ def load(data_dir: Path, *, heartbeat: Callable[[], None] | None = None, threads
 # --- The export, in its own process ------------------------------------------------
 
 
-def _export(directory: Path, folder: Path) -> dict:
-    import torch
+def _torch_reference(directory: Path):
+    """The pipeline that writes the stored vectors, and its vectors of the probes, before anything is exported."""
     from sentence_transformers import SentenceTransformer
 
-    torch.set_num_threads(1)
-    # The reference: the pipeline that writes the stored vectors, before anything is exported.
     model = SentenceTransformer(str(directory), device="cpu", model_kwargs={"attn_implementation": "eager"})
     if model.max_seq_length != MAX_SEQ_LENGTH:
         raise SystemExit(f"the model cuts at {model.max_seq_length} tokens; this exporter assumes {MAX_SEQ_LENGTH}")
@@ -232,7 +227,12 @@ def _export(directory: Path, folder: Path) -> dict:
         expected = model.tokenizer([text], truncation=True, max_length=MAX_SEQ_LENGTH)["input_ids"][0]
         if fast.encode(text).ids != list(expected):
             raise SystemExit(f"tokenizer.json tokenises {text[:40]!r} unlike the model's tokenizer")
-    transformer = model[0].auto_model.eval()  # type: ignore[union-attr]  # module 0 is the Transformer
+    return model, references
+
+
+def _onnx_write(model, path: Path) -> None:
+    """The model's transformer as an ONNX graph taking batches of any size and length."""
+    import torch
 
     class Forward(torch.nn.Module):
         # Keyword arguments: positional ones collide with `use_cache` in current transformers.
@@ -246,30 +246,36 @@ def _export(directory: Path, folder: Path) -> dict:
             ).last_hidden_state
 
     sample = model.tokenizer(["a sample question"], return_tensors="pt")
+    with torch.inference_mode():
+        torch.onnx.export(
+            Forward(model[0].auto_model.eval()),
+            (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
+            str(path),
+            input_names=["input_ids", "attention_mask", "token_type_ids"],
+            output_names=["last_hidden_state"],
+            dynamic_axes={
+                "input_ids": {0: "batch", 1: "tokens"},
+                "attention_mask": {0: "batch", 1: "tokens"},
+                "token_type_ids": {0: "batch", 1: "tokens"},
+                "last_hidden_state": {0: "batch", 1: "tokens"},
+            },
+            opset_version=17,
+            dynamo=False,
+        )
+
+
+def _export(directory: Path, folder: Path) -> dict:
+    """Export the model into `folder`, kept only if ONNX Runtime's vectors of the probes match torch's."""
+    import torch
+
+    torch.set_num_threads(1)
+    model, references = _torch_reference(directory)
     staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     try:
-        with torch.inference_mode():
-            torch.onnx.export(
-                Forward(transformer),
-                (sample["input_ids"], sample["attention_mask"], sample["token_type_ids"]),
-                str(staging / "model.onnx"),
-                input_names=["input_ids", "attention_mask", "token_type_ids"],
-                output_names=["last_hidden_state"],
-                dynamic_axes={
-                    "input_ids": {0: "batch", 1: "tokens"},
-                    "attention_mask": {0: "batch", 1: "tokens"},
-                    "token_type_ids": {0: "batch", 1: "tokens"},
-                    "last_hidden_state": {0: "batch", 1: "tokens"},
-                },
-                opset_version=17,
-                dynamo=False,
-            )
-        encoder = OnnxQueryEncoder(staging, directory)
-        deviation = encoder.deviation(PROBES, references)
+        _onnx_write(model, staging / "model.onnx")
+        deviation = OnnxQueryEncoder(staging, directory).deviation(PROBES, references)
         if deviation > TOLERANCE:
             raise SystemExit(f"the exported model's vectors differ from torch's by {deviation:.2e} (> {TOLERANCE:g})")
-        from importlib.metadata import version
-
         manifest = {
             "model": MODEL_NAME,
             "format": EXPORT_FORMAT,

@@ -20,6 +20,12 @@ import logging
 import time
 import uuid
 
+from django.db import connections, transaction
+
+from memories.embeddings.embedders import warm_up as warm_embedder
+from memories.recall.query import recall
+from memories.scopes import Place
+
 logger = logging.getLogger(__name__)
 
 NIL_ORGANISATION = uuid.UUID(int=0)
@@ -27,11 +33,6 @@ NIL_ORGANISATION = uuid.UUID(int=0)
 
 def warm_statements() -> None:
     """One contextual recall for nobody: its code path runs, it finds nothing, nothing is written."""
-    from django.db import connections, transaction
-
-    from memories.recall.query import recall
-    from memories.scopes import Place
-
     try:
         with transaction.atomic():
             recall(
@@ -48,8 +49,6 @@ def warm_statements() -> None:
 
 def warm_up(*, heartbeat=None, batch: bool = False, statements: bool = True) -> dict:
     """Embedding model first (the long part), then the recall statement; returns what was done and how long."""
-    from memories.embeddings.embedders import warm_up as warm_embedder
-
     started = time.perf_counter()
     report = warm_embedder(heartbeat=heartbeat, batch=batch)
     if statements:

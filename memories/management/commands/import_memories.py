@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -70,6 +71,4 @@ class Command(BaseCommand):
         return {"channel": channel, "kind": kind, "people": [p for p in people.split(",") if p]}
 
     def stdin_text(self) -> str:
-        import sys
-
         return sys.stdin.read()

@@ -7,6 +7,7 @@ from tqdm import tqdm
 
 from memories.embeddings.embedders import get_embedder
 from memories.embeddings.writes import EmbedOutcome, memories_reembed
+from memories.tasks import reembed_memories
 
 
 class Command(BaseCommand):
@@ -26,8 +27,6 @@ class Command(BaseCommand):
         if batch_size is not None and batch_size < 1:
             raise CommandError("--batch-size must be at least 1.")
         if enqueue:
-            from memories.tasks import reembed_memories
-
             reembed_memories.apply_async(queue="maintenance")
             self.stdout.write("Queued a re-embedding task on the maintenance queue.")
             return
