@@ -28,11 +28,12 @@ from accounts.models import Agent, AgentToken, Membership, Organisation, User
 from accounts.people import people_by_name
 from memories.db.locks import memories_rewrite_lock
 from memories.embeddings.embedders import EmbeddingError, get_embedder
+from memories.errors import LimitReached
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
 from memories.places import PlaceInTurn, place_for_turn
 from memories.scopes import WORKSPACE, Place, scope_for
 from memories.services import memory_point_to_replacement, memory_redact, memory_supersede
-from memories.turns.writes import LimitReached, memory_remember_in_place
+from memories.turns.writes import memory_remember_in_place
 from threads.conflicts import own_fact_for, pending_already, says_the_same, user_fact_keyed
 from threads.episodes import EpisodeDraft, drafts_for, episodes_enabled, episodes_write, strip_memory_blocks
 from threads.extractors.base import (

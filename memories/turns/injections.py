@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
 from accounts.people import people_labels
-from memories.errors import LimitReached, TurnConflict  # noqa: F401 - LimitReached re-exported for old imports
+from memories.errors import TurnConflict
 from memories.models import (
     Injection,
     InjectionLine,
