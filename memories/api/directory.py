@@ -8,15 +8,15 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
-from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
+from accounts.auth import Principal
 from accounts.models import Membership
 from accounts.people import handle_problem, people_of, person_upsert
 from lib.api.docs import ERROR_EXAMPLE
 from lib.api.idempotency import IDEMPOTENCY_PARAMETER
 from memories.api import serializers as s
-from memories.api.base import MemoryApi, MemoryCursorPagination
+from memories.api.base import MemoryApi, PagedListApi
 from memories.places import channel_problem, place_put, places_for
 from memories.turns.idempotency import plain_json
 
@@ -59,14 +59,11 @@ PLACE_RECORD_EXAMPLE = {
 }
 
 
-class PersonListApi(DirectoryApi, GenericAPIView):
-    pagination_class = MemoryCursorPagination
+class PersonListApi(DirectoryApi, PagedListApi):
     serializer_class = s.PersonOutputSerializer
+    model = Membership
 
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
-            return Membership.objects.none()
-        principal = self.principal()
+    def rows(self, principal: Principal):
         rows = people_of(organisation=principal.organisation)
         token = principal.token
         if token is not None and token.restricted:
@@ -85,8 +82,7 @@ class PersonListApi(DirectoryApi, GenericAPIView):
     )
     def get(self, request):
         self.require_directory_right()
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(s.PersonOutputSerializer(page, many=True).data)
+        return self.answer_page(self.get_queryset())
 
 
 class PersonDetailApi(DirectoryApi):

@@ -6,16 +6,15 @@ from datetime import timedelta
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, status
-from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
 from accounts.auth import Principal
 from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE
 from lib.api.idempotency import IDEMPOTENCY_HEADER, IDEMPOTENCY_PARAMETER, idempotency_key_of
 from memories.api import serializers as s
-from memories.api.base import MemoryApi, MemoryCursorPagination
+from memories.api.base import MemoryApi, PagedListApi
 from memories.api.docs import MEMORY_EXAMPLE, REMEMBER_EXAMPLE
 from memories.api.filters import MemoryFilter
 from memories.models import Memory
@@ -40,17 +39,14 @@ from memories.turns.writes import (
 )
 
 
-class MemoryListApi(MemoryApi, GenericAPIView):
+class MemoryListApi(PagedListApi):
     """`GET` what the caller may see; `POST` remembers a fact said in a place."""
 
     filterset_class = MemoryFilter
-    pagination_class = MemoryCursorPagination
     serializer_class = s.MemoryOutputSerializer
+    model = Memory
 
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
-            return Memory.objects.none()
-        principal = self.principal()
+    def rows(self, principal: Principal):
         if principal.agent is not None:
             rows = memories_visible_to_agent(
                 agent=principal.agent, organisation=principal.organisation, token=principal.token
@@ -80,8 +76,7 @@ class MemoryListApi(MemoryApi, GenericAPIView):
         examples=[OpenApiExample("A page of memories", value=[MEMORY_EXAMPLE], response_only=True)],
     )
     def get(self, request):
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response(memory_data(page, many=True))
+        return self.answer_page(self.filter_queryset(self.get_queryset()))
 
     @extend_schema(
         operation_id="memories_remember",
@@ -137,9 +132,9 @@ class MemoryListApi(MemoryApi, GenericAPIView):
         return Response(output, status=status.HTTP_201_CREATED, headers=headers)
 
 
-def memory_data(memory, *, many: bool = False, serializer=s.MemoryOutputSerializer):
-    """A memory (or a page of them) as answers show it, as of now."""
-    return serializer(memory, many=many, context={"now": timezone.now()}).data
+def memory_data(memory, *, serializer=s.MemoryOutputSerializer):
+    """A memory as answers show it, as of now."""
+    return serializer(memory, context={"now": timezone.now()}).data
 
 
 def fresh(memory: Memory) -> Memory:
@@ -326,9 +321,7 @@ class MemorySupersedeApi(MemoryApi):
         )
 
     def supersede(self, memory_id, data: dict):
-        viewer = self.viewer(self.resolve_place(data.pop("place", None)))
-        memory = self.memory_or_404(memory_id, viewer)
-        self.changeable_or_403(memory, viewer)
+        memory = self.memory_to_change(memory_id, data.pop("place", None))
         body = data.pop("body")
         overrides = {}
         for name in ("tier", "pinned", "expires_at", "source_kind"):
@@ -354,51 +347,51 @@ class _PinApi(MemoryApi):
         data = self.validated(s.PlaceOnlyInputSerializer)
 
         def write():
-            viewer = self.viewer(self.resolve_place(data.get("place")))
-            memory = self.memory_or_404(memory_id, viewer)
-            self.changeable_or_403(memory, viewer)
+            memory = self.memory_to_change(memory_id, data.get("place"))
             memory = fresh(memory_pin(memory=memory, pinned=self.pinned, **self.actor()))
             return Response(memory_data(memory)), memory, {}
 
         return self.idempotent("pin" if self.pinned else "unpin", write, replay_memory())
 
 
+def pin_schema(*, operation_id: str, summary: str, description: str, examples: list):
+    return extend_schema_view(
+        post=extend_schema(
+            operation_id=operation_id,
+            summary=summary,
+            description=description,
+            parameters=[IDEMPOTENCY_PARAMETER],
+            request=s.PlaceOnlyInputSerializer,
+            responses={200: s.MemoryOutputSerializer},
+            examples=examples,
+        )
+    )
+
+
+@pin_schema(
+    operation_id="memories_pin",
+    summary="Pin a memory: recalled and rendered before the others",
+    description=(
+        "Pinned facts come first in recall and in the rendered block, within the size limits. Only the "
+        "current version can be pinned; an agent names the `place` of its turn."
+    ),
+    examples=[
+        OpenApiExample("Pin (an agent names its place)", value={"place": PLACE_EXAMPLE}, request_only=True),
+        OpenApiExample("Pinned", value={**MEMORY_EXAMPLE, "pinned": True}, response_only=True),
+    ],
+)
 class MemoryPinApi(_PinApi):
     pinned = True
 
-    @extend_schema(
-        operation_id="memories_pin",
-        summary="Pin a memory: recalled and rendered before the others",
-        description=(
-            "Pinned facts come first in recall and in the rendered block, within the size limits. Only the "
-            "current version can be pinned; an agent names the `place` of its turn."
-        ),
-        parameters=[IDEMPOTENCY_PARAMETER],
-        request=s.PlaceOnlyInputSerializer,
-        responses={200: s.MemoryOutputSerializer},
-        examples=[
-            OpenApiExample("Pin (an agent names its place)", value={"place": PLACE_EXAMPLE}, request_only=True),
-            OpenApiExample("Pinned", value={**MEMORY_EXAMPLE, "pinned": True}, response_only=True),
-        ],
-    )
-    def post(self, request, memory_id):
-        return super().post(request, memory_id)
 
-
+@pin_schema(
+    operation_id="memories_unpin",
+    summary="Unpin a memory",
+    description="Takes the pin away: the fact is ranked with the others again.",
+    examples=[
+        OpenApiExample("Unpin", value={}, request_only=True),
+        OpenApiExample("Unpinned", value=MEMORY_EXAMPLE, response_only=True),
+    ],
+)
 class MemoryUnpinApi(_PinApi):
     pinned = False
-
-    @extend_schema(
-        operation_id="memories_unpin",
-        summary="Unpin a memory",
-        description="Takes the pin away: the fact is ranked with the others again.",
-        parameters=[IDEMPOTENCY_PARAMETER],
-        request=s.PlaceOnlyInputSerializer,
-        responses={200: s.MemoryOutputSerializer},
-        examples=[
-            OpenApiExample("Unpin", value={}, request_only=True),
-            OpenApiExample("Unpinned", value=MEMORY_EXAMPLE, response_only=True),
-        ],
-    )
-    def post(self, request, memory_id):
-        return super().post(request, memory_id)

@@ -243,11 +243,8 @@ def _injection_lines(
     injection: Injection, selection: render.Selection, sections: list[render.Section]
 ) -> tuple[list[InjectionLine], list[InjectionLine]]:
     """The record's lines, in the block's order: the facts' lines, then each section's."""
-    fact_lines = [
-        InjectionLine(
-            organisation=injection.organisation,
-            injection=injection,
-            position=position,
+    facts = [
+        dict(
             memory_id=item.fact.id,
             block=item.fact.scope,
             section=item.section,
@@ -256,26 +253,19 @@ def _injection_lines(
             tier=item.fact.tier,
             line=item.line,
         )
-        for position, item in enumerate(selection.lines)
+        for item in selection.lines
     ]
     in_sections = [
-        (f"section:{section.name}", line, memory_id)
+        dict(memory_id=memory_id, block=f"section:{section.name}", line=line)
         for section in sections
         # A section made without ids (not by `render.section_from`) has lines of no memory.
         for line, memory_id in itertools.zip_longest(section.lines, section.memory_ids[: len(section.lines)])
     ]
-    section_lines = [
-        InjectionLine(
-            organisation=injection.organisation,
-            injection=injection,
-            position=position,
-            memory_id=memory_id,
-            block=block,
-            line=line,
-        )
-        for position, (block, line, memory_id) in enumerate(in_sections, start=len(fact_lines))
+    lines = [
+        InjectionLine(organisation=injection.organisation, injection=injection, position=position, **fields)
+        for position, fields in enumerate(facts + in_sections)
     ]
-    return fact_lines, section_lines
+    return lines[: len(facts)], lines[len(facts) :]
 
 
 @dataclass

@@ -207,24 +207,24 @@ def fact_line(fact: RenderFact, limit: int) -> str:
     return f"- [{pin}{' · '.join(meta)}] {inline(fact.text, limit)}"
 
 
-def _take(facts: Sequence[RenderFact], section: str, limit: int, budget: int, fact_clamp: int):
-    """One section's count limit, character budget and clamp, in that order."""
+def _take(facts: Sequence[RenderFact], section: str, caps: RenderCaps) -> tuple[list[RenderedLine], int]:
+    """One section's facts, pinned first, within its count limit, character budget and clamp, in that order;
+    and how many were dropped."""
+    limit, budget = getattr(caps, f"{section}_limit"), getattr(caps, f"{section}_budget")
+    # sorted is stable: the caller's order stands among the pinned and among the rest.
+    candidates = sorted((fact for fact in facts if fact.section == section), key=lambda fact: not fact.pinned)
     taken: list[RenderedLine] = []
     used = 0
-    for fact in facts:
+    for fact in candidates:
         if len(taken) >= limit:
             break
-        line = fact_line(fact, fact_clamp)
+        line = fact_line(fact, caps.fact_clamp)
         # The first fact always fits: the clamp, not the budget, bounds a lone long fact.
         if taken and used + len(line) > budget:
             break
         used += len(line) + 1
         taken.append(RenderedLine(fact=fact, section=section, line=line))
-    return taken, len(facts) - len(taken)
-
-
-def _pinned_first(facts: Iterable[RenderFact]) -> list[RenderFact]:
-    return sorted(facts, key=lambda fact: not fact.pinned)  # stable: keeps the caller's order otherwise
+    return taken, len(candidates) - len(taken)
 
 
 def select(
@@ -305,20 +305,8 @@ def _capped(
     scope: str, facts: list[RenderFact], caps: RenderCaps, *, label: str, left_out: int, into: Selection
 ) -> None:
     """One scope's profile and recent sections within its caps, added to the selection with what was dropped."""
-    profile, profile_dropped = _take(
-        _pinned_first(fact for fact in facts if fact.section == PROFILE),
-        PROFILE,
-        caps.profile_limit,
-        caps.profile_budget,
-        caps.fact_clamp,
-    )
-    recent, recent_dropped = _take(
-        _pinned_first(fact for fact in facts if fact.section == RECENT),
-        RECENT,
-        caps.recent_limit,
-        caps.recent_budget,
-        caps.fact_clamp,
-    )
+    profile, profile_dropped = _take(facts, PROFILE, caps)
+    recent, recent_dropped = _take(facts, RECENT, caps)
     dropped = profile_dropped + recent_dropped + left_out
     if dropped:
         into.omissions.append(

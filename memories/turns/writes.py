@@ -170,21 +170,13 @@ def memory_remember_in_place(
 def _authorship(*, agent: Agent | None, user: User | None, source_kind: str | None) -> dict:
     """Who wrote a fact and so what it is: an agent's inference (learned, by the model), or a person's note
     (theirs, in their bucket)."""
-    if agent is not None:
-        return dict(
-            bucket=Bucket.LEARNED,
-            author=Author.MODEL,
-            source_kind=source_kind or SourceKind.MESSAGE,
-            owner=None,
-            agent=agent,
-            written_by=user,
-        )
+    is_agent = agent is not None
     return dict(
-        bucket=Bucket.USER,
-        author=Author.PERSON,
-        source_kind=source_kind or SourceKind.PERSON,
-        owner=user,
-        agent=None,
+        bucket=Bucket.LEARNED if is_agent else Bucket.USER,
+        author=Author.MODEL if is_agent else Author.PERSON,
+        source_kind=source_kind or (SourceKind.MESSAGE if is_agent else SourceKind.PERSON),
+        owner=None if is_agent else user,
+        agent=agent,
         written_by=user,
     )
 
