@@ -13,7 +13,7 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
-from memories.api.serializers import memory_output
+from memories.api.serializers import MemoryOutputSerializer
 from memories.db.locks import memories_rewrite_lock
 from memories.models import Injection, InjectionLine, Memory, MemoryAudit, Scope, SubjectType
 from memories.services import memory_redact
@@ -53,7 +53,7 @@ def subject_export_document(*, organisation: Organisation, subject_type: str, su
         "subject_id": subject_id,
         "exported_at": now,
         "count": len(rows),
-        "memories": [memory_output(row, now=now) for row in rows],
+        "memories": MemoryOutputSerializer(rows, many=True, context={"now": now}).data,
         "thread_events": derived.get("thread_events", []),
     }
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from django.db import models
+from django.utils import timezone
 from rest_framework import exceptions
+from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
+from accounts.auth import Principal
 from lib.api.views import ApiView
 from memories.models import Bucket, Memory
 from memories.places import PlaceInTurn, place_for_turn, token_reaches
@@ -60,6 +64,13 @@ class MemoryApi(ApiView):
                 "and an agent changes only facts it holds or that are recallable in the place it names."
             )
 
+    def memory_to_change(self, memory_id, place: dict | None) -> Memory:
+        """The memory, seen and changeable by the caller in the place it names."""
+        viewer = self.viewer(self.resolve_place(place))
+        memory = self.memory_or_404(memory_id, viewer)
+        self.changeable_or_403(memory, viewer)
+        return memory
+
     def actor(self) -> dict:
         principal = self.principal()
         return {"actor": principal.user, "agent": principal.agent}
@@ -86,3 +97,22 @@ class MemoryCursorPagination(CursorPagination):
                 }
             )
         return super().get_page_size(request)
+
+
+class PagedListApi(MemoryApi, GenericAPIView):
+    """A `GET` answered in cursor pages of `serializer_class`, from `rows(principal)`."""
+
+    pagination_class = MemoryCursorPagination
+    model: type[models.Model]  # whose empty queryset stands in while the schema is generated
+
+    def rows(self, principal: Principal) -> models.QuerySet:
+        raise NotImplementedError
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
+            return self.model.objects.none()
+        return self.rows(self.principal())
+
+    def answer_page(self, rows) -> Response:
+        page = self.paginate_queryset(rows)
+        return self.get_paginated_response(self.serializer_class(page, many=True, context={"now": timezone.now()}).data)

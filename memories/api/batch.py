@@ -17,15 +17,9 @@ from lib.api.errors import flatten_errors
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
 from memories.api.docs import MEMORY_EXAMPLE, REMEMBER_EXAMPLE
-from memories.api.memories import memory_output, remember_write
+from memories.api.memories import remember
 from memories.errors import LimitReached, TurnConflict
-from memories.models import Memory
 from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound
-from memories.turns.idempotency import (
-    idempotent_write,
-    principal_key,
-    request_fingerprint,
-)
 
 
 class MemoryBatchApi(MemoryApi):
@@ -88,77 +82,40 @@ class MemoryBatchApi(MemoryApi):
         items = self.validated(s.BatchInputSerializer)["items"]
         places: dict[str, PlaceInTurn] = {}  # one lookup per place named in the batch
         answers = [self.item(principal, index, item, places) for index, item in enumerate(items)]
-        counts = {
-            outcome: sum(a["status"] == outcome for a in answers) for outcome in ("created", "duplicate", "refused")
-        }
-        return Response(
-            {
-                "created": counts["created"],
-                "duplicates": counts["duplicate"],
-                "refused": counts["refused"],
-                "items": answers,
-            }
-        )
+        return Response(s.BatchOutputSerializer(answers, context={"now": timezone.now()}).data)
 
-    def item(self, principal: Principal, index: int, item: dict, places: dict) -> dict:
+    def item(self, principal: Principal, index: int, item: dict, places: dict) -> s.BatchItem:
         try:
             with transaction.atomic():
                 data = self.validated(s.BatchItemInputSerializer, data=item)
                 place_key = json.dumps(data["place"], sort_keys=True)
                 if place_key not in places:
                     places[place_key] = self.resolve_place(data["place"])
-                resolved = places[place_key]
-                key = data.pop("idempotency_key", None)
-
-                def write():
-                    return remember_write(principal=principal, data=data, resolved=resolved)
-
-                if key is None:
-                    (memory, extra), replayed = write(), False
-                else:
-                    body = {name: value for name, value in item.items() if name != "idempotency_key"}
-                    memory, extra, replayed = idempotent_write(
-                        organisation=principal.organisation,
-                        principal=principal_key(principal),
-                        key=key,
-                        endpoint="remember",
-                        fingerprint=request_fingerprint(endpoint="remember", data=body),
-                        write=write,
-                    )
+                memory, replayed = remember(
+                    principal=principal,
+                    data=data,
+                    resolved=places[place_key],
+                    key=data.pop("idempotency_key", None),
+                    fingerprinted={name: value for name, value in item.items() if name != "idempotency_key"},
+                )
         except (exceptions.ValidationError, DjangoValidationError) as error:
-            return batch_refusal(index, "invalid", error)
+            return refused(index, "invalid", *invalid_fields(error))
         except LimitReached as error:
-            return {
-                "index": index,
-                "status": "refused",
-                "memory": None,
-                "error": error_shape("limit_reached", str(error), {}),
-            }
+            return refused(index, "limit_reached", str(error), {})
         except PlaceNotFound as error:
-            return refused_item(index, error_shape("not_found", error.message, {}))
+            return refused(index, "not_found", error.message, {})
         except (TurnConflict, PlaceConflict) as error:
-            fields = {error.field: [error.message]}
-            return {
-                "index": index,
-                "status": "refused",
-                "memory": None,
-                "error": error_shape("conflict", error.message, fields),
-            }
-        if replayed:
-            memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
-        output = {
-            **memory_output(memory, timezone.now(), scope_reason=extra.get("scope_reason", "")),
-            "notice": extra.get("notice", ""),
-        }
-        return {"index": index, "status": "duplicate" if replayed else "created", "memory": output, "error": None}
+            return refused(index, "conflict", error.message, {error.field: [error.message]})
+        return s.BatchItem(index=index, status="duplicate" if replayed else "created", memory=memory)
 
 
-def error_shape(code: str, detail: str, fields: dict) -> dict:
-    return {"error": code, "detail": detail, "fields": fields}
+def refused(index: int, code: str, detail: str, fields: dict) -> s.BatchItem:
+    """A refused item, in the API's one error shape."""
+    return s.BatchItem(index=index, status="refused", error={"error": code, "detail": detail, "fields": fields})
 
 
-def batch_refusal(index: int, code: str, error) -> dict:
-    """A refused item in the API's one error shape, its fields named as a lone request would name them."""
+def invalid_fields(error) -> tuple[str, dict]:
+    """A refusal's sentence and its fields, named as a lone request would name them."""
     if isinstance(error, DjangoValidationError):
         detail = error.message_dict if hasattr(error, "error_dict") else {"non_field_errors": error.messages}
     else:
@@ -168,8 +125,4 @@ def batch_refusal(index: int, code: str, error) -> dict:
     sentence = (
         f"{names[0]}: {fields[names[0]][0]}" if len(names) == 1 else f"The item was refused: check {', '.join(names)}."
     )
-    return {"index": index, "status": "refused", "memory": None, "error": error_shape(code, sentence, fields)}
-
-
-def refused_item(index: int, error: dict) -> dict:
-    return {"index": index, "status": "refused", "memory": None, "error": error}
+    return sentence, fields

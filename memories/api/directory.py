@@ -8,41 +8,17 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions, status
-from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
+from accounts.auth import Principal
 from accounts.models import Membership
-from accounts.people import DIRECTORY_USERNAME_PREFIX, handle_problem, people_of, person_upsert
+from accounts.people import handle_problem, people_of, person_upsert
 from lib.api.docs import ERROR_EXAMPLE
 from lib.api.idempotency import IDEMPOTENCY_PARAMETER
 from memories.api import serializers as s
-from memories.api.base import MemoryApi, MemoryCursorPagination
-from memories.places import PlaceRecord, channel_problem, member_labels, place_put, places_for
+from memories.api.base import MemoryApi, PagedListApi
+from memories.places import channel_problem, place_put, places_for
 from memories.turns.idempotency import plain_json
-
-
-def person_output(membership: Membership) -> dict:
-    user = membership.user
-    username = None if user.username.startswith(DIRECTORY_USERNAME_PREFIX) else user.username
-    return {
-        "id": str(user.pk),
-        "handle": membership.handle,
-        "username": username,
-        "display_name": membership.display_name,
-        "can_sign_in": user.is_active and user.has_usable_password(),
-        "active": user.is_active,
-        "created_at": membership.created_at,
-    }
-
-
-def place_output(record: PlaceRecord) -> dict:
-    return {
-        "channel": record.channel.external_id,
-        "kind": record.channel.kind,
-        "people": member_labels(record),
-        "created_at": record.channel.created_at,
-        "updated_at": record.channel.updated_at,
-    }
 
 
 class DirectoryApi(MemoryApi):
@@ -55,6 +31,14 @@ class DirectoryApi(MemoryApi):
                 raise exceptions.PermissionDenied("This token does not hold the directory right; an owner grants it.")
         elif not principal.is_owner:
             raise exceptions.PermissionDenied("Only owners, and agents holding the directory right, change records.")
+
+    def directory_write(self, name: str, problem: str, serializer_class) -> dict:
+        """A write's validated body, once the caller holds the right and the record's key in the path (`name`)
+        has no `problem`."""
+        self.require_directory_right()
+        if problem:
+            raise exceptions.ValidationError({name: [problem]})
+        return self.validated(serializer_class)
 
 
 PERSON_EXAMPLE = {
@@ -75,14 +59,11 @@ PLACE_RECORD_EXAMPLE = {
 }
 
 
-class PersonListApi(DirectoryApi, GenericAPIView):
-    pagination_class = MemoryCursorPagination
+class PersonListApi(DirectoryApi, PagedListApi):
     serializer_class = s.PersonOutputSerializer
+    model = Membership
 
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
-            return Membership.objects.none()
-        principal = self.principal()
+    def rows(self, principal: Principal):
         rows = people_of(organisation=principal.organisation)
         token = principal.token
         if token is not None and token.restricted:
@@ -101,8 +82,7 @@ class PersonListApi(DirectoryApi, GenericAPIView):
     )
     def get(self, request):
         self.require_directory_right()
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response([person_output(row) for row in page])
+        return self.answer_page(self.get_queryset())
 
 
 class PersonDetailApi(DirectoryApi):
@@ -128,20 +108,13 @@ class PersonDetailApi(DirectoryApi):
         ],
     )
     def put(self, request, handle: str):
-        self.require_directory_right()
-        problem = handle_problem(handle)
-        if problem:
-            raise exceptions.ValidationError({"handle": [problem]})
-        data = self.validated(s.PersonInputSerializer)
+        data = self.directory_write("handle", handle_problem(handle), s.PersonInputSerializer)
 
         def write():
             membership, created = person_upsert(
                 organisation=self.principal().organisation, handle=handle, display_name=data["display_name"]
             )
-            response = Response(
-                person_output(membership), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
-            )
-            return response, None, replayable(response)
+            return put_answer(s.PersonOutputSerializer(membership).data, created)
 
         return self.idempotent("people-put", write, replay_stored)
 
@@ -160,7 +133,7 @@ class PlaceListApi(MemoryApi):
     def get(self, request):
         principal = self.principal()
         records = places_for(organisation=principal.organisation, user=principal.user, token=principal.token)
-        return Response([place_output(record) for record in records])
+        return Response(s.PlaceOutputSerializer(records, many=True).data)
 
 
 class PlaceDetailApi(DirectoryApi):
@@ -189,11 +162,7 @@ class PlaceDetailApi(DirectoryApi):
         ],
     )
     def put(self, request, channel: str):
-        self.require_directory_right()
-        problem = channel_problem(channel)
-        if problem:
-            raise exceptions.ValidationError({"channel": [problem]})
-        data = self.validated(s.PlaceInputSerializer)
+        data = self.directory_write("channel", channel_problem(channel), s.PlaceInputSerializer)
         principal = self.principal()
         token = principal.token
         if token is not None and token.restricted and channel not in token.allowed_channels:
@@ -208,15 +177,16 @@ class PlaceDetailApi(DirectoryApi):
                 actor=principal.user,
                 agent=principal.agent,
             )
-            response = Response(place_output(record), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
-            return response, None, replayable(response)
+            return put_answer(s.PlaceOutputSerializer(record).data, created)
 
         return self.idempotent("places-put", write, replay_stored)
 
 
-def replayable(response: Response) -> dict:
-    """A directory answer (ids, labels, kinds; no memory text) as a key row keeps it for a retry."""
-    return {"status": response.status_code, "body": plain_json(response.data)}
+def put_answer(data: dict, created: bool) -> tuple[Response, None, dict]:
+    """A directory write's answer (201 when it created the record), and what a retry replays: ids, labels
+    and kinds, never a memory's text."""
+    response = Response(data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+    return response, None, {"status": response.status_code, "body": plain_json(response.data)}
 
 
 def replay_stored(memory, extra: dict) -> Response:

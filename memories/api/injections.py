@@ -7,7 +7,6 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from accounts.auth import Principal
-from accounts.people import people_labels
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
 from memories.api.docs import MEMORY_EXAMPLE
@@ -90,43 +89,7 @@ class InjectionDetailApi(_InjectionApi):
         ],
     )
     def get(self, request, turn_id):
-        injection = self.injection_or_404(turn_id)
-        return Response(
-            {
-                "turn_id": injection.turn_id,
-                "agent": injection.agent.name if injection.agent_id else None,
-                "user": injection.user.username if injection.user_id else None,
-                "place": {
-                    "channel": injection.place_channel,
-                    "kind": injection.place_kind,
-                    "people": people_labels(organisation=injection.organisation, ids=injection.place_people or []),
-                },
-                "question": injection.question,
-                "cutoff": injection.cutoff,
-                "created_at": injection.created_at,
-                "fact_ids": injection.fact_ids,
-                "lines": [
-                    {
-                        "position": line.position,
-                        "id": line.memory_id,
-                        "block": line.block,
-                        "section": line.section,
-                        "scope": line.scope,
-                        "author": line.author,
-                        "tier": line.tier,
-                        "line": line.line,
-                        "erased_at": line.erased_at,
-                    }
-                    for line in injection.lines.order_by("position")
-                ],
-                "omissions": injection.omissions,
-                "faded": injection.faded,
-                "duplicates": injection.duplicates,
-                "sections": injection.sections,
-                "sha256": injection.text_sha256,
-                "render_version": injection.render_version,
-            }
-        )
+        return Response(s.InjectionOutputSerializer(self.injection_or_404(turn_id)).data)
 
 
 class InjectionReplayApi(_InjectionApi):
@@ -164,16 +127,4 @@ class InjectionReplayApi(_InjectionApi):
         ],
     )
     def post(self, request, turn_id):
-        injection = self.injection_or_404(turn_id)
-        replay = injection_replay(injection=injection)
-        return Response(
-            {
-                "turn_id": injection.turn_id,
-                "text": replay.text,
-                "sha256": replay.sha256,
-                "recorded_sha256": injection.text_sha256,
-                "identical": replay.identical,
-                "unavailable": replay.unavailable,
-                "render_version_matches": replay.render_version_matches,
-            }
-        )
+        return Response(s.ReplayOutputSerializer(injection_replay(injection=self.injection_or_404(turn_id))).data)

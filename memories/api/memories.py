@@ -6,16 +6,15 @@ from datetime import timedelta
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, status
-from rest_framework.generics import GenericAPIView
 from rest_framework.response import Response
 
 from accounts.auth import Principal
 from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE
 from lib.api.idempotency import IDEMPOTENCY_HEADER, IDEMPOTENCY_PARAMETER, idempotency_key_of
 from memories.api import serializers as s
-from memories.api.base import MemoryApi, MemoryCursorPagination
+from memories.api.base import MemoryApi, PagedListApi
 from memories.api.docs import MEMORY_EXAMPLE, REMEMBER_EXAMPLE
 from memories.api.filters import MemoryFilter
 from memories.models import Memory
@@ -40,17 +39,14 @@ from memories.turns.writes import (
 )
 
 
-class MemoryListApi(MemoryApi, GenericAPIView):
+class MemoryListApi(PagedListApi):
     """`GET` what the caller may see; `POST` remembers a fact said in a place."""
 
     filterset_class = MemoryFilter
-    pagination_class = MemoryCursorPagination
     serializer_class = s.MemoryOutputSerializer
+    model = Memory
 
-    def get_queryset(self):
-        if getattr(self, "swagger_fake_view", False):  # schema generation has no principal
-            return Memory.objects.none()
-        principal = self.principal()
+    def rows(self, principal: Principal):
         if principal.agent is not None:
             rows = memories_visible_to_agent(
                 agent=principal.agent, organisation=principal.organisation, token=principal.token
@@ -80,9 +76,7 @@ class MemoryListApi(MemoryApi, GenericAPIView):
         examples=[OpenApiExample("A page of memories", value=[MEMORY_EXAMPLE], response_only=True)],
     )
     def get(self, request):
-        now = timezone.now()
-        page = self.paginate_queryset(self.filter_queryset(self.get_queryset()))
-        return self.get_paginated_response([memory_output(row, now) for row in page])
+        return self.answer_page(self.filter_queryset(self.get_queryset()))
 
     @extend_schema(
         operation_id="memories_remember",
@@ -126,52 +120,65 @@ class MemoryListApi(MemoryApi, GenericAPIView):
         principal = self.principal()
         data = self.validated(s.RememberInputSerializer)
         resolved = self.resolve_place(data["place"])
-
-        def write():
-            return remember_write(principal=principal, data=data, resolved=resolved)
-
-        key = idempotency_key_of(request)
-        replayed = False
-        if key is not None:
-            memory, extra, replayed = idempotent_write(
-                organisation=principal.organisation,
-                principal=principal_key(principal),
-                key=key,
-                endpoint="remember",
-                fingerprint=request_fingerprint(endpoint="remember", data=request.data),
-                write=write,
-            )
-        else:
-            memory, extra = write()
-        if replayed:
-            memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
-        headers = {"Idempotent-Replayed": "true"} if replayed else {}
-        return Response(
-            {
-                **memory_output(memory, timezone.now(), scope_reason=extra.get("scope_reason", "")),
-                "notice": extra.get("notice", ""),
-            },
-            status=status.HTTP_201_CREATED,
-            headers=headers,
+        memory, replayed = remember(
+            principal=principal,
+            data=data,
+            resolved=resolved,
+            key=idempotency_key_of(request),
+            fingerprinted=request.data,
         )
+        headers = {"Idempotent-Replayed": "true"} if replayed else {}
+        output = memory_data(memory, serializer=s.RememberedOutputSerializer)
+        return Response(output, status=status.HTTP_201_CREATED, headers=headers)
 
 
-def memory_output(memory: Memory, now, scope_reason: str | None = None) -> dict:
-    return s.memory_output(memory, now=now, scope_reason=scope_reason)
+def memory_data(memory, *, serializer=s.MemoryOutputSerializer):
+    """A memory as answers show it, as of now."""
+    return serializer(memory, context={"now": timezone.now()}).data
+
+
+def fresh(memory: Memory) -> Memory:
+    """The row as it is now, with what its answer names."""
+    return Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
 
 
 def replay_memory(status_code: int = status.HTTP_200_OK):
     """A retry's answer: the memory the first write returned, as it is now (a receipt once erased)."""
 
     def replay(memory, extra) -> Response:
-        memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
-        return Response(memory_output(memory, timezone.now()), status=status_code)
+        return Response(memory_data(fresh(memory)), status=status_code)
 
     return replay
 
 
+def remember(
+    *, principal: Principal, data: dict, resolved: PlaceInTurn, key: str | None, fingerprinted
+) -> tuple[s.Annotated, bool]:
+    """Remember one validated request once per Idempotency-Key: (the memory `remembered`, whether replayed).
+
+    `fingerprinted` is the request as sent, which a retry under the same key must repeat."""
+
+    def write():
+        return remember_write(principal=principal, data=data, resolved=resolved)
+
+    if key is None:
+        (memory, extra), replayed = write(), False
+    else:
+        memory, extra, replayed = idempotent_write(
+            organisation=principal.organisation,
+            principal=principal_key(principal),
+            key=key,
+            endpoint="remember",
+            fingerprint=request_fingerprint(endpoint="remember", data=fingerprinted),
+            write=write,
+        )
+    if replayed:
+        memory = fresh(memory)
+    return s.remembered(memory, extra), replayed
+
+
 def remember_write(*, principal: Principal, data: dict, resolved: PlaceInTurn) -> tuple[Memory, dict]:
-    """One validated remember request, written: (the memory, {"scope_reason"})."""
+    """One validated remember request, written: (the memory, {"scope_reason", "notice"})."""
     memory, choice = memory_remember_in_place(
         organisation=principal.organisation,
         resolved=resolved,
@@ -236,22 +243,14 @@ class MemoryDetailApi(MemoryApi):
         ],
     )
     def get(self, request, memory_id):
-        memory = self.memory_or_404(memory_id, self.viewer())
-        now = timezone.now()
-        chain = memory_supersede_chain(memory=memory)
         viewer = self.viewer()
-        data = memory_output(memory, now)
-        data["chain"] = [memory_output(row, now) for row in chain if visible_to(row, viewer)]
-        data["injections"] = [
-            {
-                "turn_id": line.injection.turn_id,
-                "at": line.injection.created_at,
-                "position": line.position,
-                "section": line.section,
-                "erased": line.erased_at is not None,
-            }
-            for line in memory_injections(memory=memory)[:100]
-        ]
+        memory = self.memory_or_404(memory_id, viewer)
+        detail = s.Annotated(
+            memory,
+            chain=[row for row in memory_supersede_chain(memory=memory) if visible_to(row, viewer)],
+            injections=memory_injections(memory=memory)[:100],
+        )
+        data = memory_data(detail, serializer=s.MemoryDetailOutputSerializer)
         # A forgotten memory stays forgotten: 410 Gone, with the receipt in place of the memory.
         return Response(data, status=status.HTTP_410_GONE if memory.redacted_at else status.HTTP_200_OK)
 
@@ -293,7 +292,7 @@ class MemoryDetailApi(MemoryApi):
             if memory.redacted_at is None:
                 self.changeable_or_403(memory, viewer)
                 memory = memory_forget(memory=memory, reason=data.get("reason", ""), **self.actor())
-            return Response(memory_output(memory, timezone.now())), memory, {}
+            return Response(memory_data(memory)), memory, {}
 
         return self.idempotent("forget", write, replay_memory())
 
@@ -322,9 +321,7 @@ class MemorySupersedeApi(MemoryApi):
         )
 
     def supersede(self, memory_id, data: dict):
-        viewer = self.viewer(self.resolve_place(data.pop("place", None)))
-        memory = self.memory_or_404(memory_id, viewer)
-        self.changeable_or_403(memory, viewer)
+        memory = self.memory_to_change(memory_id, data.pop("place", None))
         body = data.pop("body")
         overrides = {}
         for name in ("tier", "pinned", "expires_at", "source_kind"):
@@ -340,8 +337,7 @@ class MemorySupersedeApi(MemoryApi):
             if data.get(name):
                 overrides[target] = data[name]
         replacement = memory_correct(memory=memory, body=body, overrides=overrides, **self.actor())
-        replacement = Memory.objects.select_related("agent", "written_by").get(pk=replacement.pk)
-        return Response(memory_output(replacement, timezone.now()), status=status.HTTP_201_CREATED), replacement, {}
+        return Response(memory_data(fresh(replacement)), status=status.HTTP_201_CREATED), replacement, {}
 
 
 class _PinApi(MemoryApi):
@@ -351,52 +347,51 @@ class _PinApi(MemoryApi):
         data = self.validated(s.PlaceOnlyInputSerializer)
 
         def write():
-            viewer = self.viewer(self.resolve_place(data.get("place")))
-            memory = self.memory_or_404(memory_id, viewer)
-            self.changeable_or_403(memory, viewer)
-            memory = memory_pin(memory=memory, pinned=self.pinned, **self.actor())
-            memory = Memory.objects.select_related("agent", "written_by").get(pk=memory.pk)
-            return Response(memory_output(memory, timezone.now())), memory, {}
+            memory = self.memory_to_change(memory_id, data.get("place"))
+            memory = fresh(memory_pin(memory=memory, pinned=self.pinned, **self.actor()))
+            return Response(memory_data(memory)), memory, {}
 
         return self.idempotent("pin" if self.pinned else "unpin", write, replay_memory())
 
 
+def pin_schema(*, operation_id: str, summary: str, description: str, examples: list):
+    return extend_schema_view(
+        post=extend_schema(
+            operation_id=operation_id,
+            summary=summary,
+            description=description,
+            parameters=[IDEMPOTENCY_PARAMETER],
+            request=s.PlaceOnlyInputSerializer,
+            responses={200: s.MemoryOutputSerializer},
+            examples=examples,
+        )
+    )
+
+
+@pin_schema(
+    operation_id="memories_pin",
+    summary="Pin a memory: recalled and rendered before the others",
+    description=(
+        "Pinned facts come first in recall and in the rendered block, within the size limits. Only the "
+        "current version can be pinned; an agent names the `place` of its turn."
+    ),
+    examples=[
+        OpenApiExample("Pin (an agent names its place)", value={"place": PLACE_EXAMPLE}, request_only=True),
+        OpenApiExample("Pinned", value={**MEMORY_EXAMPLE, "pinned": True}, response_only=True),
+    ],
+)
 class MemoryPinApi(_PinApi):
     pinned = True
 
-    @extend_schema(
-        operation_id="memories_pin",
-        summary="Pin a memory: recalled and rendered before the others",
-        description=(
-            "Pinned facts come first in recall and in the rendered block, within the size limits. Only the "
-            "current version can be pinned; an agent names the `place` of its turn."
-        ),
-        parameters=[IDEMPOTENCY_PARAMETER],
-        request=s.PlaceOnlyInputSerializer,
-        responses={200: s.MemoryOutputSerializer},
-        examples=[
-            OpenApiExample("Pin (an agent names its place)", value={"place": PLACE_EXAMPLE}, request_only=True),
-            OpenApiExample("Pinned", value={**MEMORY_EXAMPLE, "pinned": True}, response_only=True),
-        ],
-    )
-    def post(self, request, memory_id):
-        return super().post(request, memory_id)
 
-
+@pin_schema(
+    operation_id="memories_unpin",
+    summary="Unpin a memory",
+    description="Takes the pin away: the fact is ranked with the others again.",
+    examples=[
+        OpenApiExample("Unpin", value={}, request_only=True),
+        OpenApiExample("Unpinned", value=MEMORY_EXAMPLE, response_only=True),
+    ],
+)
 class MemoryUnpinApi(_PinApi):
     pinned = False
-
-    @extend_schema(
-        operation_id="memories_unpin",
-        summary="Unpin a memory",
-        description="Takes the pin away: the fact is ranked with the others again.",
-        parameters=[IDEMPOTENCY_PARAMETER],
-        request=s.PlaceOnlyInputSerializer,
-        responses={200: s.MemoryOutputSerializer},
-        examples=[
-            OpenApiExample("Unpin", value={}, request_only=True),
-            OpenApiExample("Unpinned", value=MEMORY_EXAMPLE, response_only=True),
-        ],
-    )
-    def post(self, request, memory_id):
-        return super().post(request, memory_id)

@@ -15,33 +15,6 @@ from memories.recall.query import recall
 from memories.turns.injections import injection_render
 
 
-def recall_row_output(row: dict) -> dict:
-    return {
-        "id": row["id"],
-        "body": row["body"],
-        "scope": row["scope"],
-        "scope_label": row["scope_label"],
-        "author": row["author"],
-        "written": s.WHO.get(row["author"], ""),
-        "tier": row["tier"],
-        "source": {
-            "kind": row["source_kind"],
-            "ref": row["source_ref"],
-            "label": row["source_label"],
-            "run_id": row["source_run_id"],
-        },
-        "created_at": row["created_at"],
-        "occurred_at": row["occurred_at"],
-        "rank": {
-            "pinned": row["pin_rank"] is not None,
-            "score": float(row["score"]) if row["score"] is not None else None,
-            "semantic_rank": row["semantic_rank"],
-            "lexical_rank": row["lexical_rank"],
-            "distance": float(row["distance"]) if row["distance"] is not None else None,
-        },
-    }
-
-
 class RecallApi(MemoryApi):
     @extend_schema(
         operation_id="turns_recall",
@@ -116,13 +89,8 @@ class RecallApi(MemoryApi):
             occurred_after=data.get("occurred_after"),
             occurred_before=data.get("occurred_before"),
         )
-        response = Response(
-            {
-                "results": [recall_row_output(row) for row in result.rows],
-                "ranking": result.ranking,
-                "notice": " ".join(part for part in (resolved.notice, result.notice) if part),
-            }
-        )
+        notice = " ".join(part for part in (resolved.notice, result.notice) if part)
+        response = Response(s.RecallOutputSerializer(s.Annotated(result, notice=notice)).data)
         # Where the time went, for the benchmark and for anyone profiling a slow turn.
         response["Server-Timing"] = (
             f"embed;dur={result.timings['embed_ms']:.2f}, sql;dur={result.timings['sql_ms']:.2f}, "
@@ -201,16 +169,4 @@ class RenderApi(MemoryApi):
             question=data["question"],
             cutoff=data.get("cutoff"),
         )
-        return Response(
-            {
-                "turn_id": output.injection.turn_id,
-                "cutoff": output.injection.cutoff,
-                "text": output.text,
-                "sha256": output.injection.text_sha256,
-                "facts": output.facts,
-                "omissions": output.omissions,
-                "faded": output.faded,
-                "replayed": output.replayed,
-                "notice": resolved.notice,
-            }
-        )
+        return Response(s.RenderOutputSerializer(s.Annotated(output, notice=resolved.notice)).data)

@@ -3,30 +3,35 @@
 Inputs are strict: an unknown field is refused by name (a typo such as
 `scoep` must not silently write a workspace fact), and so is any field naming
 the tenant or the owner, which come from the credentials. Outputs are built by
-plain functions from rows; the output serializers exist to document them.
+the output serializers from rows, so the schema documents exactly what is sent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 from rest_framework import serializers
 
 from accounts.auth import PRINCIPAL_FIELDS, refuse_principal_fields
+from accounts.people import DIRECTORY_USERNAME_PREFIX, people_labels
 from lib.fields import StrictDateField, StrictDateTimeField, harden, json_type_problem
 from lib.text import surrogate_path
 from memories.models import (
     BODY_MAX_CHARS,
     SOURCE_REF_MAX_CHARS,
     Author,
+    Injection,
     Memory,
     Scope,
     SourceKind,
     SubjectType,
     Tier,
 )
-from memories.places import channel_problem
+from memories.places import channel_problem, member_labels
 from memories.recall.query import MODES
 from memories.turns.render import WHO
 
@@ -131,7 +136,7 @@ def body_field(**extra) -> serializers.CharField:
 
 
 class _ProvenanceFields(StrictSerializer):
-    identifier_fields: tuple[str, ...] = ("source_ref", "run_id")
+    identifier_fields = ("source_ref", "run_id")
 
     tier = serializers.ChoiceField(choices=Tier.choices, required=False, default=Tier.LOG)
     pinned = serializers.BooleanField(required=False, default=False)
@@ -247,6 +252,32 @@ class SubjectEraseInputSerializer(StrictSerializer):
 
 
 # --- Outputs ----------------------------------------------------------------------
+#
+# Each output serializer builds the response it documents, from the row it is given (a model, or a
+# recall row as a dict): `MemoryOutputSerializer(memory, context={"now": now}).data`.
+
+
+def derived(field_class: type[serializers.Field], compute: Callable[[Any, dict], Any], **kwargs) -> serializers.Field:
+    """A field worked out by `compute(value, context)`, documented as `field_class`; the value is the whole
+    row unless `source` names one attribute."""
+
+    class DerivedField(field_class):
+        def to_representation(self, value):
+            return compute(value, self.context)
+
+    kwargs.setdefault("source", "*")
+    return DerivedField(**kwargs)
+
+
+class Annotated:
+    """A row with what its answer adds beside the row's own fields (a remember's scope reason, a read's chain)."""
+
+    def __init__(self, row, **extra):
+        self._row = row
+        self.__dict__.update(extra)
+
+    def __getattr__(self, name):
+        return getattr(self._row, name)
 
 
 def memory_state(memory, now) -> str:
@@ -259,77 +290,49 @@ def memory_state(memory, now) -> str:
     return "live"
 
 
-def memory_output(memory: Memory, *, now, scope_reason: str | None = None) -> dict:
-    """A row as the API shows it; an erased row shows its receipt and nothing of what it said."""
-    erased = memory.redacted_at is not None
-    data: dict[str, Any] = {
-        "id": memory.pk,
-        "state": memory_state(memory, now),
-        "body": memory.body,
-        "bucket": memory.bucket,
-        "scope": memory.scope,
-        "scope_ref": memory.scope_ref,
-        "scope_label": memory.scope_label,
-        "subject_type": memory.subject_type,
-        "subject_id": memory.subject_id,
-        "author": memory.author,
-        "written": WHO.get(memory.author, ""),
-        "agent": memory.agent.name if memory.agent else None,
-        "written_by": memory.written_by.username if memory.written_by else None,
-        "source": {
-            "kind": memory.source_kind,
-            "ref": memory.source_ref,
-            "label": memory.source_label,
-            "run_id": memory.source_run_id,
-        },
-        "tier": memory.tier,
-        "pinned": memory.pinned,
-        "embedded": memory.embedding_model != "" and not erased,
-        "created_at": memory.created_at,
-        "occurred_at": memory.occurred_at,
-        "expires_at": memory.expires_at,
-        "superseded_by": memory.superseded_by_id,
-        "receipt": (
-            {
-                "erased_at": memory.redacted_at,
-                "erased_by": memory.redacted_by_label,
-                "reason": memory.redaction_reason,
-            }
-            if erased
-            else None
-        ),
-    }
-    if erased and hasattr(memory, "chain_versions"):
-        # The answer to a forget: every version went, each with its own receipt.
-        data["receipt"]["versions"] = memory.chain_versions
-        data["receipt"]["versions_erased_now"] = memory.forgotten_versions
-    if scope_reason is not None:
-        data["scope_reason"] = scope_reason
-    return data
+def written_field(**kwargs) -> serializers.Field:
+    """How its author wrote a fact, in words: noted by a person, or inferred by an agent."""
+    return derived(serializers.CharField, lambda author, context: WHO.get(author, ""), source="author", **kwargs)
 
 
 class SourceOutputSerializer(serializers.Serializer):
-    kind = serializers.CharField()
-    ref = serializers.CharField()
-    label = serializers.CharField()
-    run_id = serializers.CharField()
+    kind = serializers.CharField(source="source_kind")
+    ref = serializers.CharField(source="source_ref")
+    label = serializers.CharField(source="source_label")
+    run_id = serializers.CharField(source="source_run_id")
 
 
 class ReceiptOutputSerializer(serializers.Serializer):
-    erased_at = serializers.DateTimeField()
-    erased_by = serializers.CharField(help_text="Who erased it, e.g. user:mona or agent:helper.")
-    reason = serializers.CharField()
+    # Who erased a memory, when and why; null while it is not erased.
+    erased_at = serializers.DateTimeField(source="redacted_at")
+    erased_by = serializers.CharField(
+        source="redacted_by_label", help_text="Who erased it, e.g. user:mona or agent:helper."
+    )
+    reason = serializers.CharField(source="redaction_reason")
     versions = serializers.IntegerField(
-        required=False, help_text="On the answer to a forget: how many versions the memory had; all are forgotten."
+        source="chain_versions",
+        required=False,
+        help_text="On the answer to a forget: how many versions the memory had; all are forgotten.",
     )
     versions_erased_now = serializers.IntegerField(
-        required=False, help_text="On the answer to a forget: how many of them this request erased."
+        source="forgotten_versions",
+        required=False,
+        help_text="On the answer to a forget: how many of them this request erased.",
     )
+
+    def to_representation(self, memory):
+        return super().to_representation(memory) if memory.redacted_at is not None else None
 
 
 class MemoryOutputSerializer(serializers.Serializer):
+    # A memory as the API shows it; an erased one shows its receipt and nothing of what it said. Its context's `now`
+    # decides whether it has expired.
     id = serializers.UUIDField()
-    state = serializers.ChoiceField(choices=["live", "expired", "superseded", "erased"])
+    state = derived(
+        serializers.ChoiceField,
+        lambda memory, context: memory_state(memory, context.get("now") or timezone.now()),
+        choices=["live", "expired", "superseded", "erased"],
+    )
     body = serializers.CharField(help_text="Empty once erased.")
     bucket = serializers.CharField()
     scope = serializers.ChoiceField(choices=Scope.choices)
@@ -338,18 +341,21 @@ class MemoryOutputSerializer(serializers.Serializer):
     subject_type = serializers.ChoiceField(choices=SubjectType.choices)
     subject_id = serializers.CharField()
     author = serializers.ChoiceField(choices=Author.choices)
-    written = serializers.CharField(help_text="noted by a person, or inferred by an agent")
-    agent = serializers.CharField(allow_null=True)
-    written_by = serializers.CharField(allow_null=True)
-    source = SourceOutputSerializer()
+    written = written_field(help_text="noted by a person, or inferred by an agent")
+    agent = serializers.CharField(source="agent.name", allow_null=True)
+    written_by = serializers.CharField(source="written_by.username", allow_null=True)
+    source = SourceOutputSerializer(source="*")
     tier = serializers.ChoiceField(choices=Tier.choices)
     pinned = serializers.BooleanField()
-    embedded = serializers.BooleanField()
+    embedded = derived(
+        serializers.BooleanField,
+        lambda memory, context: memory.embedding_model != "" and memory.redacted_at is None,
+    )
     created_at = serializers.DateTimeField()
     occurred_at = serializers.DateTimeField(allow_null=True)
     expires_at = serializers.DateTimeField(allow_null=True)
-    superseded_by = serializers.UUIDField(allow_null=True)
-    receipt = ReceiptOutputSerializer(allow_null=True)
+    superseded_by = serializers.UUIDField(source="superseded_by_id", allow_null=True)
+    receipt = ReceiptOutputSerializer(source="*", allow_null=True)
 
 
 PLACE_NOTICE_HELP = (
@@ -358,26 +364,32 @@ PLACE_NOTICE_HELP = (
 )
 
 
+def remembered(memory: Memory, extra: dict) -> Annotated:
+    """A written memory with what remember's answer adds: why the scope differs, and the place's notice."""
+    return Annotated(memory, scope_reason=extra.get("scope_reason", ""), notice=extra.get("notice", ""))
+
+
 class RememberedOutputSerializer(MemoryOutputSerializer):
     scope_reason = serializers.CharField(help_text="Why the scope used differs from the one asked for; empty if not.")
     notice = serializers.CharField(help_text=PLACE_NOTICE_HELP)
 
 
 class InjectionUseOutputSerializer(serializers.Serializer):
-    turn_id = serializers.CharField()
-    at = serializers.DateTimeField()
+    turn_id = serializers.CharField(source="injection.turn_id")
+    at = serializers.DateTimeField(source="injection.created_at")
     position = serializers.IntegerField()
     section = serializers.CharField()
-    erased = serializers.BooleanField()
+    erased = derived(serializers.BooleanField, lambda line, context: line.erased_at is not None)
 
 
 class MemoryDetailOutputSerializer(MemoryOutputSerializer):
+    # Annotated with `chain` (the versions the viewer may see) and `injections` (injection lines).
     chain = MemoryOutputSerializer(many=True, help_text="Every version, oldest to newest, this one included.")
     injections = InjectionUseOutputSerializer(many=True, help_text="Turns it was injected into, newest first.")
 
 
 class RecallRankOutputSerializer(serializers.Serializer):
-    pinned = serializers.BooleanField()
+    pinned = derived(serializers.BooleanField, lambda row, context: row["pin_rank"] is not None)
     score = serializers.FloatField(allow_null=True)
     semantic_rank = serializers.IntegerField(allow_null=True)
     lexical_rank = serializers.IntegerField(allow_null=True)
@@ -385,17 +397,18 @@ class RecallRankOutputSerializer(serializers.Serializer):
 
 
 class RecallResultOutputSerializer(serializers.Serializer):
+    # One recall row (a dict).
     id = serializers.UUIDField()
     body = serializers.CharField()
     scope = serializers.CharField()
     scope_label = serializers.CharField()
     author = serializers.CharField()
-    written = serializers.CharField()
+    written = written_field()
     tier = serializers.CharField()
-    source = SourceOutputSerializer()
+    source = SourceOutputSerializer(source="*")
     created_at = serializers.DateTimeField()
     occurred_at = serializers.DateTimeField(allow_null=True)
-    rank = RecallRankOutputSerializer()
+    rank = RecallRankOutputSerializer(source="*")
 
 
 class RankingOutputSerializer(serializers.Serializer):
@@ -415,7 +428,8 @@ class RankingOutputSerializer(serializers.Serializer):
 
 
 class RecallOutputSerializer(serializers.Serializer):
-    results = RecallResultOutputSerializer(many=True)
+    # A `RecallResult`, annotated with the answer's `notice`.
+    results = RecallResultOutputSerializer(many=True, source="rows")
     ranking = RankingOutputSerializer()
     notice = serializers.CharField(
         help_text="What gave way and why (a fallback, or the place record used instead of the call); else empty."
@@ -423,7 +437,8 @@ class RecallOutputSerializer(serializers.Serializer):
 
 
 class RenderedFactOutputSerializer(serializers.Serializer):
-    id = serializers.UUIDField()
+    # One fact's line a render injected, as its injection records it (an `InjectionLine`).
+    id = serializers.UUIDField(source="memory_id")
     scope = serializers.CharField()
     section = serializers.CharField()
     tier = serializers.CharField()
@@ -438,10 +453,11 @@ class CountOutputSerializer(serializers.Serializer):
 
 
 class RenderOutputSerializer(serializers.Serializer):
-    turn_id = serializers.CharField()
-    cutoff = serializers.DateField()
+    # A `RenderOutput`, annotated with the place's `notice`.
+    turn_id = serializers.CharField(source="injection.turn_id")
+    cutoff = serializers.DateField(source="injection.cutoff")
     text = serializers.CharField(help_text="The fenced block, or empty when there is nothing to inject.")
-    sha256 = serializers.CharField()
+    sha256 = serializers.CharField(source="injection.text_sha256")
     facts = RenderedFactOutputSerializer(many=True)
     omissions = CountOutputSerializer(many=True)
     faded = CountOutputSerializer(many=True)
@@ -451,7 +467,7 @@ class RenderOutputSerializer(serializers.Serializer):
 
 class InjectionLineOutputSerializer(serializers.Serializer):
     position = serializers.IntegerField()
-    id = serializers.UUIDField(allow_null=True)
+    id = serializers.UUIDField(source="memory_id", allow_null=True)
     block = serializers.CharField()
     section = serializers.CharField()
     scope = serializers.CharField()
@@ -461,21 +477,29 @@ class InjectionLineOutputSerializer(serializers.Serializer):
     erased_at = serializers.DateTimeField(allow_null=True)
 
 
+def injection_place(injection: Injection, context: dict) -> dict:
+    return {
+        "channel": injection.place_channel,
+        "kind": injection.place_kind,
+        "people": people_labels(organisation=injection.organisation, ids=injection.place_people or []),
+    }
+
+
 class InjectionOutputSerializer(serializers.Serializer):
     turn_id = serializers.CharField()
-    agent = serializers.CharField(allow_null=True)
-    user = serializers.CharField(allow_null=True)
-    place = serializers.DictField()
+    agent = serializers.CharField(source="agent.name", allow_null=True)
+    user = serializers.CharField(source="user.username", allow_null=True)
+    place = derived(serializers.DictField, injection_place)
     question = serializers.CharField()
     cutoff = serializers.DateField()
     created_at = serializers.DateTimeField()
     fact_ids = serializers.ListField(child=serializers.UUIDField())
-    lines = InjectionLineOutputSerializer(many=True)
+    lines = InjectionLineOutputSerializer(many=True)  # the model keeps a record's lines in position order
     omissions = CountOutputSerializer(many=True)
     faded = CountOutputSerializer(many=True)
     duplicates = CountOutputSerializer(many=True)
     sections = serializers.ListField(child=serializers.DictField())
-    sha256 = serializers.CharField()
+    sha256 = serializers.CharField(source="text_sha256")
     render_version = serializers.IntegerField()
 
 
@@ -488,6 +512,7 @@ class UnavailableOutputSerializer(serializers.Serializer):
 
 
 class ReplayOutputSerializer(serializers.Serializer):
+    # A `memories.turns.injections.Replay`.
     turn_id = serializers.CharField()
     text = serializers.CharField()
     sha256 = serializers.CharField()
@@ -578,6 +603,16 @@ class BatchErrorOutputSerializer(serializers.Serializer):
     fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
 
 
+@dataclass(frozen=True)
+class BatchItem:
+    """One item's answer: its memory (`remembered`) once written, or the error that refused it."""
+
+    index: int
+    status: str  # created, duplicate or refused
+    memory: Annotated | None = None
+    error: dict | None = None
+
+
 class BatchItemOutputSerializer(serializers.Serializer):
     index = serializers.IntegerField(help_text="The item's position in `items`, from 0.")
     status = serializers.ChoiceField(choices=["created", "duplicate", "refused"])
@@ -585,11 +620,16 @@ class BatchItemOutputSerializer(serializers.Serializer):
     error = BatchErrorOutputSerializer(allow_null=True, help_text="Why the item was refused, in the API's error shape.")
 
 
+def status_count(status: str) -> Callable[[list[BatchItem], dict], int]:
+    return lambda items, context: sum(item.status == status for item in items)
+
+
 class BatchOutputSerializer(serializers.Serializer):
-    created = serializers.IntegerField()
-    duplicates = serializers.IntegerField()
-    refused = serializers.IntegerField()
-    items = BatchItemOutputSerializer(many=True)
+    # A batch's answer, from its items' `BatchItem`s in order.
+    created = derived(serializers.IntegerField, status_count("created"))
+    duplicates = derived(serializers.IntegerField, status_count("duplicate"))
+    refused = derived(serializers.IntegerField, status_count("refused"))
+    items = BatchItemOutputSerializer(many=True, source="*")
 
 
 # --- People and places: the directory ------------------------------------------------
@@ -605,13 +645,29 @@ class PersonInputSerializer(StrictSerializer):
     )
 
 
+def signs_in_as(user, context: dict) -> str | None:
+    # A person the directory made has a placeholder username until they are invited.
+    return None if user.username.startswith(DIRECTORY_USERNAME_PREFIX) else user.username
+
+
 class PersonOutputSerializer(serializers.Serializer):
-    id = serializers.UUIDField(help_text="The person's one stable id: what scopes, subjects and audits store.")
+    # A person of the directory, from their `Membership`.
+    id = serializers.UUIDField(
+        source="user.pk", help_text="The person's one stable id: what scopes, subjects and audits store."
+    )
     handle = serializers.CharField(allow_null=True, help_text="The integration's id for them, if it made them.")
-    username = serializers.CharField(allow_null=True, help_text="What they sign in with; null until invited.")
+    username = derived(
+        serializers.CharField,
+        signs_in_as,
+        source="user",
+        allow_null=True,
+        help_text="What they sign in with; null until invited.",
+    )
     display_name = serializers.CharField()
-    can_sign_in = serializers.BooleanField()
-    active = serializers.BooleanField()
+    can_sign_in = derived(
+        serializers.BooleanField, lambda user, context: user.is_active and user.has_usable_password(), source="user"
+    )
+    active = serializers.BooleanField(source="user.is_active")
     created_at = serializers.DateTimeField()
 
 
@@ -629,8 +685,14 @@ class PlaceInputSerializer(StrictSerializer):
 
 
 class PlaceOutputSerializer(serializers.Serializer):
-    channel = serializers.CharField()
-    kind = serializers.CharField()
-    people = serializers.ListField(child=serializers.CharField(), help_text="Members, by handle or username.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    # A place's record (`memories.places.PlaceRecord`).
+    channel = serializers.CharField(source="channel.external_id")
+    kind = serializers.CharField(source="channel.kind")
+    people = derived(
+        serializers.ListField,
+        lambda record, context: member_labels(record),
+        child=serializers.CharField(),
+        help_text="Members, by handle or username.",
+    )
+    created_at = serializers.DateTimeField(source="channel.created_at")
+    updated_at = serializers.DateTimeField(source="channel.updated_at")

@@ -5,6 +5,7 @@ Each render runs in one transaction and records exactly what it injected, so the
 from __future__ import annotations
 
 import hashlib
+import itertools
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
@@ -30,12 +31,36 @@ from memories.turns.sections import plane_sections
 
 @dataclass
 class RenderOutput:
+    """What a render answers: its record, the block, and the lines of the facts it injected."""
+
     injection: Injection
     text: str
-    facts: list[dict]
+    facts: list[InjectionLine]
     omissions: list[dict]
     faded: list[dict]
     replayed: bool = False
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """What one render was asked: a turn id seen again must be asked the same."""
+
+    place: Place
+    question: str
+    cutoff: date
+    agent: Agent | None
+    user: User | None
+
+    def matches(self, injection: Injection) -> bool:
+        return (
+            injection.place_channel == self.place.channel
+            and injection.place_kind == self.place.kind
+            and list(injection.place_people) == list(self.place.people)
+            and injection.question == self.question
+            and injection.cutoff == self.cutoff
+            and injection.agent_id == getattr(self.agent, "pk", None)
+            and injection.user_id == getattr(self.user, "pk", None)
+        )
 
 
 def _caps() -> dict[str, render.RenderCaps]:
@@ -74,16 +99,11 @@ def _subject_names(rows: list[dict], resolved: PlaceInTurn, organisation: Organi
     return names
 
 
-def _same_request(injection: Injection, *, place: Place, question: str, cutoff: date, agent, user) -> bool:
-    return (
-        injection.place_channel == place.channel
-        and injection.place_kind == place.kind
-        and list(injection.place_people) == list(place.people)
-        and injection.question == question
-        and injection.cutoff == cutoff
-        and injection.agent_id == getattr(agent, "pk", None)
-        and injection.user_id == getattr(user, "pk", None)
-    )
+def _answer_again(injection: Injection, request: TurnRequest) -> RenderOutput:
+    """A turn id rendered before answers its record, if it is asked the same."""
+    if not request.matches(injection):
+        raise TurnConflict("turn_id", "This turn was already rendered with a different request; use a new turn id.")
+    return _replayed_output(injection)
 
 
 def injection_render(
@@ -104,152 +124,156 @@ def injection_render(
     record (the same bytes), with a different one is a conflict.
     """
     now = now or timezone.now()
-    cutoff = cutoff or now.date()
-    place = resolved.place
-    question = (question or "").strip()
+    request = TurnRequest(
+        place=resolved.place, question=(question or "").strip(), cutoff=cutoff or now.date(), agent=agent, user=user
+    )
     existing = Injection.objects.filter(organisation=organisation, turn_id=turn_id).first()
     if existing is not None:
-        if not _same_request(existing, place=place, question=question, cutoff=cutoff, agent=agent, user=user):
-            raise TurnConflict("turn_id", "This turn was already rendered with a different request; use a new turn id.")
-        return _replayed_output(existing)
-
+        return _answer_again(existing, request)
     caps = _caps()
-    rows, totals = render_candidates(organisation=organisation, place=place, agent=agent, caps=caps, now=now)
-    notices: list[str] = []
-    if question:
-        ranked = recall(
-            organisation=organisation,
-            place=place,
-            question=question,
-            limit=settings.MEMORY_RECALL_MAX_LIMIT,
-            agent=agent,
-            now=now,
-        )
-        notices.append(ranked.notice)
-        # Issue 16: episodes reach render only when the question recalls them (never as filler).
-        rows = with_recalled_episodes(rows, ranked.rows, now=now, fade_days=settings.MEMORY_NOTE_FADE_DAYS)
-        order = {str(row["id"]): position for position, row in enumerate(ranked.rows)}
-        # The facts the question recalls lead their sections; the rest keep recency order.
-        rows.sort(key=lambda row: order.get(str(row["id"]), len(order)))
+    selection = _selection(organisation=organisation, resolved=resolved, request=request, caps=caps, now=now)
+    sections, failed_planes = plane_sections(
+        principal=principal, place=request.place, cutoff=request.cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp
+    )
+    selection.omissions.extend(failed_planes)
+    text = render.compose(selection.paragraphs, sections)
+    try:
+        return _recorded(organisation, turn_id, request, selection, sections, text)
+    except IntegrityError:
+        # The same turn rendered concurrently: the first record stands.
+        return _answer_again(Injection.objects.get(organisation=organisation, turn_id=turn_id), request)
+
+
+def _candidates(
+    *, organisation: Organisation, request: TurnRequest, caps: dict, now: datetime
+) -> tuple[list[dict], dict[str, int], list[str]]:
+    """The rows a render chooses from, those the question recalls first; each scope's total; recall's notices."""
+    rows, totals = render_candidates(
+        organisation=organisation, place=request.place, agent=request.agent, caps=caps, now=now
+    )
+    if not request.question:
+        return rows, totals, []
+    ranked = recall(
+        organisation=organisation,
+        place=request.place,
+        question=request.question,
+        limit=settings.MEMORY_RECALL_MAX_LIMIT,
+        agent=request.agent,
+        now=now,
+    )
+    # Issue 16: episodes reach render only when the question recalls them (never as filler).
+    rows = with_recalled_episodes(rows, ranked.rows, now=now, fade_days=settings.MEMORY_NOTE_FADE_DAYS)
+    order = {str(row["id"]): position for position, row in enumerate(ranked.rows)}
+    # The facts the question recalls lead their sections; the rest keep recency order.
+    rows.sort(key=lambda row: order.get(str(row["id"]), len(order)))
+    return rows, totals, [ranked.notice]
+
+
+def _selection(
+    *, organisation: Organisation, resolved: PlaceInTurn, request: TurnRequest, caps: dict, now: datetime
+) -> render.Selection:
+    """What of the candidates reaches the prompt, with what was left out reported."""
+    rows, totals, notices = _candidates(organisation=organisation, request=request, caps=caps, now=now)
     names = _subject_names(rows, resolved, organisation)
     facts = [_render_fact(row, names) for row in rows]
     passed = {scope: sum(1 for fact in facts if fact.scope == scope) for scope in SCOPE_ORDER}
-    labels = {"channel": place.channel}
-    person = solo_person(place)
+    labels = {"channel": request.place.channel}
+    person = solo_person(request.place)
     if person:
         labels["person"] = resolved.label_for(person)
-    selection = render.select(
+    return render.select(
         facts,
-        cutoff=cutoff,
+        cutoff=request.cutoff,
         caps=caps,
         fade_days=settings.MEMORY_NOTE_FADE_DAYS,
         labels=labels,
         left_out={scope: max(totals.get(scope, 0) - passed[scope], 0) for scope in SCOPE_ORDER},
         notices=notices,
     )
-    sections, failed_planes = plane_sections(
-        principal=principal, place=place, cutoff=cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp
-    )
-    selection.omissions.extend(failed_planes)
-    text = render.compose(selection.paragraphs, sections)
 
-    with transaction.atomic():
-        try:
-            with transaction.atomic():
-                injection = Injection.objects.create(
-                    organisation=organisation,
-                    turn_id=turn_id,
-                    agent=agent,
-                    user=user,
-                    place_channel=place.channel,
-                    place_kind=place.kind,
-                    place_people=list(place.people),
-                    question=question,
-                    cutoff=cutoff,
-                    fact_ids=[item.fact.id for item in selection.lines],
-                    paragraphs=[
-                        {
-                            "scope": paragraph.scope,
-                            "label": paragraph.label,
-                            "profile": len(paragraph.profile),
-                            "recent": len(paragraph.recent),
-                            "left_out": paragraph.left_out,
-                        }
-                        for paragraph in selection.paragraphs
-                    ],
-                    sections=[
-                        {"name": section.name, "title": section.title, "lines": len(section.lines)}
-                        for section in sections
-                    ],
-                    omissions=selection.omissions,
-                    faded=selection.faded,
-                    duplicates=selection.duplicates,
-                    text_sha256=hashlib.sha256(text.encode()).hexdigest(),
-                    text_chars=len(text),
-                    render_version=render.RENDER_VERSION,
-                )
-        except IntegrityError:
-            # The same turn rendered concurrently: the first record stands.
-            existing = Injection.objects.get(organisation=organisation, turn_id=turn_id)
-            if not _same_request(existing, place=place, question=question, cutoff=cutoff, agent=agent, user=user):
-                raise TurnConflict(
-                    "turn_id", "This turn was already rendered with a different request; use a new turn id."
-                ) from None
-            return _replayed_output(existing)
-        lines = [
-            InjectionLine(
-                organisation=organisation,
-                injection=injection,
-                position=position,
-                memory_id=item.fact.id,
-                block=item.fact.scope,
-                section=item.section,
-                scope=item.fact.scope,
-                author=item.fact.author,
-                tier=item.fact.tier,
-                line=item.line,
-            )
-            for position, item in enumerate(selection.lines)
-        ]
-        offset = len(lines)
-        for section in sections:
-            for index, line in enumerate(section.lines):
-                memory_id = section.memory_ids[index] if index < len(section.memory_ids) else None
-                lines.append(
-                    InjectionLine(
-                        organisation=organisation,
-                        injection=injection,
-                        position=offset,
-                        memory_id=memory_id,
-                        block=f"section:{section.name}",
-                        line=line,
-                    )
-                )
-                offset += 1
-        InjectionLine.objects.bulk_create(lines)
-    return RenderOutput(
-        injection=injection,
-        text=text,
-        facts=[
+
+@transaction.atomic
+def _recorded(
+    organisation: Organisation,
+    turn_id: str,
+    request: TurnRequest,
+    selection: render.Selection,
+    sections: list[render.Section],
+    text: str,
+) -> RenderOutput:
+    """The injection recorded with its lines, all or nothing: IntegrityError if the turn id was recorded
+    meanwhile."""
+    injection = Injection.objects.create(
+        organisation=organisation,
+        turn_id=turn_id,
+        agent=request.agent,
+        user=request.user,
+        place_channel=request.place.channel,
+        place_kind=request.place.kind,
+        place_people=list(request.place.people),
+        question=request.question,
+        cutoff=request.cutoff,
+        fact_ids=[item.fact.id for item in selection.lines],
+        paragraphs=[
             {
-                "id": item.fact.id,
-                "scope": item.fact.scope,
-                "section": item.section,
-                "tier": item.fact.tier,
-                "author": item.fact.author,
-                "line": item.line,
+                "scope": paragraph.scope,
+                "label": paragraph.label,
+                "profile": len(paragraph.profile),
+                "recent": len(paragraph.recent),
+                "left_out": paragraph.left_out,
             }
-            for item in selection.lines
+            for paragraph in selection.paragraphs
         ],
+        sections=[{"name": section.name, "title": section.title, "lines": len(section.lines)} for section in sections],
         omissions=selection.omissions,
         faded=selection.faded,
+        duplicates=selection.duplicates,
+        text_sha256=hashlib.sha256(text.encode()).hexdigest(),
+        text_chars=len(text),
+        render_version=render.RENDER_VERSION,
     )
+    fact_lines, section_lines = _injection_lines(injection, selection, sections)
+    InjectionLine.objects.bulk_create(fact_lines + section_lines)
+    return RenderOutput(
+        injection=injection, text=text, facts=fact_lines, omissions=selection.omissions, faded=selection.faded
+    )
+
+
+def _injection_lines(
+    injection: Injection, selection: render.Selection, sections: list[render.Section]
+) -> tuple[list[InjectionLine], list[InjectionLine]]:
+    """The record's lines, in the block's order: the facts' lines, then each section's."""
+    facts = [
+        dict(
+            memory_id=item.fact.id,
+            block=item.fact.scope,
+            section=item.section,
+            scope=item.fact.scope,
+            author=item.fact.author,
+            tier=item.fact.tier,
+            line=item.line,
+        )
+        for item in selection.lines
+    ]
+    in_sections = [
+        dict(memory_id=memory_id, block=f"section:{section.name}", line=line)
+        for section in sections
+        # A section made without ids (not by `render.section_from`) has lines of no memory.
+        for line, memory_id in itertools.zip_longest(section.lines, section.memory_ids[: len(section.lines)])
+    ]
+    lines = [
+        InjectionLine(organisation=injection.organisation, injection=injection, position=position, **fields)
+        for position, fields in enumerate(facts + in_sections)
+    ]
+    return lines[: len(facts)], lines[len(facts) :]
 
 
 @dataclass
 class Replay:
+    turn_id: str
     text: str
     sha256: str
+    recorded_sha256: str
     identical: bool
     unavailable: list[dict]
     render_version_matches: bool
@@ -263,87 +287,85 @@ def injection_replay(*, injection: Injection) -> Replay:
     left out, and named with when and why it was erased.
     """
     lines = list(injection.lines.order_by("position"))
-    erased_memories = {
+    text = render.compose(*_recorded_layout(injection, lines))
+    sha = hashlib.sha256(text.encode()).hexdigest()
+    return Replay(
+        turn_id=injection.turn_id,
+        text=text,
+        sha256=sha,
+        recorded_sha256=injection.text_sha256,
+        identical=sha == injection.text_sha256,
+        unavailable=_unavailable(injection, lines),
+        render_version_matches=injection.render_version == render.RENDER_VERSION,
+    )
+
+
+def _unavailable(injection: Injection, lines: list[InjectionLine]) -> list[dict]:
+    """Each erased line: which fact, where, and when and why it was erased."""
+    erased = [line for line in lines if line.erased_at is not None]
+    receipts = {
         str(row.pk): row
         for row in Memory.objects.filter(
-            organisation_id=injection.organisation_id,
-            pk__in=[line.memory_id for line in lines if line.erased_at is not None and line.memory_id],
+            organisation_id=injection.organisation_id, pk__in=[line.memory_id for line in erased if line.memory_id]
         )
     }
     unavailable = []
-    for line in lines:
-        if line.erased_at is None:
-            continue
-        memory = erased_memories.get(str(line.memory_id))
+    for line in erased:
+        memory = receipts.get(str(line.memory_id))
+        reason = f"erased on {line.erased_at:%Y-%m-%d}"
+        if memory is not None:
+            reason += f" by {memory.redacted_by_label or 'someone'}: {memory.redaction_reason}"
         unavailable.append(
             {
                 "id": str(line.memory_id) if line.memory_id else None,
                 "position": line.position,
                 "scope": line.scope or line.block,
-                "reason": (
-                    f"erased on {line.erased_at:%Y-%m-%d} by {memory.redacted_by_label or 'someone'}: "
-                    f"{memory.redaction_reason}"
-                    if memory is not None
-                    else f"erased on {line.erased_at:%Y-%m-%d}"
-                ),
+                "reason": reason,
                 "erased_at": line.erased_at,
             }
         )
+    return unavailable
+
+
+def _recorded_layout(
+    injection: Injection, lines: list[InjectionLine]
+) -> tuple[list[render.Paragraph], list[render.Section]]:
+    """The paragraphs and sections the record describes, each taking its lines in order, erased ones left out."""
     cursor = iter(lines)
+
+    def shown(count: int) -> tuple[str, ...]:
+        taken = [next(cursor) for _ in range(count)]
+        return tuple(line.line for line in taken if line.erased_at is None)
+
     paragraphs = []
     for recorded in injection.paragraphs:
-        profile = [next(cursor) for _ in range(recorded["profile"])]
-        recent = [next(cursor) for _ in range(recorded["recent"])]
-        profile_lines = tuple(line.line for line in profile if line.erased_at is None)
-        recent_lines = tuple(line.line for line in recent if line.erased_at is None)
-        if profile_lines or recent_lines:
+        profile, recent = shown(recorded["profile"]), shown(recorded["recent"])
+        if profile or recent:
             paragraphs.append(
                 render.Paragraph(
                     scope=recorded["scope"],
                     label=recorded["label"],
-                    profile=profile_lines,
-                    recent=recent_lines,
+                    profile=profile,
+                    recent=recent,
                     left_out=recorded["left_out"],
                 )
             )
-    sections = []
-    for recorded in injection.sections:
-        taken = [next(cursor) for _ in range(recorded["lines"])]
-        sections.append(
-            render.Section(
-                name=recorded["name"],
-                title=recorded["title"],
-                lines=tuple(line.line for line in taken if line.erased_at is None),
-            )
-        )
-    text = render.compose(paragraphs, sections)
-    sha = hashlib.sha256(text.encode()).hexdigest()
-    return Replay(
-        text=text,
-        sha256=sha,
-        identical=sha == injection.text_sha256,
-        unavailable=unavailable,
-        render_version_matches=injection.render_version == render.RENDER_VERSION,
-    )
+    sections = [
+        render.Section(name=recorded["name"], title=recorded["title"], lines=shown(recorded["lines"]))
+        for recorded in injection.sections
+    ]
+    return paragraphs, sections
 
 
 def _replayed_output(injection: Injection) -> RenderOutput:
-    replay = injection_replay(injection=injection)
     facts = [
-        {
-            "id": str(line.memory_id),
-            "scope": line.scope,
-            "section": line.section,
-            "tier": line.tier,
-            "author": line.author,
-            "line": line.line,
-        }
+        line
         for line in injection.lines.order_by("position")
         if not line.block.startswith("section:") and line.erased_at is None
     ]
     return RenderOutput(
         injection=injection,
-        text=replay.text,
+        text=injection_replay(injection=injection).text,
         facts=facts,
         omissions=injection.omissions,
         faded=injection.faded,

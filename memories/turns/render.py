@@ -207,24 +207,24 @@ def fact_line(fact: RenderFact, limit: int) -> str:
     return f"- [{pin}{' · '.join(meta)}] {inline(fact.text, limit)}"
 
 
-def _take(facts: Sequence[RenderFact], section: str, limit: int, budget: int, fact_clamp: int):
-    """One section's count limit, character budget and clamp, in that order."""
+def _take(facts: Sequence[RenderFact], section: str, caps: RenderCaps) -> tuple[list[RenderedLine], int]:
+    """One section's facts, pinned first, within its count limit, character budget and clamp, in that order;
+    and how many were dropped."""
+    limit, budget = getattr(caps, f"{section}_limit"), getattr(caps, f"{section}_budget")
+    # sorted is stable: the caller's order stands among the pinned and among the rest.
+    candidates = sorted((fact for fact in facts if fact.section == section), key=lambda fact: not fact.pinned)
     taken: list[RenderedLine] = []
     used = 0
-    for fact in facts:
+    for fact in candidates:
         if len(taken) >= limit:
             break
-        line = fact_line(fact, fact_clamp)
+        line = fact_line(fact, caps.fact_clamp)
         # The first fact always fits: the clamp, not the budget, bounds a lone long fact.
         if taken and used + len(line) > budget:
             break
         used += len(line) + 1
         taken.append(RenderedLine(fact=fact, section=section, line=line))
-    return taken, len(facts) - len(taken)
-
-
-def _pinned_first(facts: Iterable[RenderFact]) -> list[RenderFact]:
-    return sorted(facts, key=lambda fact: not fact.pinned)  # stable: keeps the caller's order otherwise
+    return taken, len(candidates) - len(taken)
 
 
 def select(
@@ -248,24 +248,45 @@ def select(
     left_out = left_out or {}
     selection = Selection()
     selection.omissions.extend({"scope": "recall", "count": 0, "reason": notice} for notice in notices if notice)
-    # The API refuses days at the calendar's ends; a direct caller still must not overflow the fade.
-    oldest_note = cutoff - timedelta(days=fade_days) if cutoff > date.min + timedelta(days=fade_days) else date.min
-
     by_scope: dict[str, list[RenderFact]] = {scope: [] for scope in SCOPE_ORDER}
     for fact in facts:
         if fact.scope not in by_scope:
             raise ValueError(f"unknown scope {fact.scope!r}")
         by_scope[fact.scope].append(fact)
-
     # The fade runs first, so precedence and caps see only what survives.
+    by_scope = _unfaded(by_scope, cutoff=cutoff, fade_days=fade_days, faded=selection.faded)
+    by_scope = _by_precedence(by_scope, duplicates=selection.duplicates)
+    for scope in SCOPE_ORDER:
+        _capped(
+            scope,
+            by_scope[scope],
+            caps[scope],
+            label=labels.get(scope, ""),
+            left_out=left_out.get(scope, 0),
+            into=selection,
+        )
+    return selection
+
+
+def _unfaded(
+    by_scope: dict[str, list[RenderFact]], *, cutoff: date, fade_days: int, faded: list[dict]
+) -> dict[str, list[RenderFact]]:
+    """Each scope's facts without the notes older than the fade window, counting in `faded` what went."""
+    # The API refuses days at the calendar's ends; a direct caller still must not overflow the fade.
+    oldest_note = cutoff - timedelta(days=fade_days) if cutoff > date.min + timedelta(days=fade_days) else date.min
+    kept_by_scope = {}
     for scope in SCOPE_ORDER:
         kept = [fact for fact in by_scope[scope] if fact.tier != "note" or fact.learned_on >= oldest_note]
         if len(kept) != len(by_scope[scope]):
-            selection.faded.append({"scope": scope, "count": len(by_scope[scope]) - len(kept)})
-        by_scope[scope] = kept
+            faded.append({"scope": scope, "count": len(by_scope[scope]) - len(kept)})
+        kept_by_scope[scope] = kept
+    return kept_by_scope
 
-    # Precedence: the most specific scope claims a text before the wider ones see it.
+
+def _by_precedence(by_scope: dict[str, list[RenderFact]], *, duplicates: list[dict]) -> dict[str, list[RenderFact]]:
+    """The most specific scope claims a text before the wider ones see it; `duplicates` counts their copies."""
     claimed: set[str] = set()
+    unique_by_scope = {}
     for scope in reversed(SCOPE_ORDER):
         unique = []
         for fact in by_scope[scope]:
@@ -275,48 +296,37 @@ def select(
             claimed.add(key)
             unique.append(fact)
         if len(unique) != len(by_scope[scope]):
-            selection.duplicates.append({"scope": scope, "count": len(by_scope[scope]) - len(unique)})
-        by_scope[scope] = unique
+            duplicates.append({"scope": scope, "count": len(by_scope[scope]) - len(unique)})
+        unique_by_scope[scope] = unique
+    return unique_by_scope
 
-    for scope in SCOPE_ORDER:
-        scope_caps = caps[scope]
-        profile_facts = _pinned_first(fact for fact in by_scope[scope] if fact.section == PROFILE)
-        recent_facts = _pinned_first(fact for fact in by_scope[scope] if fact.section == RECENT)
-        profile, profile_dropped = _take(
-            profile_facts,
-            PROFILE,
-            scope_caps.profile_limit,
-            scope_caps.profile_budget,
-            scope_caps.fact_clamp,
+
+def _capped(
+    scope: str, facts: list[RenderFact], caps: RenderCaps, *, label: str, left_out: int, into: Selection
+) -> None:
+    """One scope's profile and recent sections within its caps, added to the selection with what was dropped."""
+    profile, profile_dropped = _take(facts, PROFILE, caps)
+    recent, recent_dropped = _take(facts, RECENT, caps)
+    dropped = profile_dropped + recent_dropped + left_out
+    if dropped:
+        into.omissions.append(
+            {
+                "scope": scope,
+                "count": dropped,
+                "reason": f"{dropped} {scope} fact(s) beyond the render limits were not injected",
+            }
         )
-        recent, recent_dropped = _take(
-            recent_facts,
-            RECENT,
-            scope_caps.recent_limit,
-            scope_caps.recent_budget,
-            scope_caps.fact_clamp,
+    if profile or recent:
+        into.lines.extend(profile + recent)
+        into.paragraphs.append(
+            Paragraph(
+                scope=scope,
+                label=label,
+                profile=tuple(item.line for item in profile),
+                recent=tuple(item.line for item in recent),
+                left_out=dropped,
+            )
         )
-        dropped = profile_dropped + recent_dropped + left_out.get(scope, 0)
-        if dropped:
-            selection.omissions.append(
-                {
-                    "scope": scope,
-                    "count": dropped,
-                    "reason": f"{dropped} {scope} fact(s) beyond the render limits were not injected",
-                }
-            )
-        if profile or recent:
-            selection.lines.extend(profile + recent)
-            selection.paragraphs.append(
-                Paragraph(
-                    scope=scope,
-                    label=labels.get(scope, ""),
-                    profile=tuple(item.line for item in profile),
-                    recent=tuple(item.line for item in recent),
-                    left_out=dropped,
-                )
-            )
-    return selection
 
 
 _HEADINGS = {

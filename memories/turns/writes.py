@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.utils import timezone
@@ -143,30 +142,19 @@ def memory_remember_in_place(
         raise ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})
     if ttl_days is not None:
         expires_at = now + timedelta(days=ttl_days)
-    scope_label = ""
-    if choice.scope == Scope.CHANNEL:
-        scope_label = resolved.place.channel
-    elif choice.scope == Scope.PERSON:
-        scope_label = resolved.label_for(choice.ref) or _label_of(organisation=organisation, person_id=choice.ref)
     subject_type, subject_id = _subject(
         organisation=organisation, choice=choice, subject_type=subject_type, subject_id=subject_id
     )
-
-    is_agent = agent is not None
-    fields: dict[str, Any] = dict(
+    # The live-fact caps are held by `memory_remember` itself, on every path that writes.
+    memory = memory_remember(
         organisation=organisation,
-        bucket=Bucket.LEARNED if is_agent else Bucket.USER,
-        author=Author.MODEL if is_agent else Author.PERSON,
+        **_authorship(agent=agent, user=user, source_kind=source_kind),
         body=body,
-        source_kind=source_kind or (SourceKind.MESSAGE if is_agent else SourceKind.PERSON),
-        owner=None if is_agent else user,
-        agent=agent,
-        written_by=user,
         subject_type=subject_type,
         subject_id=subject_id,
         scope=choice.scope,
         scope_ref=choice.ref,
-        scope_label=scope_label,
+        scope_label=_scope_label(organisation=organisation, resolved=resolved, choice=choice),
         source_ref=source_ref,
         source_label=source_label,
         source_run_id=run_id,
@@ -176,9 +164,30 @@ def memory_remember_in_place(
         occurred_at=occurred_at,
         now=now,
     )
-    # The live-fact caps are held by `memory_remember` itself, on every path that writes.
-    memory = memory_remember(**fields)
     return memory, choice
+
+
+def _authorship(*, agent: Agent | None, user: User | None, source_kind: str | None) -> dict:
+    """Who wrote a fact and so what it is: an agent's inference (learned, by the model), or a person's note
+    (theirs, in their bucket)."""
+    is_agent = agent is not None
+    return dict(
+        bucket=Bucket.LEARNED if is_agent else Bucket.USER,
+        author=Author.MODEL if is_agent else Author.PERSON,
+        source_kind=source_kind or (SourceKind.MESSAGE if is_agent else SourceKind.PERSON),
+        owner=None if is_agent else user,
+        agent=agent,
+        written_by=user,
+    )
+
+
+def _scope_label(*, organisation: Organisation, resolved: PlaceInTurn, choice: ScopeChoice) -> str:
+    """How a fact's scope is named: the channel, or the person (as the place names them, else as they are known)."""
+    if choice.scope == Scope.CHANNEL:
+        return resolved.place.channel
+    if choice.scope == Scope.PERSON:
+        return resolved.label_for(choice.ref) or _label_of(organisation=organisation, person_id=choice.ref)
+    return ""
 
 
 def _is_owner(*, organisation: Organisation, user: User) -> bool:
@@ -210,9 +219,3 @@ def memory_pin(*, memory: Memory, pinned: bool, actor: User | None = None, agent
     if memory.superseded_by_id is not None:
         raise ValidationError({"memory": ["Only the current version of a memory can be pinned."]})
     return memory_set_pinned(memory=memory, pinned=pinned, actor=actor, agent=agent)
-
-
-# --- Idempotency ------------------------------------------------------------------
-
-
-# --- Render and injections ----------------------------------------------------------
