@@ -138,10 +138,7 @@ def memory_remember_in_place(
         raise ValueError("exactly one of agent and user writes a memory")
     now = now or timezone.now()
     choice = _write_scope(organisation=organisation, resolved=resolved, scope=scope, only_for=only_for, user=user)
-    if expires_at is not None and ttl_days is not None:
-        raise ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})
-    if ttl_days is not None:
-        expires_at = now + timedelta(days=ttl_days)
+    expires_at = _expiry(expires_at=expires_at, ttl_days=ttl_days, now=now)
     subject_type, subject_id = _subject(
         organisation=organisation, choice=choice, subject_type=subject_type, subject_id=subject_id
     )
@@ -165,6 +162,13 @@ def memory_remember_in_place(
         now=now,
     )
     return memory, choice
+
+
+def _expiry(*, expires_at: datetime | None, ttl_days: int | None, now: datetime) -> datetime | None:
+    """The expiry a call gives, as a time or in days from now; None leaves the tier's default."""
+    if expires_at is not None and ttl_days is not None:
+        raise ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})
+    return now + timedelta(days=ttl_days) if ttl_days is not None else expires_at
 
 
 def _authorship(*, agent: Agent | None, user: User | None, source_kind: str | None) -> dict:
