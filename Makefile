@@ -21,7 +21,7 @@ run: $(STAMP)
 	$(PY) -m config.supervisor
 
 ## Runs every check: ruff, migrations, the deploy check, then the whole test suite.
-test: $(STAMP) lint migrations-check deploy-check
+test: $(STAMP) lint typecheck migrations-check deploy-check
 	HF_HUB_OFFLINE=1 $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)

@@ -48,7 +48,10 @@ class Principal:
 
     @property
     def label(self) -> str:
-        return f"agent:{self.agent.name}" if self.agent else f"user:{self.user.username}"
+        if self.agent is not None:
+            return f"agent:{self.agent.name}"
+        assert self.user is not None  # a principal is an agent or a person
+        return f"user:{self.user.username}"
 
 
 class AgentPrincipalUser:

@@ -728,6 +728,7 @@ class StanceAdmin(StewardOnlyAdmin):
         rows = []
         for version in stance_versions(stance=stance):
             if version.retired_at:
+                assert version.retired_by is not None  # admissions_stance_retired_together
                 state = format_html(
                     "Retired {} by {}: {}",
                     timezone.localtime(version.retired_at).strftime("%Y-%m-%d %H:%M"),

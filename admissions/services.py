@@ -336,6 +336,8 @@ def _version_from_promotion(
     transparency; it gains the claim's evidence and, if newer, its as-of date.
     Either way the claim joins its sources.
     """
+    # A system claim has both (the memories_system_shape constraint).
+    assert claim.as_of is not None and claim.evidence_refs is not None
     head = _stance_head(stance)
     if head is None or not head.is_live:
         fields = dict(
@@ -412,6 +414,7 @@ def stance_retire(*, stance: Stance, steward: User, reason: str, now: datetime |
         blocker = stance_retire_blocker(version=head, user=steward)
         if blocker is not None:
             raise ValidationError({"stance": [blocker]})
+        assert head is not None  # the blocker refuses a stance with no head
         head.retired_at = now or timezone.now()
         head.retired_by = steward
         head.retire_reason = reason

@@ -114,7 +114,7 @@ def stance_line(version: StanceVersion) -> str:
 def recall_line(item: SystemClaim | StanceVersion) -> tuple[str, object]:
     """A line and the claim it traces to, so erasing that claim empties the recorded line."""
     if isinstance(item, StanceVersion):
-        return stance_line(item), item.latest_source_id
+        return stance_line(item), item.latest_source_id  # type: ignore[attr-defined]  # annotated by eligible_stances
     return claim_line(item), item.pk
 
 

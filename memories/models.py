@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from typing import cast
 
 from django.conf import settings
 from django.contrib.postgres.indexes import GinIndex
@@ -195,7 +196,9 @@ class Memory(models.Model):
     evidence_refs = models.JSONField(null=True, blank=True)
     stance = models.CharField(max_length=200, null=True, blank=True)
     promoted = models.GeneratedField(
-        expression=Q(stance__isnull=False), output_field=models.BooleanField(), db_persist=True
+        expression=Q(stance__isnull=False),  # type: ignore[arg-type]  # Django takes a Q; the stubs want an Expression
+        output_field=models.BooleanField(),
+        db_persist=True,
     )
 
     superseded_by = models.ForeignKey(
@@ -272,9 +275,13 @@ class Memory(models.Model):
                 name="memories_shape",
             ),
             models.CheckConstraint(
-                condition=Q(LessThanOrEqual(Length("body"), BODY_MAX_CHARS))
-                & ~Q(body__regex=r"^\s|\s$")
-                & Exact(BodyHasControlChars(F("body")), False),
+                # Q & an expression is a Q at runtime; the stubs type it as Combinable.
+                condition=cast(
+                    Q,
+                    Q(LessThanOrEqual(Length("body"), BODY_MAX_CHARS))
+                    & ~Q(body__regex=r"^\s|\s$")
+                    & Exact(BodyHasControlChars(F("body")), False),
+                ),
                 name="memories_body_text",
             ),
             models.CheckConstraint(

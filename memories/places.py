@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.core.exceptions import ValidationError
@@ -129,10 +130,11 @@ def place_records(*, organisation: Organisation) -> QuerySet[Channel]:
 
 def record_of(channel: Channel) -> PlaceRecord:
     """A `PlaceRecord` from a channel annotated by `place_records`."""
+    annotated: Any = channel  # the member lists are annotations, which the model's type does not declare
     members = tuple(
         Member(id=str(person_id), handle=handle or "", username=username)
         for person_id, handle, username in zip(
-            channel.member_ids, channel.member_handles, channel.member_usernames, strict=True
+            annotated.member_ids, annotated.member_handles, annotated.member_usernames, strict=True
         )
     )
     return PlaceRecord(channel=channel, members=members)
@@ -279,10 +281,12 @@ def place_for_turn(
                 "place.people",
                 f"This DM is with {bound}; it cannot be used with anyone else. Use the DM's own channel id.",
             )
-    elif not person_may_use(record, user) or (
-        recorded.kind == Channel.Kind.DM and names and not _names_the_one(record, names)
-    ):
-        raise PlaceNotFound()
+    else:
+        assert user is not None  # exactly one of agent and user, checked above
+        if not person_may_use(record, user) or (
+            recorded.kind == Channel.Kind.DM and names and not _names_the_one(record, names)
+        ):
+            raise PlaceNotFound()
     return in_turn(record, _difference(record, kind=kind, names=names))
 
 
@@ -316,7 +320,7 @@ def place_write(
         except IntegrityError:
             record, created = Channel.objects.get(organisation=organisation, external_id=channel), False
         if created_only and not created:
-            return place_record(organisation=organisation, channel=channel), False
+            return _written(organisation=organisation, channel=channel), False
         # Two writers of one place would each compute the member diff; the row lock orders them.
         record = Channel.objects.select_for_update(of=("self",)).get(pk=record.pk)
         current = [
@@ -330,7 +334,14 @@ def place_write(
                 "people", "A DM stays with the person it was first recorded with; use a new channel id for another."
             )
         _apply(record, created=created, kind=kind, wanted=wanted, current=current, actor=actor, agent=agent)
-    return place_record(organisation=organisation, channel=channel), created
+    return _written(organisation=organisation, channel=channel), created
+
+
+def _written(*, organisation: Organisation, channel: str) -> PlaceRecord:
+    """The record of a place this transaction has just written or found."""
+    record = place_record(organisation=organisation, channel=channel)
+    assert record is not None  # its channel row exists: it was created or fetched above
+    return record
 
 
 def _checked_record(*, channel: str, kind: str, people: Sequence) -> list[str]:

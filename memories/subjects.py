@@ -8,6 +8,8 @@ scope, whatever its subject says.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -147,7 +149,7 @@ def subject_erase(
     """
     reason = (reason or "").strip() or f"subject erasure request for {subject_type} {subject_id}"
     now = timezone.now()
-    subject = {"organisation": organisation, "subject_type": subject_type, "subject_id": subject_id}
+    subject: dict[str, Any] = {"organisation": organisation, "subject_type": subject_type, "subject_id": subject_id}
     with transaction.atomic():
         rows = _rows_locked(**subject)
         row_ids = [row.pk for row in rows]

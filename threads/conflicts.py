@@ -178,6 +178,7 @@ def conflict_accept(
     with transaction.atomic():
         learning = _pending_locked(organisation=organisation, learning_id=learning_id)
         inferred, own = learning.memory, learning.conflicts_with
+        assert own is not None  # a pending conflict names the fact it contests (threads_learning_conflict_shape)
         if inferred.redacted_at is not None or (inferred.expires_at and inferred.expires_at <= now):
             raise ValidationError({"conflict": ["The inference expired or was erased; nothing to accept."]})
         replacement = memory_supersede(

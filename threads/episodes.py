@@ -142,7 +142,7 @@ def drafts_for(events: Sequence[ThreadEvent], texts: dict[int, str]) -> list[Epi
         if people
         else {}
     )
-    out = []
+    out: list[EpisodeDraft] = []
     for event in events:
         if event.role not in EPISODE_ROLES or event.agent_id is None or not texts.get(event.sequence):
             continue
@@ -164,7 +164,8 @@ def episodes_write(
         if people
         else {}
     )
-    agents = {draft.event.agent_id: draft.event.agent for draft in drafts}
+    # Every draft is of an agent's event (episode_drafts skips the rest).
+    agents = {draft.event.agent_id: draft.event.agent for draft in drafts if draft.event.agent is not None}
     rows = [
         _episode(thread, draft, agent=agents[draft.event.agent_id], usernames=usernames, now=now) for draft in drafts
     ]

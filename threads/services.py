@@ -371,6 +371,7 @@ class _Consolidator:
         """A fact about its author is kept where the place's rules put it; a workspace fact, in the workspace."""
         resolved = self.place_of(last)
         if candidate.about == ABOUT_AUTHOR:
+            assert candidate.author_id is not None  # the extractors name the author of every fact about them
             subject, wanted = (SubjectType.USER, candidate.author_id), None
         else:
             subject, wanted = (SubjectType.WORKSPACE, ""), WORKSPACE

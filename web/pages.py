@@ -6,6 +6,7 @@ The people's pages (web.views) and the owners' pages (web.owners) both stand on 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import QuerySet
@@ -33,11 +34,12 @@ class Account:
 
 
 def account_of(request: HttpRequest) -> Account:
-    membership = Membership.objects.select_related("organisation").filter(user=request.user).first()
+    user = cast(User, request.user)  # the pages are login_required
+    membership = Membership.objects.select_related("organisation").filter(user=user).first()
     if membership is None:
         raise PermissionDenied("This account belongs to no organisation.")
-    viewer = viewer_for(user=request.user, organisation=membership.organisation, role=membership.role)
-    return Account(user=request.user, organisation=membership.organisation, viewer=viewer)
+    viewer = viewer_for(user=user, organisation=membership.organisation, role=membership.role)
+    return Account(user=user, organisation=membership.organisation, viewer=viewer)
 
 
 def one_or_404(rows: QuerySet, missing: str):

@@ -28,6 +28,7 @@ from memories.selectors import memories_visible_to, memory_supersede_chain
 from memories.services import memory_set_pinned, memory_supersede
 from memories.subjects import subject_erase, subject_export, subject_export_document
 from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts
+from threads.models import Learning
 from web.forms import CorrectForm, EraseEverythingForm, ForgetForm, MemoryFilterForm
 from web.pages import Account, RefusedInputIs400, account_of, errors_onto, one_or_404
 from web.provenance import why_remembered
@@ -332,14 +333,21 @@ def conflict_list(request: HttpRequest) -> HttpResponse:
     names = {
         str(membership.user_id): display_name_of(membership)
         for membership in Membership.objects.select_related("user").filter(
-            organisation=account.organisation, user_id__in={c.conflicts_with.subject_id for c in conflicts}
+            organisation=account.organisation, user_id__in={_contested_subject(c) for c in conflicts}
         )
     }
     for conflict in conflicts:
         # Whose fact it is, when it is not the signed-in person's (an owner deciding for a directory person).
-        mine = conflict.conflicts_with.subject_id == str(account.user.pk)
-        conflict.for_whom = "" if mine else names.get(conflict.conflicts_with.subject_id, "")
+        subject = _contested_subject(conflict)
+        mine = subject == str(account.user.pk)
+        conflict.for_whom = "" if mine else names.get(subject, "")  # type: ignore[attr-defined]  # for the template
     return render(request, "web/conflict_list.html", {"section": "memories", "conflicts": conflicts})
+
+
+def _contested_subject(conflict: Learning) -> str:
+    """Whose own fact a pending conflict contests."""
+    assert conflict.conflicts_with is not None  # a pending conflict names it (threads_learning_conflict_shape)
+    return conflict.conflicts_with.subject_id
 
 
 def _decide(request: HttpRequest, learning_id: int, decide, done: str) -> HttpResponse:

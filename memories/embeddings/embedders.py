@@ -97,7 +97,7 @@ class LocalEmbedder(Embedder):
         # How `embed_one` embeds, decided once per process: "onnx" or "torch" (with the reason torch).
         self.query_runtime = ""
         self.fallback_reason = ""
-        self._query_encoder = None
+        self._query_encoder: onnx.OnnxQueryEncoder | None = None
         self._query_lock = threading.Lock()
 
     @property
@@ -170,6 +170,7 @@ class LocalEmbedder(Embedder):
         torch, and the log says so.
         """
         if self.prepare_query_encoder() == "onnx":
+            assert self._query_encoder is not None  # "onnx" is chosen only with an encoder loaded
             try:
                 return self._query_encoder.encode(text).tolist()
             except Exception as error:  # noqa: BLE001 - the torch path below answers instead

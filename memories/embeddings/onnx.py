@@ -108,6 +108,8 @@ def _tokenizer(directory: Path):
 class OnnxQueryEncoder:
     """One text at a time through an ONNX Runtime session: tokenise, forward, mean-pool over the mask, normalise."""
 
+    deviation_from_torch: float  # set by `load` once the probes are verified
+
     def __init__(self, folder: Path, directory: Path, *, threads: int = 1):
         try:
             import onnxruntime

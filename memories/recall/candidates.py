@@ -217,7 +217,8 @@ def candidate_ctes(request: RecallRequest) -> tuple[list[str], dict, str]:
 
 
 def _vector_params(request: RecallRequest) -> dict:
-    params = {
+    assert request.query_vector is not None  # the semantic list is asked for only with a question vector
+    params: dict[str, object] = {
         "qvec": "[" + ",".join(f"{value:.7g}" for value in request.query_vector) + "]",
         "model": request.model,
     }

@@ -296,7 +296,7 @@ def _ranking_report(
     mode: str, how: _Ranking, *, model: str, vector_search: str | None, limit: int, config: ranking.RankingConfig
 ) -> dict:
     """What a recall says of its ranking (`ranking` in the answer)."""
-    report = {
+    report: dict[str, object] = {
         "requested": mode,
         "used": how.used(),
         "lists": list(how.lists),

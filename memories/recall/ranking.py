@@ -233,7 +233,7 @@ def rank(
     own = {c.id: value for c, value in zip(candidates, fused, strict=True)}
     floor = min(fused)
     speakers = {c.id: speaker_of(c.body) for c in candidates} if config.speaker_boost else {}
-    label = _named_speaker(set(speakers.values()) - {None}, cues)
+    label = _named_speaker({name for name in speakers.values() if name is not None}, cues)
     period = cues.period
     for candidate, value in zip(candidates, fused, strict=True):
         parts = {"fused": value}
@@ -248,7 +248,7 @@ def rank(
     return sorted(candidates, key=lambda c: -c.score)
 
 
-def _fuse(lexical: list[float | None], semantic: list[float | None], config: RankingConfig) -> list[float]:
+def _fuse(lexical: Sequence[float | None], semantic: Sequence[float | None], config: RankingConfig) -> list[float]:
     """Each candidate's lexical and semantic scores as one: weighted z-scores, or reciprocal ranks."""
     if config.zscore_fusion:
         return [config.lexical_weight * lex + sem for lex, sem in zip(zscores(lexical), zscores(semantic), strict=True)]
