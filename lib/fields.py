@@ -96,6 +96,9 @@ def json_type_problem(field: serializers.Field, value) -> str | list | dict | No
     kinds, words = expected
     if type(value) not in kinds:  # exact type: a bool is not an integer in JSON
         return f"Must be {words}, not {json_type_name(value)}."
+    if isinstance(field, serializers.CharField) and field.max_length is not None and len(value) > field.max_length:
+        # Measured as sent: DRF trims before its own check, so a padded value past the limit would pass.
+        return field.error_messages["max_length"].format(max_length=field.max_length)
     if isinstance(field, serializers.ListField):
         problems = {}
         for index, item in enumerate(value):

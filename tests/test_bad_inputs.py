@@ -520,6 +520,9 @@ def test_an_oversized_field_is_refused_naming_the_field_and_never_cut(
         target = target[int(part)] if part.isdigit() else target[part]
     target[last] = "x" * (limit + 1)
     refused(agent_api.post(url, body, format="json"), 400, field, contains=str(limit))
+    # Padded with spaces the value is still over the limit as sent: measured before any trimming.
+    target[last] = " " + "x" * limit
+    refused(agent_api.post(url, body, format="json"), 400, field, contains=str(limit))
     check()
 
 

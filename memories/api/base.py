@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import models
 from django.utils import timezone
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
@@ -101,6 +101,8 @@ class MemoryCursorPagination(CursorPagination):
 
 class PagedListApi(MemoryApi, GenericAPIView):
     """A `GET` answered in cursor pages of `serializer_class`, from `rows(principal)`."""
+
+    serializer_class: type[serializers.BaseSerializer]
 
     pagination_class = MemoryCursorPagination
     model: type[models.Model]  # whose empty queryset stands in while the schema is generated

@@ -70,10 +70,11 @@ class MemoryFilter(django_filters.FilterSet):
     def is_valid(self) -> bool:
         """An empty choice, time or flag, or an unreadable flag, is refused rather than read as "no filter"."""
         valid = super().is_valid()
+        data = self.data or {}
         for name, declared in self.filters.items():
-            if name not in self.data or isinstance(declared, django_filters.CharFilter):
+            if name not in data or isinstance(declared, django_filters.CharFilter):
                 continue
-            value = self.data[name].strip()
+            value = str(data[name]).strip()
             if not value:
                 self.form.add_error(name, "Give a value, or leave the parameter out.")
                 valid = False

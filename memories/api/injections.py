@@ -38,8 +38,9 @@ class _InjectionApi(MemoryApi):
                 kind=injection.place_kind,
                 people=injection.place_people or [],
             )
-        user_id = str(principal.user.pk)
-        return injection.user_id == principal.user.pk or user_id in (injection.place_people or [])
+        user = principal.user
+        assert user is not None  # a principal is an agent or a person
+        return injection.user_id == user.pk or str(user.pk) in (injection.place_people or [])
 
 
 class InjectionDetailApi(_InjectionApi):

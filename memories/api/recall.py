@@ -159,6 +159,7 @@ class RenderApi(MemoryApi):
     def render(self, data: dict) -> Response:
         principal = self.principal()
         resolved = self.resolve_place(data["place"])
+        assert resolved is not None  # render's input requires a place
         output = injection_render(
             organisation=principal.organisation,
             resolved=resolved,

@@ -83,11 +83,10 @@ class StrictSerializer(serializers.Serializer):
         return super().to_internal_value(data)
 
 
-def refuse_bad_channel(value: str) -> str:
+def refuse_bad_channel(value: str) -> None:
     problem = channel_problem(value)
     if problem:
         raise serializers.ValidationError(problem)
-    return value
 
 
 def channel_field(**extra) -> serializers.CharField:
@@ -136,7 +135,7 @@ def body_field(**extra) -> serializers.CharField:
 
 
 class _ProvenanceFields(StrictSerializer):
-    identifier_fields = ("source_ref", "run_id")
+    identifier_fields: tuple[str, ...] = ("source_ref", "run_id")
 
     tier = serializers.ChoiceField(choices=Tier.choices, required=False, default=Tier.LOG)
     pinned = serializers.BooleanField(required=False, default=False)
@@ -261,12 +260,11 @@ def derived(field_class: type[serializers.Field], compute: Callable[[Any, dict],
     """A field worked out by `compute(value, context)`, documented as `field_class`; the value is the whole
     row unless `source` names one attribute."""
 
-    class DerivedField(field_class):
-        def to_representation(self, value):
-            return compute(value, self.context)
+    def to_representation(self, value):
+        return compute(value, self.context)
 
     kwargs.setdefault("source", "*")
-    return DerivedField(**kwargs)
+    return type("DerivedField", (field_class,), {"to_representation": to_representation})(**kwargs)
 
 
 class Annotated:
@@ -298,7 +296,7 @@ def written_field(**kwargs) -> serializers.Field:
 class SourceOutputSerializer(serializers.Serializer):
     kind = serializers.CharField(source="source_kind")
     ref = serializers.CharField(source="source_ref")
-    label = serializers.CharField(source="source_label")
+    label = serializers.CharField(source="source_label")  # type: ignore[assignment]  # the API field is named `label`
     run_id = serializers.CharField(source="source_run_id")
 
 
@@ -344,7 +342,7 @@ class MemoryOutputSerializer(serializers.Serializer):
     written = written_field(help_text="noted by a person, or inferred by an agent")
     agent = serializers.CharField(source="agent.name", allow_null=True)
     written_by = serializers.CharField(source="written_by.username", allow_null=True)
-    source = SourceOutputSerializer(source="*")
+    source = SourceOutputSerializer(source="*")  # type: ignore[assignment]  # the API field is named `source`
     tier = serializers.ChoiceField(choices=Tier.choices)
     pinned = serializers.BooleanField()
     embedded = derived(
@@ -405,7 +403,7 @@ class RecallResultOutputSerializer(serializers.Serializer):
     author = serializers.CharField()
     written = written_field()
     tier = serializers.CharField()
-    source = SourceOutputSerializer(source="*")
+    source = SourceOutputSerializer(source="*")  # type: ignore[assignment]  # the API field is named `source`
     created_at = serializers.DateTimeField()
     occurred_at = serializers.DateTimeField(allow_null=True)
     rank = RecallRankOutputSerializer(source="*")
@@ -600,7 +598,7 @@ class BatchInputSerializer(StrictSerializer):
 class BatchErrorOutputSerializer(serializers.Serializer):
     error = serializers.CharField()
     detail = serializers.CharField()
-    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))
+    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]  # the error shape's `fields`
 
 
 @dataclass(frozen=True)

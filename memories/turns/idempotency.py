@@ -56,7 +56,9 @@ def idempotent_call(
                     IDEMPOTENCY_HEADER,
                     "This Idempotency-Key was used for a different request; use a new key for a new write.",
                 )
-            memory = Memory.objects.filter(pk=row.memory_id, organisation=organisation).first()
+            memory = (
+                Memory.objects.filter(pk=row.memory_id, organisation=organisation).first() if row.memory_id else None
+            )
             return replay(memory, row.response_extra), True
         result, memory, extra = write()
         row.memory = memory

@@ -243,7 +243,7 @@ def _injection_lines(
     injection: Injection, selection: render.Selection, sections: list[render.Section]
 ) -> tuple[list[InjectionLine], list[InjectionLine]]:
     """The record's lines, in the block's order: the facts' lines, then each section's."""
-    facts = [
+    facts: list[dict[str, object]] = [
         dict(
             memory_id=item.fact.id,
             block=item.fact.scope,

@@ -43,10 +43,7 @@ def _only_for_id(*, organisation: Organisation, resolved: PlaceInTurn, only_for:
         if membership is None or membership.user_id != user.pk:
             raise ValidationError({"only_for": ["A person may keep a fact only for themself."]})
         return str(user.pk)
-    in_place = membership is not None and (
-        resolved.place.kind == "public" or str(membership.user_id) in resolved.place.people
-    )
-    if not in_place:
+    if membership is None or not (resolved.place.kind == "public" or str(membership.user_id) in resolved.place.people):
         raise ValidationError(
             {"only_for": [f"only_for names a person of this place; {only_for!r} is not in {resolved.place.channel}."]}
         )
