@@ -22,6 +22,7 @@ from django.db.models.lookups import Exact, LessThanOrEqual
 from pgvector.django import VectorField
 
 from lib.text import CONTROL_CHARS, CONTROL_CHARS_SQL, control_problem
+from memories.db.predicates import live_q
 
 BODY_MAX_CHARS = 2_000
 SOURCE_REF_MAX_CHARS = 200
@@ -226,7 +227,7 @@ class Memory(models.Model):
             models.Index(
                 fields=["organisation", "scope", "scope_ref"],
                 name="memories_live_scope_idx",
-                condition=Q(redacted_at__isnull=True, superseded_by__isnull=True) & ~Q(bucket="system"),
+                condition=live_q(),
             ),
             models.Index(fields=["organisation", "bucket", "created_at"], name="memories_org_bucket_idx"),
             models.Index(fields=["organisation", "subject_type", "subject_id"], name="memories_subject_idx"),

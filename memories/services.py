@@ -12,11 +12,11 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
 from lib.tasks import enqueue_after_commit
+from memories.db.predicates import live_q, unexpired_q
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
 from memories.selectors import memory_supersede_chain
@@ -40,11 +40,9 @@ def default_expiry(*, tier: str, now: datetime) -> datetime:
 def live_facts(*, organisation_id, now: datetime, agent: Agent | None = None, person: User | None = None) -> int:
     """Live facts an agent wrote, or a person wrote: not erased, not corrected, not expired, not system claims,
     not episodes (what was said, kept by consolidation under its own bound)."""
-    rows = Memory.objects.filter(
-        organisation_id=organisation_id, redacted_at__isnull=True, superseded_by__isnull=True
-    ).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+    rows = Memory.objects.filter(live_q(), unexpired_q(now), organisation_id=organisation_id)
     rows = rows.filter(agent=agent) if agent is not None else rows.filter(written_by=person, agent__isnull=True)
-    return rows.exclude(bucket=Bucket.SYSTEM).exclude(source_kind=SourceKind.EPISODE).count()
+    return rows.exclude(source_kind=SourceKind.EPISODE).count()
 
 
 def _hold_live_cap(

@@ -22,10 +22,11 @@ from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Organisation, User
+from memories.db.predicates import current_q, unexpired_q
 from memories.models import Bucket, Memory, SourceKind, SubjectType
 from memories.services import memory_redact, memory_supersede
 from threads.extractors.base import Candidate, EventView, normalise
@@ -96,15 +97,14 @@ def own_fact_for(*, organisation_id, candidate: Candidate, now: datetime) -> Mem
         return None
     return (
         Memory.objects.filter(
+            current_q(),
+            unexpired_q(now),
             organisation_id=organisation_id,
             bucket=Bucket.USER,
             subject_type=SubjectType.USER,
             subject_id=candidate.author_id,
-            redacted_at__isnull=True,
-            superseded_by__isnull=True,
             learning__key=candidate.key,
         )
-        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .order_by("-created_at")
         .first()
     )

@@ -31,6 +31,7 @@ from django.conf import settings
 
 from accounts.models import Membership, User
 from accounts.people import display_name_of
+from memories.db.predicates import current_q
 from memories.embeddings.writes import _write_vectors  # the worker's conditional write, with its audit rows
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
 from memories.scopes import Place, scope_for
@@ -245,10 +246,9 @@ def _bound_enforce_where_written(thread: Thread, rows: Sequence[Memory], *, now:
 
 def live_episodes(*, organisation_id, now: datetime):
     return Memory.objects.filter(
+        current_q(),
         organisation_id=organisation_id,
         source_kind=SourceKind.EPISODE,
-        redacted_at__isnull=True,
-        superseded_by__isnull=True,
         expires_at__gt=now,
     )
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 
-from celery import current_app
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
@@ -26,7 +25,9 @@ from pgvector.django import CosineDistance
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User
 from accounts.people import people_by_name
+from lib.tasks import enqueue_after_commit
 from memories.db.locks import memories_rewrite_lock
+from memories.db.predicates import live_q, unexpired_q
 from memories.embeddings.embedders import EmbeddingError, get_embedder
 from memories.errors import LimitReached
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
@@ -71,15 +72,14 @@ class IngestedEvent:
 def enqueue_consolidation(thread_id: int) -> None:
     """Ask a worker to consolidate the thread, after commit. A broker that is down loses
     nothing: the events are stored and the beat sweep finds threads behind their watermark."""
-
-    def send() -> None:
-        try:
-            # By name: threads.tasks imports this module, so this one does not import it.
-            current_app.send_task(CONSOLIDATE_THREAD_TASK, args=[thread_id], queue="consolidate", retry=False)
-        except Exception as error:  # noqa: BLE001 - any broker failure degrades to the sweep
-            logger.warning("could not enqueue consolidation of thread %s (%s); the sweep will", thread_id, error)
-
-    transaction.on_commit(send)
+    enqueue_after_commit(
+        CONSOLIDATE_THREAD_TASK,
+        args=[thread_id],
+        queue="consolidate",
+        on_broker_down=lambda error: logger.warning(
+            "could not enqueue consolidation of thread %s (%s); the sweep will", thread_id, error
+        ),
+    )
 
 
 def _check_text(text: str, index: int) -> None:
@@ -376,18 +376,14 @@ class _Consolidator:
         else:
             subject, wanted = (SubjectType.WORKSPACE, ""), WORKSPACE
         choice = scope_for(resolved.place, wanted)
-        live = (
-            Memory.objects.filter(
-                organisation_id=self.thread.organisation_id,
-                scope=choice.scope,
-                scope_ref=choice.ref,
-                subject_type=subject[0],
-                subject_id=subject[1],
-                redacted_at__isnull=True,
-                superseded_by__isnull=True,
-            )
-            .exclude(bucket=Bucket.SYSTEM)
-            .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=self.now))
+        live = Memory.objects.filter(
+            live_q(),
+            unexpired_q(self.now),
+            organisation_id=self.thread.organisation_id,
+            scope=choice.scope,
+            scope_ref=choice.ref,
+            subject_type=subject[0],
+            subject_id=subject[1],
         )
         return _Destination(resolved, wanted, choice.scope, choice.ref, subject, live)
 

@@ -15,7 +15,8 @@ from django.db.models import F, Prefetch, Q, QuerySet
 from pgvector.django import CosineDistance
 
 from accounts.models import Agent, AgentToken, Membership
-from memories.models import Bucket, Channel, ChannelMember, Memory, PlaceAudit
+from memories.db.predicates import live_q
+from memories.models import Channel, ChannelMember, Memory, PlaceAudit
 from memories.selectors import memory_injections
 
 PAGE_SIZE = 20
@@ -51,7 +52,7 @@ def memories_filtered(
     Corrected versions live in their memory's history and erased ones in their
     receipts, so the list shows neither; system claims are the stewards' pages.
     """
-    rows = memories.filter(superseded_by__isnull=True, redacted_at__isnull=True).exclude(bucket=Bucket.SYSTEM)
+    rows = memories.filter(live_q())
     if bucket:
         rows = rows.filter(bucket=bucket)
     if scope:

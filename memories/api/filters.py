@@ -12,6 +12,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 from django_filters.fields import IsoDateTimeField
 
+from memories.db.predicates import current_q
 from memories.models import Author, Bucket, Channel, ChannelMember, Memory, Scope, SubjectType, Tier
 
 
@@ -86,7 +87,7 @@ class MemoryFilter(django_filters.FilterSet):
 
     def filter_state(self, queryset, name, value):
         now = timezone.now()
-        live = Q(redacted_at__isnull=True, superseded_by__isnull=True)
+        live = current_q()
         if value == "erased":
             return queryset.filter(redacted_at__isnull=False)
         if value == "superseded":

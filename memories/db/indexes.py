@@ -5,10 +5,11 @@ frozen copy, so a change here needs a migration of its own.
 """
 
 from lib.sql import row_trigger
+from memories.db.predicates import live_sql
 
 # The live, non-system rows recall may return. Every recall index is partial on
 # exactly this, so the planner can prove a recall query implies it.
-LIVE_PREDICATE = "redacted_at IS NULL AND superseded_by_id IS NULL AND bucket <> 'system'"
+LIVE_PREDICATE = live_sql()
 
 # Exact vector search for every organisation below the HNSW threshold: the
 # tenant (and scope) prefix finds its rows, and the vectors and filter columns

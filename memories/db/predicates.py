@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.db.models import Q
 
 _LIVE_TERMS = ("redacted_at IS NULL", "superseded_by_id IS NULL", "bucket <> 'system'")
@@ -30,6 +32,16 @@ def recallable_sql(alias: str = "") -> str:
     return _joined((*_LIVE_TERMS, _NOT_TOMBSTONE_TERM), alias)
 
 
+def current_q() -> Q:
+    """Neither erased nor corrected: the current version of a memory, of any bucket."""
+    return Q(redacted_at__isnull=True, superseded_by__isnull=True)
+
+
 def live_q() -> Q:
     """The live predicate as an ORM condition."""
-    return Q(redacted_at__isnull=True, superseded_by__isnull=True) & ~Q(bucket="system")
+    return current_q() & ~Q(bucket="system")
+
+
+def unexpired_q(now: datetime) -> Q:
+    """Not expired at `now` (a row without an expiry never is)."""
+    return Q(expires_at__isnull=True) | Q(expires_at__gt=now)

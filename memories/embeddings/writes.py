@@ -24,6 +24,7 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Length
 from django.utils import timezone
 
+from memories.db.predicates import current_q, unexpired_q
 from memories.embeddings.embedders import Embedder, EmbeddingError, get_embedder
 from memories.models import Bucket, Memory, MemoryAudit
 
@@ -63,11 +64,7 @@ def needs_embedding(model: str) -> Q:
 
 def live(now: datetime | None = None) -> Q:
     now = now or timezone.now()
-    return (
-        Q(redacted_at__isnull=True)
-        & Q(superseded_by__isnull=True)
-        & (Q(expires_at__isnull=True) | Q(expires_at__gt=now))
-    )
+    return current_q() & unexpired_q(now)
 
 
 def attemptable(now: datetime | None = None) -> Q:
