@@ -1,4 +1,4 @@
-"""Examples the schema shows for the memory endpoints."""
+"""Examples the schema shows for the memory endpoints: requests, answers and records."""
 
 from __future__ import annotations
 
@@ -35,4 +35,91 @@ MEMORY_EXAMPLE = {
     "expires_at": "2027-02-28T09:00:00Z",
     "superseded_by": None,
     "receipt": None,
+}
+FORGOTTEN_EXAMPLE = {
+    **MEMORY_EXAMPLE,
+    "state": "erased",
+    "body": "",
+    "receipt": {
+        "erased_at": "2026-11-30T10:00:00Z",
+        "erased_by": "agent:helper",
+        "reason": "Mona asked me to forget it",
+    },
+}
+SUBJECT_EXPORT_EXAMPLE = {
+    "subject_type": "candidate",
+    "subject_id": "cand-881",
+    "exported_at": "2026-11-30T11:00:00Z",
+    "count": 1,
+    "memories": [{**MEMORY_EXAMPLE, "subject_type": "candidate", "subject_id": "cand-881"}],
+    "thread_events": [],
+}
+SUBJECT_ERASE_EXAMPLE = {
+    "subject_type": "candidate",
+    "subject_id": "cand-881",
+    "erased": 3,
+    "already_erased": 1,
+    "injection_lines_scrubbed": 2,
+    "stores": {
+        "memories": 4,
+        "vectors": 3,
+        "injection_lines": 2,
+        "thread_events": 0,
+        "derived_memories": 0,
+        "learning_keys": 0,
+    },
+    "receipts": [
+        {
+            "id": MEMORY_EXAMPLE["id"],
+            "erased_at": "2026-11-30T11:00:00Z",
+            "erased_by": "user:olive",
+            "reason": "Subject access request #77",
+        }
+    ],
+}
+INJECTION_EXAMPLE = {
+    "turn_id": "turn-42",
+    "agent": "helper",
+    "user": None,
+    "place": PLACE_EXAMPLE,
+    "question": "What should I call her?",
+    "cutoff": "2026-11-30",
+    "created_at": "2026-11-30T09:01:00Z",
+    "fact_ids": [MEMORY_EXAMPLE["id"]],
+    "lines": [
+        {
+            "position": 0,
+            "id": MEMORY_EXAMPLE["id"],
+            "block": "person",
+            "section": "profile",
+            "scope": "person",
+            "author": "model",
+            "tier": "profile",
+            "line": "- [person mona · …] Prefers to be called Mo",
+            "erased_at": None,
+        }
+    ],
+    "omissions": [],
+    "faded": [],
+    "duplicates": [],
+    "sections": [],
+    "sha256": "9f2c…",
+    "render_version": 1,
+}
+REPLAY_EXAMPLE = {
+    "turn_id": "turn-42",
+    "text": "",
+    "sha256": "e3b0…",
+    "recorded_sha256": "9f2c…",
+    "identical": False,
+    "unavailable": [
+        {
+            "id": MEMORY_EXAMPLE["id"],
+            "position": 0,
+            "scope": "person",
+            "reason": "erased on 2026-11-30 by user:mona: asked to forget",
+            "erased_at": "2026-11-30T10:00:00Z",
+        }
+    ],
+    "render_version_matches": True,
 }

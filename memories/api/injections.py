@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from accounts.auth import Principal
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
-from memories.api.docs import MEMORY_EXAMPLE
+from memories.api.docs import INJECTION_EXAMPLE, REPLAY_EXAMPLE
 from memories.models import Injection
 from memories.places import token_allows
 from memories.turns.injections import injection_replay
@@ -53,41 +53,7 @@ class InjectionDetailApi(_InjectionApi):
             "place."
         ),
         responses={200: s.InjectionOutputSerializer},
-        examples=[
-            OpenApiExample(
-                "A record",
-                value={
-                    "turn_id": "turn-42",
-                    "agent": "helper",
-                    "user": None,
-                    "place": {"channel": "C024BE91L", "kind": "dm", "people": ["mona"]},
-                    "question": "What should I call her?",
-                    "cutoff": "2026-11-30",
-                    "created_at": "2026-11-30T09:01:00Z",
-                    "fact_ids": [MEMORY_EXAMPLE["id"]],
-                    "lines": [
-                        {
-                            "position": 0,
-                            "id": MEMORY_EXAMPLE["id"],
-                            "block": "person",
-                            "section": "profile",
-                            "scope": "person",
-                            "author": "model",
-                            "tier": "profile",
-                            "line": "- [person mona · …] Prefers to be called Mo",
-                            "erased_at": None,
-                        }
-                    ],
-                    "omissions": [],
-                    "faded": [],
-                    "duplicates": [],
-                    "sections": [],
-                    "sha256": "9f2c…",
-                    "render_version": 1,
-                },
-                response_only=True,
-            )
-        ],
+        examples=[OpenApiExample("A record", value=INJECTION_EXAMPLE, response_only=True)],
     )
     def get(self, request, turn_id):
         return Response(s.InjectionOutputSerializer(self.injection_or_404(turn_id)).data)
@@ -103,29 +69,7 @@ class InjectionReplayApi(_InjectionApi):
         ),
         request=None,
         responses={200: s.ReplayOutputSerializer},
-        examples=[
-            OpenApiExample(
-                "After an erasure",
-                value={
-                    "turn_id": "turn-42",
-                    "text": "",
-                    "sha256": "e3b0…",
-                    "recorded_sha256": "9f2c…",
-                    "identical": False,
-                    "unavailable": [
-                        {
-                            "id": MEMORY_EXAMPLE["id"],
-                            "position": 0,
-                            "scope": "person",
-                            "reason": "erased on 2026-11-30 by user:mona: asked to forget",
-                            "erased_at": "2026-11-30T10:00:00Z",
-                        }
-                    ],
-                    "render_version_matches": True,
-                },
-                response_only=True,
-            )
-        ],
+        examples=[OpenApiExample("After an erasure", value=REPLAY_EXAMPLE, response_only=True)],
     )
     def post(self, request, turn_id):
         return Response(s.ReplayOutputSerializer(injection_replay(injection=self.injection_or_404(turn_id))).data)

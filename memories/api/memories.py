@@ -15,7 +15,7 @@ from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE
 from lib.api.idempotency import IDEMPOTENCY_HEADER, IDEMPOTENCY_PARAMETER, idempotency_key_of
 from memories.api import serializers as s
 from memories.api.base import MemoryApi, PagedListApi
-from memories.api.docs import MEMORY_EXAMPLE, REMEMBER_EXAMPLE
+from memories.api.docs import FORGOTTEN_EXAMPLE, MEMORY_EXAMPLE, REMEMBER_EXAMPLE
 from memories.api.filters import MemoryFilter
 from memories.models import Memory
 from memories.places import PlaceInTurn
@@ -267,20 +267,7 @@ class MemoryDetailApi(MemoryApi):
         responses={200: s.MemoryOutputSerializer},
         examples=[
             OpenApiExample("Why", value={"reason": "Mona asked me to forget it"}, request_only=True),
-            OpenApiExample(
-                "The receipt",
-                value={
-                    **MEMORY_EXAMPLE,
-                    "state": "erased",
-                    "body": "",
-                    "receipt": {
-                        "erased_at": "2026-11-30T10:00:00Z",
-                        "erased_by": "agent:helper",
-                        "reason": "Mona asked me to forget it",
-                    },
-                },
-                response_only=True,
-            ),
+            OpenApiExample("The receipt", value=FORGOTTEN_EXAMPLE, response_only=True),
         ],
     )
     def delete(self, request, memory_id):

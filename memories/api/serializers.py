@@ -100,25 +100,33 @@ def channel_field(**extra) -> serializers.CharField:
     )
 
 
+def place_kind_field(help_text: str) -> serializers.ChoiceField:
+    """A place's kind: dm, private or public, refused by name otherwise."""
+    return serializers.ChoiceField(
+        choices=["dm", "private", "public"],
+        help_text=help_text,
+        error_messages={"invalid_choice": "{input!r} is not a place kind; use dm, private or public."},
+    )
+
+
+def people_field(help_text: str, **extra) -> serializers.ListField:
+    """The people of a place, by handle or username: at most 500."""
+    return serializers.ListField(
+        child=serializers.CharField(max_length=150), max_length=500, help_text=help_text, **extra
+    )
+
+
 class PlaceSerializer(StrictSerializer):
     identifier_fields = ("channel", "people")
 
     channel = channel_field()
-    kind = serializers.ChoiceField(
-        choices=["dm", "private", "public"],
-        help_text="dm, private or public: decides which scopes may be recalled and written here.",
-        error_messages={"invalid_choice": "{input!r} is not a place kind; use dm, private or public."},
-    )
-    people = serializers.ListField(
-        child=serializers.CharField(max_length=150),
-        max_length=500,
+    kind = place_kind_field("dm, private or public: decides which scopes may be recalled and written here.")
+    people = people_field(
+        "Handles or usernames of the people here. The place's record decides who is in it: a DM's one "
+        "person, a private channel's members; a public channel is open to the whole organisation. Where "
+        "this differs from the record, the record is used and `notice` says so.",
         required=False,
         default=list,
-        help_text=(
-            "Handles or usernames of the people here. The place's record decides who is in it: a DM's one "
-            "person, a private channel's members; a public channel is open to the whole organisation. Where "
-            "this differs from the record, the record is used and `notice` says so."
-        ),
     )
 
 
@@ -670,16 +678,8 @@ class PersonOutputSerializer(serializers.Serializer):
 
 
 class PlaceInputSerializer(StrictSerializer):
-    kind = serializers.ChoiceField(
-        choices=["dm", "private", "public"],
-        help_text="dm (one person), private (its members only) or public (open to the organisation).",
-        error_messages={"invalid_choice": "{input!r} is not a place kind; use dm, private or public."},
-    )
-    people = serializers.ListField(
-        child=serializers.CharField(max_length=150),
-        max_length=500,
-        help_text="Handles or usernames of everyone in the place: its whole membership (exactly one for a DM).",
-    )
+    kind = place_kind_field("dm (one person), private (its members only) or public (open to the organisation).")
+    people = people_field("Handles or usernames of everyone in the place: its whole membership (exactly one for a DM).")
 
 
 class PlaceOutputSerializer(serializers.Serializer):

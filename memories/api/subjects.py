@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from lib.api.idempotency import IDEMPOTENCY_PARAMETER
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
-from memories.api.docs import MEMORY_EXAMPLE
+from memories.api.docs import SUBJECT_ERASE_EXAMPLE, SUBJECT_EXPORT_EXAMPLE
 from memories.models import SubjectType
 from memories.scopes import subject_request_allowed
 from memories.subjects import subject_erase, subject_export_document
@@ -55,20 +55,7 @@ class SubjectMemoriesApi(_SubjectApi):
             " erased ones as receipts. A person exports their own; owners and agents handle candidates."
         ),
         responses={200: s.SubjectExportOutputSerializer},
-        examples=[
-            OpenApiExample(
-                "An export",
-                value={
-                    "subject_type": "candidate",
-                    "subject_id": "cand-881",
-                    "exported_at": "2026-11-30T11:00:00Z",
-                    "count": 1,
-                    "memories": [{**MEMORY_EXAMPLE, "subject_type": "candidate", "subject_id": "cand-881"}],
-                    "thread_events": [],
-                },
-                response_only=True,
-            )
-        ],
+        examples=[OpenApiExample("An export", value=SUBJECT_EXPORT_EXAMPLE, response_only=True)],
     )
     def get(self, request, subject_type, subject_id):
         principal = self.principal()
@@ -98,33 +85,7 @@ class SubjectEraseApi(_SubjectApi):
         responses={200: s.SubjectEraseOutputSerializer},
         examples=[
             OpenApiExample("Why", value={"reason": "Subject access request #77"}, request_only=True),
-            OpenApiExample(
-                "Erased",
-                value={
-                    "subject_type": "candidate",
-                    "subject_id": "cand-881",
-                    "erased": 3,
-                    "already_erased": 1,
-                    "injection_lines_scrubbed": 2,
-                    "stores": {
-                        "memories": 4,
-                        "vectors": 3,
-                        "injection_lines": 2,
-                        "thread_events": 0,
-                        "derived_memories": 0,
-                        "learning_keys": 0,
-                    },
-                    "receipts": [
-                        {
-                            "id": MEMORY_EXAMPLE["id"],
-                            "erased_at": "2026-11-30T11:00:00Z",
-                            "erased_by": "user:olive",
-                            "reason": "Subject access request #77",
-                        }
-                    ],
-                },
-                response_only=True,
-            ),
+            OpenApiExample("Erased", value=SUBJECT_ERASE_EXAMPLE, response_only=True),
         ],
     )
     def post(self, request, subject_type, subject_id):
