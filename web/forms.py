@@ -18,10 +18,11 @@ REASON_MAX_CHARS = 500
 ERASE_WORD = "erase"
 
 
-# Ids, handles and typed confirmations are taken letter for letter: the browser
-# neither suggests earlier entries nor marks them as misspelt.
-def _exact_text() -> forms.TextInput:
-    return forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"})
+class ExactTextField(forms.CharField):
+    """Ids, handles and typed confirmations, taken letter for letter: the browser
+    neither suggests earlier entries nor marks them as misspelt."""
+
+    widget = forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"})
 
 
 def _exact_lines(*, rows: int) -> forms.Textarea:
@@ -114,10 +115,9 @@ class ForgetForm(forms.Form):
 
 
 class EraseEverythingForm(forms.Form):
-    confirm = forms.CharField(
+    confirm = ExactTextField(
         label=f'Type "{ERASE_WORD}" to confirm',
         max_length=50,
-        widget=_exact_text(),
     )
 
     def clean_confirm(self) -> str:
@@ -143,14 +143,13 @@ def names_in(text: str, *, most: int, what: str) -> list[str]:
 
 
 class PersonForm(forms.Form):
-    handle = forms.CharField(
+    handle = ExactTextField(
         label="Handle",
         max_length=HANDLE_MAX_CHARS,
         help_text=(
             f"Up to {HANDLE_MAX_CHARS} letters, digits and . _ : @ -, such as a chat platform's user id. "
             "Adding a handle that exists updates that person's display name."
         ),
-        widget=_exact_text(),
     )
     display_name = forms.CharField(
         label="Display name", max_length=DISPLAY_NAME_MAX_CHARS, required=False, help_text="How people know them."
@@ -165,11 +164,10 @@ class PersonForm(forms.Form):
 
 
 class InviteForm(forms.Form):
-    username = forms.CharField(
+    username = ExactTextField(
         label="Username they will sign in with",
         max_length=150,
         help_text="Letters, digits and @ . + - _ only, up to 150 characters; unique within your organisation.",
-        widget=_exact_text(),
     )
 
     def clean_username(self) -> str:
@@ -192,11 +190,10 @@ def _kind_choices():
 class PlaceForm(forms.Form):
     """A place's kind and its whole membership; `channel` only when recording a new place."""
 
-    channel = forms.CharField(
+    channel = ExactTextField(
         label="Channel id",
         max_length=200,
         help_text="The chat platform's id for it: 1 to 200 printable characters, no slash.",
-        widget=_exact_text(),
     )
     kind = forms.ChoiceField(label="Kind", choices=_kind_choices)
     people = forms.CharField(
