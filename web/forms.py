@@ -25,8 +25,12 @@ class ExactTextField(forms.CharField):
     widget = forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"})
 
 
-def _exact_lines(*, rows: int) -> forms.Textarea:
-    return forms.Textarea(attrs={"rows": rows, "spellcheck": "false"})
+class NameListField(forms.CharField):
+    """Optional: several ids or handles in a box `rows` lines high, taken letter for letter like ExactTextField."""
+
+    def __init__(self, *, rows: int, **options):
+        widget = forms.Textarea(attrs={"rows": rows, "spellcheck": "false"})
+        super().__init__(required=False, widget=widget, **options)
 
 
 class LoginForm(AuthenticationForm):
@@ -196,11 +200,10 @@ class PlaceForm(forms.Form):
         help_text="The chat platform's id for it: 1 to 200 printable characters, no slash.",
     )
     kind = forms.ChoiceField(label="Kind", choices=_kind_choices)
-    people = forms.CharField(
+    people = NameListField(
         label="People in it",
-        required=False,
+        rows=4,
         max_length=PEOPLE_FIELD_MAX_CHARS,
-        widget=_exact_lines(rows=4),
         help_text=(
             f"Handles or usernames, separated by spaces, commas or new lines; at most {MAX_PEOPLE_IN_PLACE}. "
             "A DM is with exactly one person. Everyone in the organisation may read a public channel."
@@ -233,18 +236,16 @@ class AgentForm(forms.Form):
 
 class RestrictForm(forms.Form):
     restricted = forms.BooleanField(label="Restrict this token to the channels and DMs listed below", required=False)
-    channels = forms.CharField(
+    channels = NameListField(
         label="Channels (external ids, one per line)",
-        required=False,
+        rows=4,
         max_length=CHANNELS_FIELD_MAX_CHARS,
-        widget=_exact_lines(rows=4),
         help_text=f"At most {MAX_LISTED_CHANNELS}. A channel need not be recorded yet.",
     )
-    people = forms.CharField(
+    people = NameListField(
         label="DMs with these people (handles or usernames)",
-        required=False,
+        rows=3,
         max_length=PEOPLE_FIELD_MAX_CHARS,
-        widget=_exact_lines(rows=3),
         help_text=f"Separated by spaces, commas or new lines; at most {MAX_LISTED_PEOPLE}.",
     )
 
