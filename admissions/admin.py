@@ -107,8 +107,12 @@ def evidence_links(refs) -> SafeString:
     return format_html("<ul>{}</ul>", format_html_join("", "<li>{}: {}</li>", items))
 
 
-def html_table(headers: Sequence[str], rows: Iterable[Sequence], *, css_class: str = "") -> SafeString:
-    """A table of cells, each escaped unless it is already safe HTML (a link, a `format_html`)."""
+def html_table(headers: Sequence[str], rows: Iterable[Sequence], *, empty: str, css_class: str = "") -> SafeString:
+    """A table of cells, each escaped unless it is already safe HTML (a link, a `format_html`);
+    the sentence `empty` in its place when there are no rows."""
+    rows = list(rows)
+    if not rows:
+        return format_html("<p>{}</p>", empty)
     opening = format_html('<table class="{}">', css_class) if css_class else mark_safe("<table>")
     head = format_html_join("", "<th>{}</th>", ((header,) for header in headers))
     body = format_html_join(
@@ -367,9 +371,6 @@ class SystemClaimAdmin(StewardOnlyAdmin):
 
     @admin.display(description="claims that may duplicate or contradict this one")
     def related(self, claim) -> SafeString:
-        rows = related_claims(claim=claim)
-        if not rows:
-            return format_html("<p>{}</p>", "No other claim has this slug or entity.")
         return html_table(
             ("claim", "shares", "status", "organisation", "as of"),
             (
@@ -384,8 +385,9 @@ class SystemClaimAdmin(StewardOnlyAdmin):
                     other.organisation.slug,
                     f"{other.as_of:%Y-%m-%d}",
                 )
-                for other in rows
+                for other in related_claims(claim=claim)
             ),
+            empty="No other claim has this slug or entity.",
             css_class="related-claims",
         )
 
@@ -412,9 +414,6 @@ class SystemClaimAdmin(StewardOnlyAdmin):
 
     @admin.display(description="records, oldest first")
     def history(self, claim) -> SafeString:
-        records = claim_history(claim=claim)
-        if not records:
-            return format_html("<p>{}</p>", "No decisions yet: a candidate.")
         return html_table(
             ("when", "decision", "steward", "reason", "stance"),
             (
@@ -425,8 +424,9 @@ class SystemClaimAdmin(StewardOnlyAdmin):
                     record.reason,
                     record.stance_id or "",
                 )
-                for record in records
+                for record in claim_history(claim=claim)
             ),
+            empty="No decisions yet: a candidate.",
         )
 
     # The claim page: buttons for the decisions this steward may take now.
@@ -763,10 +763,11 @@ class StanceAdmin(StewardOnlyAdmin):
                     state,
                 )
             )
-        if not rows:
-            return format_html("<p>{}</p>", "No version yet: promote a claim to this stance.")
         return html_table(
-            ("v", "text", "tier and date", "evidence", "from", "made by", "state"), rows, css_class="stance-versions"
+            ("v", "text", "tier and date", "evidence", "from", "made by", "state"),
+            rows,
+            empty="No version yet: promote a claim to this stance.",
+            css_class="stance-versions",
         )
 
     def change_view(self, request, object_id, form_url="", extra_context=None):

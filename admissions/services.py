@@ -202,6 +202,11 @@ def stance_create(*, id: str, title: str, body: str, reviewed_by: User, now: dat
     return stance
 
 
+# What a promotion tombstone takes over from the claim it replaces, so it
+# stands in the claim's place: same slug and entity, same evidence.
+TOMBSTONE_KEEPS = ("slug", "entity", "transparency", "as_of", "evidence_refs")
+
+
 def tombstone_body(*, stance: Stance) -> str:
     return f"Promoted to the reviewed stance {stance.id}: {stance.title}"[:2000]
 
@@ -228,17 +233,13 @@ def claim_promote(
             # not name them as its writer; the promotion record does.
             source_ref=f"promotion:{row.pk}",
             source_label=steward_label(steward),
-            system_fields=dict(
-                slug=row.slug,
-                entity=row.entity,
-                transparency=row.transparency,
-                as_of=row.as_of,
+            system_fields={
+                **{name: getattr(row, name) for name in TOMBSTONE_KEEPS},
                 # A tombstone claims nothing: it points at a stance, and its
                 # derived status is `tombstone` whatever this says.
-                admission=ClaimedAdmission.CANDIDATE,
-                evidence_refs=row.evidence_refs,
-                stance=stance.pk,
-            ),
+                "admission": ClaimedAdmission.CANDIDATE,
+                "stance": stance.pk,
+            },
             now=now,
         )
         memory_point_to_replacement(memory=row, replacement=tombstone, actor=steward, now=now)

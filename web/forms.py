@@ -18,14 +18,19 @@ REASON_MAX_CHARS = 500
 ERASE_WORD = "erase"
 
 
-# Ids, handles and typed confirmations are taken letter for letter: the browser
-# neither suggests earlier entries nor marks them as misspelt.
-def _exact_text() -> forms.TextInput:
-    return forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"})
+class ExactTextField(forms.CharField):
+    """Ids, handles and typed confirmations, taken letter for letter: the browser
+    neither suggests earlier entries nor marks them as misspelt."""
+
+    widget = forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"})
 
 
-def _exact_lines(*, rows: int) -> forms.Textarea:
-    return forms.Textarea(attrs={"rows": rows, "spellcheck": "false"})
+class NameListField(forms.CharField):
+    """Optional: several ids or handles in a box `rows` lines high, taken letter for letter like ExactTextField."""
+
+    def __init__(self, *, rows: int, **options):
+        widget = forms.Textarea(attrs={"rows": rows, "spellcheck": "false"})
+        super().__init__(required=False, widget=widget, **options)
 
 
 class LoginForm(AuthenticationForm):
@@ -114,10 +119,9 @@ class ForgetForm(forms.Form):
 
 
 class EraseEverythingForm(forms.Form):
-    confirm = forms.CharField(
+    confirm = ExactTextField(
         label=f'Type "{ERASE_WORD}" to confirm',
         max_length=50,
-        widget=_exact_text(),
     )
 
     def clean_confirm(self) -> str:
@@ -143,14 +147,13 @@ def names_in(text: str, *, most: int, what: str) -> list[str]:
 
 
 class PersonForm(forms.Form):
-    handle = forms.CharField(
+    handle = ExactTextField(
         label="Handle",
         max_length=HANDLE_MAX_CHARS,
         help_text=(
             f"Up to {HANDLE_MAX_CHARS} letters, digits and . _ : @ -, such as a chat platform's user id. "
             "Adding a handle that exists updates that person's display name."
         ),
-        widget=_exact_text(),
     )
     display_name = forms.CharField(
         label="Display name", max_length=DISPLAY_NAME_MAX_CHARS, required=False, help_text="How people know them."
@@ -165,11 +168,10 @@ class PersonForm(forms.Form):
 
 
 class InviteForm(forms.Form):
-    username = forms.CharField(
+    username = ExactTextField(
         label="Username they will sign in with",
         max_length=150,
         help_text="Letters, digits and @ . + - _ only, up to 150 characters; unique within your organisation.",
-        widget=_exact_text(),
     )
 
     def clean_username(self) -> str:
@@ -192,18 +194,16 @@ def _kind_choices():
 class PlaceForm(forms.Form):
     """A place's kind and its whole membership; `channel` only when recording a new place."""
 
-    channel = forms.CharField(
+    channel = ExactTextField(
         label="Channel id",
         max_length=200,
         help_text="The chat platform's id for it: 1 to 200 printable characters, no slash.",
-        widget=_exact_text(),
     )
     kind = forms.ChoiceField(label="Kind", choices=_kind_choices)
-    people = forms.CharField(
+    people = NameListField(
         label="People in it",
-        required=False,
+        rows=4,
         max_length=PEOPLE_FIELD_MAX_CHARS,
-        widget=_exact_lines(rows=4),
         help_text=(
             f"Handles or usernames, separated by spaces, commas or new lines; at most {MAX_PEOPLE_IN_PLACE}. "
             "A DM is with exactly one person. Everyone in the organisation may read a public channel."
@@ -236,18 +236,16 @@ class AgentForm(forms.Form):
 
 class RestrictForm(forms.Form):
     restricted = forms.BooleanField(label="Restrict this token to the channels and DMs listed below", required=False)
-    channels = forms.CharField(
+    channels = NameListField(
         label="Channels (external ids, one per line)",
-        required=False,
+        rows=4,
         max_length=CHANNELS_FIELD_MAX_CHARS,
-        widget=_exact_lines(rows=4),
         help_text=f"At most {MAX_LISTED_CHANNELS}. A channel need not be recorded yet.",
     )
-    people = forms.CharField(
+    people = NameListField(
         label="DMs with these people (handles or usernames)",
-        required=False,
+        rows=3,
         max_length=PEOPLE_FIELD_MAX_CHARS,
-        widget=_exact_lines(rows=3),
         help_text=f"Separated by spaces, commas or new lines; at most {MAX_LISTED_PEOPLE}.",
     )
 

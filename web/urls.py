@@ -1,15 +1,24 @@
 """Routes for the account holders' pages: /accounts/ for signing in, /me/ for what is kept about you."""
 
+from __future__ import annotations
+
+from typing import Any
+
 from django.contrib.auth import views as auth_views
-from django.urls import path, reverse_lazy
+from django.urls import URLPattern, path, reverse_lazy
+from django.views import View
 from django.views.generic import RedirectView
 
 from web import owners, views
 from web.forms import LoginForm
 
 app_name = "web"
-# The account pages Django provides, marked as the navigation's "account" section.
-ACCOUNT_SECTION = {"section": "account"}
+
+
+def account_page(route: str, view: type[View[Any]], name: str, **options) -> URLPattern:
+    """The page `view` at `route`, marked as the navigation's "account" section."""
+    return path(route, view.as_view(extra_context={"section": "account"}, **options), name=name)
+
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="web:memory-list", permanent=False), name="home"),
@@ -21,33 +30,25 @@ urlpatterns = [
         name="login",
     ),
     path("accounts/logout/", auth_views.LogoutView.as_view(next_page=reverse_lazy("web:login")), name="logout"),
-    path(
+    account_page(
         "accounts/password/",
-        views.PasswordChangeView.as_view(
-            template_name="web/password_change.html",
-            success_url=reverse_lazy("web:password-change-done"),
-            extra_context=ACCOUNT_SECTION,
-        ),
-        name="password-change",
+        views.PasswordChangeView,
+        "password-change",
+        template_name="web/password_change.html",
+        success_url=reverse_lazy("web:password-change-done"),
     ),
-    path(
+    account_page(
         "accounts/password/done/",
-        auth_views.PasswordChangeDoneView.as_view(
-            template_name="web/password_change_done.html", extra_context=ACCOUNT_SECTION
-        ),
-        name="password-change-done",
+        auth_views.PasswordChangeDoneView,
+        "password-change-done",
+        template_name="web/password_change_done.html",
     ),
-    path(
-        "accounts/welcome/<uidb64>/<token>/",
-        owners.PasswordSetView.as_view(extra_context=ACCOUNT_SECTION),
-        name="password-set",
-    ),
-    path(
+    account_page("accounts/welcome/<uidb64>/<token>/", owners.PasswordSetView, "password-set"),
+    account_page(
         "accounts/welcome/done/",
-        auth_views.PasswordResetCompleteView.as_view(
-            template_name="registration/password_set_complete.html", extra_context=ACCOUNT_SECTION
-        ),
-        name="password-set-done",
+        auth_views.PasswordResetCompleteView,
+        "password-set-done",
+        template_name="registration/password_set_complete.html",
     ),
     path("me/memories", views.memory_list, name="memory-list"),
     path("me/memories/<uuid:memory_id>", views.memory_detail, name="memory-detail"),
