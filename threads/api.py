@@ -103,7 +103,11 @@ class IngestRefusedOutputSerializer(serializers.Serializer):
     error = serializers.CharField()
     detail = serializers.CharField()
     fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]  # the error shape's `fields`
-    refusals = RefusedEventSerializer(many=True, help_text="Every event, each with why it was refused.")
+    refusals = RefusedEventSerializer(
+        many=True,
+        required=False,
+        help_text="Every event, each with why it was refused (absent when the Idempotency-Key is the conflict).",
+    )
 
 
 def refusals_of(refused: list[RefusedEvent]) -> list[dict]:
@@ -226,7 +230,9 @@ class ThreadEventsApi(_ThreadApi):
             400: OpenApiResponse(description="The request is malformed; the field is named, and nothing is stored."),
             403: OpenApiResponse(description="Only agents post thread events."),
             422: OpenApiResponse(
-                IngestRefusedOutputSerializer, description="Every event was refused; nothing is stored."
+                IngestRefusedOutputSerializer,
+                description="Every event was refused, or the Idempotency-Key was used for another request; "
+                "nothing is stored.",
             ),
         },
         examples=[
