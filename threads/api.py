@@ -17,11 +17,11 @@ from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE
 from lib.api.idempotency import IDEMPOTENCY_PARAMETER
 from lib.api.views import ApiView
 from lib.fields import StrictDateTimeField
-from memories.api.serializers import PlaceSerializer, StrictSerializer
+from memories.api.serializers import BatchErrorOutputSerializer, PlaceSerializer, StrictSerializer
 from memories.turns.idempotency import idempotent_response
 from threads.models import THREAD_ID_PATTERN, Learning, Thread, ThreadEvent
 from threads.selectors import thread_episodes_status
-from threads.services import thread_events_ingest
+from threads.services import EventsRefused, IngestOutcome, RefusedEvent, thread_events_ingest
 
 MAX_EVENTS_PER_CALL = 100
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
@@ -77,18 +77,44 @@ class IngestInputSerializer(StrictSerializer):
 
 
 class IngestedEventSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The event's position in `events`, from 0.")
     id = serializers.CharField()
     sequence = serializers.IntegerField(allow_null=True)
     duplicate = serializers.BooleanField()
+
+
+class RefusedEventSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="The event's position in `events`, from 0.")
+    error = BatchErrorOutputSerializer(help_text="Why it was refused, in the API's error shape.")
 
 
 class IngestOutputSerializer(serializers.Serializer):
     thread = serializers.CharField()
     accepted = serializers.IntegerField()
     duplicates = serializers.IntegerField()
-    events = IngestedEventSerializer(many=True)
+    refused = serializers.IntegerField(help_text="Events refused for who or where they name; not stored.")
+    events = IngestedEventSerializer(many=True, help_text="The events stored or already stored, in order.")
+    refusals = RefusedEventSerializer(many=True, help_text="The refused events, in order.")
     consolidated_through = serializers.IntegerField()
     last_sequence = serializers.IntegerField()
+
+
+class IngestRefusedOutputSerializer(serializers.Serializer):
+    error = serializers.CharField()
+    detail = serializers.CharField()
+    fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]  # the error shape's `fields`
+    refusals = RefusedEventSerializer(
+        many=True,
+        required=False,
+        help_text="Every event, each with why it was refused (absent when the Idempotency-Key is the conflict).",
+    )
+
+
+def refusals_of(refused: list[RefusedEvent]) -> list[dict]:
+    return [
+        {"index": event.index, "error": {"error": event.code, "detail": event.detail, "fields": event.fields}}
+        for event in refused
+    ]
 
 
 class LearnedOutputSerializer(serializers.Serializer):
@@ -145,6 +171,17 @@ INGEST_EXAMPLE = {
 }
 
 
+REFUSED_FIELDS_EXAMPLE = {"events.1.place.people": ["Not a person of your organisation: helpr."]}
+REFUSED_EVENT_EXAMPLE = {
+    "index": 1,
+    "error": {
+        "error": "invalid",
+        "detail": "events.1.place.people: Not a person of your organisation: helpr.",
+        "fields": REFUSED_FIELDS_EXAMPLE,
+    },
+}
+
+
 class _ThreadApi(ApiView):
     def agent_principal(self):
         principal = self.principal()
@@ -177,36 +214,56 @@ class ThreadEventsApi(_ThreadApi):
         summary="Ingest thread events; learned memories follow in the background",
         description=(
             "Stores up to 100 events of a thread (each with the `place` it happened in); resent event ids are "
-            "skipped. Consolidation turns explicit statements into learned memories in the background, with the "
-            "events as their sources. Agents only."
+            "skipped. An event in a place the caller may not act in, or whose place names someone who is not a "
+            "person of the organisation, is refused on its own (`refusals`, each naming its index and fields, "
+            "e.g. `events.3.place.people`) and the rest are stored; when every event is refused nothing is "
+            "stored and the answer is 422. Consolidation turns explicit statements into learned memories in the "
+            "background, with the events as their sources. Agents only."
         ),
         parameters=[IDEMPOTENCY_PARAMETER],
         request=IngestInputSerializer,
         responses={
             201: IngestOutputSerializer,
-            200: OpenApiResponse(IngestOutputSerializer, description="Every event was already stored."),
-            400: OpenApiResponse(description="A field is wrong; it is named, and nothing is stored."),
+            200: OpenApiResponse(
+                IngestOutputSerializer, description="No event was new: each was already stored or refused."
+            ),
+            400: OpenApiResponse(description="The request is malformed; the field is named, and nothing is stored."),
             403: OpenApiResponse(description="Only agents post thread events."),
+            422: OpenApiResponse(
+                IngestRefusedOutputSerializer,
+                description="Every event was refused, or the Idempotency-Key was used for another request; "
+                "nothing is stored.",
+            ),
         },
         examples=[
             OpenApiExample("Two events of a DM", value=INGEST_EXAMPLE, request_only=True),
             OpenApiExample(
-                "Stored",
+                "One stored, one refused",
                 value={
                     "thread": "T-42",
-                    "accepted": 2,
+                    "accepted": 1,
                     "duplicates": 0,
-                    "events": [
-                        {"id": "msg-1001", "sequence": 1, "duplicate": False},
-                        {"id": "msg-1002", "sequence": 2, "duplicate": False},
-                    ],
+                    "refused": 1,
+                    "events": [{"index": 0, "id": "msg-1001", "sequence": 1, "duplicate": False}],
+                    "refusals": [REFUSED_EVENT_EXAMPLE],
                     "consolidated_through": 0,
-                    "last_sequence": 2,
+                    "last_sequence": 1,
                 },
                 response_only=True,
                 status_codes=["201"],
             ),
             OpenApiExample("Refused", value=ERROR_EXAMPLE, response_only=True, status_codes=["400"]),
+            OpenApiExample(
+                "Every event refused",
+                value={
+                    "error": "invalid",
+                    "detail": "Every event was refused; nothing was stored.",
+                    "fields": REFUSED_FIELDS_EXAMPLE,
+                    "refusals": [REFUSED_EVENT_EXAMPLE],
+                },
+                response_only=True,
+                status_codes=["422"],
+            ),
         ],
     )
     def post(self, request, thread_id: str):
@@ -228,27 +285,53 @@ class ThreadEventsApi(_ThreadApi):
         )
 
     def ingest(self, principal, thread_id: str, data: dict) -> Response:
-        thread, outcome = thread_events_ingest(
-            organisation=principal.organisation,
-            agent=principal.agent,
-            thread_id=thread_id,
-            events=data["events"],
-            episodes=data.get("episodes"),
-            token=principal.token,
+        try:
+            thread, outcome = thread_events_ingest(
+                organisation=principal.organisation,
+                agent=principal.agent,
+                thread_id=thread_id,
+                events=data["events"],
+                episodes=data.get("episodes"),
+                token=principal.token,
+            )
+        except EventsRefused as refusal:
+            body = {
+                "error": refusal.code,
+                "detail": refusal.message,
+                "fields": refusal.fields(),
+                "refusals": refusals_of(refusal.refused),
+            }
+            return Response(body, status=refusal.http_status)
+        return Response(
+            ingested(thread, outcome), status=status.HTTP_201_CREATED if accepted(outcome) else status.HTTP_200_OK
         )
-        accepted = sum(not event.duplicate for event in outcome)
-        body = {
-            "thread": thread.external_id,
-            "accepted": accepted,
-            "duplicates": len(outcome) - accepted,
-            "events": [
-                {"id": event.external_id, "sequence": event.sequence or None, "duplicate": event.duplicate}
-                for event in outcome
-            ],
-            "consolidated_through": thread.consolidated_through,
-            "last_sequence": thread.last_sequence,
-        }
-        return Response(body, status=status.HTTP_201_CREATED if accepted else status.HTTP_200_OK)
+
+
+def accepted(outcome: IngestOutcome) -> int:
+    return sum(not event.duplicate for event in outcome.events)
+
+
+def ingested(thread: Thread, outcome: IngestOutcome) -> dict:
+    """The answer to an ingest that stored (or had already stored) some of its events."""
+    stored = accepted(outcome)
+    return {
+        "thread": thread.external_id,
+        "accepted": stored,
+        "duplicates": len(outcome.events) - stored,
+        "refused": len(outcome.refused),
+        "events": [
+            {
+                "index": event.index,
+                "id": event.external_id,
+                "sequence": event.sequence or None,
+                "duplicate": event.duplicate,
+            }
+            for event in outcome.events
+        ],
+        "refusals": refusals_of(outcome.refused),
+        "consolidated_through": thread.consolidated_through,
+        "last_sequence": thread.last_sequence,
+    }
 
 
 class ThreadDetailApi(_ThreadApi):

@@ -25,13 +25,14 @@ from pgvector.django import CosineDistance
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User
 from accounts.people import people_by_name
+from lib.errors import ApplicationError
 from lib.tasks import enqueue_after_commit
 from memories.db.locks import memories_rewrite_lock
 from memories.db.predicates import live_q, unexpired_q
 from memories.embeddings.embedders import EmbeddingError, get_embedder
 from memories.errors import LimitReached
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
-from memories.places import PlaceInTurn, place_for_turn
+from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound, place_for_turn
 from memories.scopes import WORKSPACE, Place, scope_for
 from memories.services import memory_point_to_replacement, memory_redact, memory_supersede
 from memories.turns.writes import memory_remember_in_place
@@ -64,9 +65,42 @@ CONSOLIDATE_THREAD_TASK = "threads.tasks.consolidate_thread"  # the name threads
 
 @dataclass(frozen=True)
 class IngestedEvent:
+    index: int  # the event's position in the call, from 0
     sequence: int
     external_id: str
     duplicate: bool
+
+
+@dataclass(frozen=True)
+class RefusedEvent:
+    """An event refused for who or where it names, in the API's error shape; nothing of it is stored."""
+
+    index: int
+    code: str
+    detail: str
+    fields: dict[str, list[str]]
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    """What became of each event of a call: stored or already stored (`events`), or refused."""
+
+    events: list[IngestedEvent]
+    refused: list[RefusedEvent]
+
+
+class EventsRefused(ApplicationError):
+    """Every event of the call was refused, so nothing was written (not even the thread)."""
+
+    code = "invalid"
+    http_status = 422
+
+    def __init__(self, refused: list[RefusedEvent]):
+        super().__init__("Every event was refused; nothing was stored.")
+        self.refused = refused
+
+    def fields(self) -> dict[str, list[str]]:
+        return {name: messages for event in self.refused for name, messages in event.fields.items()}
 
 
 def enqueue_consolidation(thread_id: int) -> None:
@@ -96,10 +130,11 @@ def _check_text(text: str, index: int) -> None:
 
 def _resolve_places(
     *, organisation: Organisation, agent: Agent, token: AgentToken | None, events: Sequence[dict]
-) -> list[PlaceInTurn]:
-    """Each event's place from its record; ingest never changes who is in a place."""
-    resolved: dict[tuple, PlaceInTurn] = {}
-    out = []
+) -> list[PlaceInTurn | RefusedEvent]:
+    """Each event's place from its record, or the event's refusal when the caller may not act there
+    or the place names someone it cannot; ingest never changes who is in a place."""
+    resolved: dict[tuple, PlaceInTurn | ApplicationError | ValidationError] = {}
+    out: list[PlaceInTurn | RefusedEvent] = []
     for index, event in enumerate(events):
         place = event["place"]
         key = (place["channel"], place["kind"], tuple(place.get("people") or ()))
@@ -113,12 +148,23 @@ def _resolve_places(
                     agent=agent,
                     token=token,
                 )
-            except ValidationError as error:
-                raise ValidationError(
-                    {f"events.{index}.{name}": messages for name, messages in error.message_dict.items()}
-                ) from None
-        out.append(resolved[key])
+            except (ValidationError, PlaceNotFound, PlaceConflict) as error:
+                resolved[key] = error  # the same refusal for every event naming this place
+        found = resolved[key]
+        out.append(found if isinstance(found, PlaceInTurn) else _refusal(index, found))
     return out
+
+
+def _refusal(index: int, error: ApplicationError | ValidationError) -> RefusedEvent:
+    """An event's refusal, its fields named as the whole call names them (`events.3.place.people`)."""
+    if isinstance(error, ValidationError):
+        named = error.message_dict if hasattr(error, "error_dict") else {"place": error.messages}
+        fields = {f"events.{index}.{name}": list(messages) for name, messages in named.items()}
+        names = sorted(fields)
+        return RefusedEvent(index=index, code="invalid", detail=f"{names[0]}: {fields[names[0]][0]}", fields=fields)
+    # Where the caller may not act has no field of its own: the place is named.
+    field = f"events.{index}.{error.field or 'place'}"
+    return RefusedEvent(index=index, code=error.code, detail=error.message, fields={field: [error.message]})
 
 
 def thread_events_ingest(
@@ -129,16 +175,22 @@ def thread_events_ingest(
     events: Sequence[dict],
     token: AgentToken | None = None,
     episodes: bool | None = None,
-) -> tuple[Thread, list[IngestedEvent]]:
+) -> tuple[Thread, IngestOutcome]:
     """Store events of a thread in order, skip ones already stored (same event id), and queue consolidation.
 
     Each event is `{id?, role, author, text, time, place: {channel, kind, people}}`;
     `people` and `author` are usernames. An author who is not an account holder
     of the organisation is kept as a label; nothing personal is learned about them.
+    An event in a place the caller may not act in, or naming someone who is not a person
+    of the organisation, is refused on its own and the rest are stored; when every event is
+    refused nothing is written and `EventsRefused` says why for each.
     """
     for index, event in enumerate(events):
         _check_text(event["text"], index)
     places = _resolve_places(organisation=organisation, agent=agent, token=token, events=events)
+    refused = [place for place in places if isinstance(place, RefusedEvent)]
+    if len(refused) == len(events):
+        raise EventsRefused(refused)
     accounts = _author_accounts(organisation=organisation, events=events)
     with transaction.atomic():
         thread = _thread_locked(organisation=organisation, external_id=thread_id)
@@ -153,7 +205,7 @@ def thread_events_ingest(
             thread.last_sequence = rows[-1].sequence
             thread.save(update_fields=["last_sequence", "updated_at"])
             enqueue_consolidation(thread.pk)
-    return thread, outcome
+    return thread, IngestOutcome(events=outcome, refused=refused)
 
 
 def _author_accounts(*, organisation: Organisation, events: Sequence[dict]) -> dict:
@@ -183,11 +235,11 @@ def _new_events(
     thread: Thread,
     agent: Agent,
     events: Sequence[dict],
-    places: Sequence[PlaceInTurn],
+    places: Sequence[PlaceInTurn | RefusedEvent],
     accounts: dict,
 ) -> tuple[list[ThreadEvent], list[IngestedEvent]]:
-    """Rows for the events not stored yet, numbered on from the thread's last sequence, and what
-    became of each event: an id already stored, or given twice in this call, is a duplicate."""
+    """Rows for the events not stored yet and not refused, numbered on from the thread's last sequence,
+    and what became of each: an id already stored, or given twice in this call, is a duplicate."""
     given = [event.get("id") or "" for event in events]
     stored = set(
         ThreadEvent.objects.filter(
@@ -196,9 +248,11 @@ def _new_events(
     )
     sequence = thread.last_sequence
     rows, outcome, seen = [], [], set()
-    for event, resolved, external_id in zip(events, places, given, strict=True):
+    for index, (event, resolved, external_id) in enumerate(zip(events, places, given, strict=True)):
+        if isinstance(resolved, RefusedEvent):
+            continue
         if external_id and (external_id in stored or external_id in seen):
-            outcome.append(IngestedEvent(sequence=0, external_id=external_id, duplicate=True))
+            outcome.append(IngestedEvent(index=index, sequence=0, external_id=external_id, duplicate=True))
             continue
         seen.add(external_id)
         sequence += 1
@@ -220,7 +274,7 @@ def _new_events(
                 place_people=list(resolved.place.people),
             )
         )
-        outcome.append(IngestedEvent(sequence=sequence, external_id=external_id, duplicate=False))
+        outcome.append(IngestedEvent(index=index, sequence=sequence, external_id=external_id, duplicate=False))
     return rows, outcome
 
 

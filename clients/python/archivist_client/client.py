@@ -318,7 +318,9 @@ class _Operations:
     def ingest_events(self, thread_id: str, *, events: Iterable[Mapping[str, Any]]) -> m.Ingested:
         """Post what happened in a thread (at most 100 events); learned memories follow in the background.
 
-        An event without a place takes the client's default place.
+        An event without a place takes the client's default place. An event in a place the agent may not
+        act in, or naming someone not of the organisation, is refused on its own (`refusals`); when every
+        event is refused nothing is stored and `Conflict` (422) lists them in its body's `refusals`.
         """
         rows = []
         for event in events:

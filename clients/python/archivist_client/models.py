@@ -257,9 +257,22 @@ class SubjectErase(_Answer):
 
 @_schema("IngestedEvent")
 class IngestedEvent(_Answer):
+    index: int
     id: str
     sequence: int | None
     duplicate: bool
+
+
+@_schema("RefusedEvent")
+class RefusedEvent(_Answer):
+    """An event refused on its own (a place the caller may not act in, someone not of the organisation)."""
+
+    index: int
+    error: dict[str, Any]
+
+    @property
+    def fields(self) -> dict[str, list[str]]:
+        return self.error.get("fields") or {}
 
 
 @_schema("IngestOutput")
@@ -267,7 +280,9 @@ class Ingested(_Answer):
     thread: str
     accepted: int
     duplicates: int
+    refused: int
     events: list[IngestedEvent]
+    refusals: list[RefusedEvent]
     consolidated_through: int
     last_sequence: int
 
@@ -370,6 +385,7 @@ ANSWERS: tuple[type[BaseModel], ...] = (
     SubjectExport,
     SubjectErase,
     IngestedEvent,
+    RefusedEvent,
     Ingested,
     ClaimRecord,
     Claim,
