@@ -14,7 +14,8 @@ def globex_fact(outsider_agent_api, other_org):
     remembered = remember(outsider_agent_api, place, "Globex secret about tea", scope="workspace")
     assert remembered.status_code == 201, remembered.content
     rendered = render(outsider_agent_api, place, "turn-globex")
-    assert rendered.status_code == 200 and rendered.json()["fact_ids"] == [remembered.json()["id"]], rendered.content
+    assert rendered.status_code == 200, rendered.content
+    assert [fact["id"] for fact in rendered.json()["facts"]] == [remembered.json()["id"]]
     return remembered.json()["id"]
 
 

@@ -217,7 +217,9 @@ def test_a_restricted_token_stays_inside_its_channels(org, agent_with_token, age
         },
         format="json",
     )
-    assert thread.status_code == 404
+    # Refused event by event: the only event was, so nothing is written and the refusal says not_found.
+    assert thread.status_code == 422, thread.content
+    assert thread.json()["refusals"][0]["error"]["error"] == "not_found"
     # Positive control: inside its channel the token works.
     found = recall(agent_api, private_team, "retro")
     assert [row["body"] for row in found.json()["results"]] == ["Team retro on Monday"]
