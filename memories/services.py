@@ -102,7 +102,7 @@ class Together:
     writer_id: object
     limit: int
     room: int
-    written: list = field(default_factory=list)
+    written: list[Memory] = field(default_factory=list)
 
     def holds(self, memory: Memory) -> bool:
         capped = _capped_writer(agent=memory.agent, person=memory.written_by, bucket=memory.bucket)
@@ -114,10 +114,10 @@ class Together:
             raise _cap_reached(self.kind, self.limit)
 
     def wrote(self, memory: Memory, *, frees: int) -> None:
-        """A row is in: it takes its room (episodes take none) and waits for the batch's embedding."""
+        """A row is in: it takes its room (episodes take none) and waits for the batch's receipts and embedding."""
         if memory.source_kind != SourceKind.EPISODE:
             self.room -= 1 - frees
-        self.written.append(memory.id)
+        self.written.append(memory)
 
     @contextmanager
     def savepoint(self):
@@ -141,8 +141,9 @@ def remembering_together(*, organisation_id, agent: Agent | None, person: User |
 
     The writer's cap is locked and its live facts counted once, here; each `memory_remember` inside counts
     down from that (refused with `LimitReached` past the cap, exactly where one-by-one writes would stop);
-    the rows written are queued for embedding once, after commit. Enter it inside the transaction that
-    writes (the lock lasts until that ends) and wrap each write in the yielded `savepoint()`.
+    the rows kept get their receipts in one insert at the end, and are queued for embedding once, after
+    commit. Enter it inside the transaction that writes (the lock lasts until that ends) and wrap each
+    write in the yielded `savepoint()`.
     """
     if not connection.in_atomic_block:
         raise RuntimeError("remembering_together holds its writer's cap for a transaction; enter one first.")
@@ -157,8 +158,15 @@ def remembering_together(*, organisation_id, agent: Agent | None, person: User |
         yield together
     finally:
         _together.reset(token)
+    # Each row kept gets its receipt, all in one insert, in the batch's transaction.
+    MemoryAudit.objects.bulk_create(
+        [
+            _receipt(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
+            for memory in together.written
+        ]
+    )
     if together.written:
-        enqueue_embedding(together.written)
+        enqueue_embedding([memory.id for memory in together.written])
 
 
 def _actor_label(*, actor: User | None, agent: Agent | None) -> str:
@@ -172,7 +180,15 @@ def _actor_label(*, actor: User | None, agent: Agent | None) -> str:
 def audit_record(
     *, memory: Memory, action: str, actor: User | None = None, agent: Agent | None = None, detail: dict | None = None
 ) -> MemoryAudit:
-    return MemoryAudit.objects.create(
+    audit = _receipt(memory=memory, action=action, actor=actor, agent=agent, detail=detail)
+    audit.save(force_insert=True)
+    return audit
+
+
+def _receipt(
+    *, memory: Memory, action: str, actor: User | None = None, agent: Agent | None = None, detail: dict | None = None
+) -> MemoryAudit:
+    return MemoryAudit(
         organisation_id=memory.organisation_id,
         memory=memory,
         action=action,
@@ -323,10 +339,10 @@ def _memory_store(memory: Memory, *, replaces_live: bool, now: datetime) -> None
                 frees=frees,
             )
         memory.save(force_insert=True)
-        audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
         if together is not None:
-            together.wrote(memory, frees=frees)
+            together.wrote(memory, frees=frees)  # its receipt and embedding come with the batch's
         else:
+            audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
             enqueue_embedding([memory.id])
 
 
