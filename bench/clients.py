@@ -17,6 +17,7 @@ The client runs on the same two cores as the server; nothing is asserted.
 from __future__ import annotations
 
 import argparse
+import logging
 import shutil
 import statistics
 import sys
@@ -54,6 +55,7 @@ def timed(call) -> float:
 
 def main() -> None:
     args = arguments()
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would drown the figures
     data_dir = Path(args.data_dir)
     shutil.rmtree(data_dir, ignore_errors=True)
     server, redis = start_services(

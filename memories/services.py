@@ -7,11 +7,14 @@ principal by the caller; nothing here reads them from request data.
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager, nullcontext
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
@@ -45,6 +48,37 @@ def live_facts(*, organisation_id, now: datetime, agent: Agent | None = None, pe
     return rows.exclude(source_kind=SourceKind.EPISODE).count()
 
 
+def _capped_writer(*, agent: Agent | None, person: User | None, bucket: str) -> tuple[str, Agent | User, int] | None:
+    """Whose live-fact cap a write counts toward, and that cap: the agent's, else the person's; none for a system
+    claim."""
+    if bucket == Bucket.SYSTEM:
+        return None
+    if agent is not None:
+        return "agent", agent, settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT
+    if person is not None:
+        return "person", person, settings.MEMORY_MAX_LIVE_FACTS_PER_PERSON
+    return None
+
+
+def _held_facts(*, organisation_id, kind: str, writer: Agent | User, now: datetime) -> int:
+    """Lock the writer's cap for this transaction, then count its live facts."""
+    # Two writes at the cap would both count 1,999: a transaction-scoped advisory lock per writer
+    # serialises them without locking any row another writer needs (no deadlock with ingest).
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"memories.live-cap:{kind}:{writer.pk}"])
+    if isinstance(writer, Agent):
+        return live_facts(organisation_id=organisation_id, now=now, agent=writer)
+    return live_facts(organisation_id=organisation_id, now=now, person=writer)
+
+
+def _cap_reached(kind: str, limit: int) -> LimitReached:
+    who = "This agent holds" if kind == "agent" else "You hold"
+    return LimitReached(
+        f"{who} {limit} live facts, the most {'an agent' if kind == 'agent' else 'a person'} may: "
+        "forget before remembering."
+    )
+
+
 def _hold_live_cap(
     *, organisation_id, agent: Agent | None, person: User | None, bucket: str, now: datetime, frees: int
 ) -> None:
@@ -52,30 +86,87 @@ def _hold_live_cap(
 
     `frees` is 1 when the write replaces a live fact (a correction), which leaves the count as it was.
     """
-    if bucket == Bucket.SYSTEM:
+    capped = _capped_writer(agent=agent, person=person, bucket=bucket)
+    if capped is None:
         return
-    for kind, writer, limit in (
-        ("agent", agent, settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT),
-        ("person", person if agent is None else None, settings.MEMORY_MAX_LIVE_FACTS_PER_PERSON),
-    ):
-        if writer is None:
-            continue
-        # Two writes at the cap would both count 1,999: a transaction-scoped advisory lock per writer
-        # serialises them without locking any row another writer needs (no deadlock with ingest).
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"memories.live-cap:{kind}:{writer.pk}"])
-        held = live_facts(
-            organisation_id=organisation_id,
-            now=now,
-            agent=agent if kind == "agent" else None,
-            person=person if kind == "person" else None,
-        )
-        if held - frees >= limit:
-            who = "This agent holds" if kind == "agent" else "You hold"
-            raise LimitReached(
-                f"{who} {limit} live facts, the most {'an agent' if kind == 'agent' else 'a person'} may: "
-                "forget before remembering."
-            )
+    kind, writer, limit = capped
+    if _held_facts(organisation_id=organisation_id, kind=kind, writer=writer, now=now) - frees >= limit:
+        raise _cap_reached(kind, limit)
+
+
+@dataclass
+class Together:
+    """Remembers one writer makes in one transaction: the room under its cap, counted once, and the rows written."""
+
+    kind: str
+    writer_id: object
+    limit: int
+    room: int
+    written: list[Memory] = field(default_factory=list)
+
+    def holds(self, memory: Memory) -> bool:
+        capped = _capped_writer(agent=memory.agent, person=memory.written_by, bucket=memory.bucket)
+        return capped is not None and capped[0] == self.kind and capped[1].pk == self.writer_id
+
+    def check(self, *, frees: int) -> None:
+        """Refuse a write the room has no place for, as `_hold_live_cap` would."""
+        if self.room + frees <= 0:
+            raise _cap_reached(self.kind, self.limit)
+
+    def wrote(self, memory: Memory, *, frees: int) -> None:
+        """A row is in: it takes its room (episodes take none) and waits for the batch's receipts and embedding."""
+        if memory.source_kind != SourceKind.EPISODE:
+            self.room -= 1 - frees
+        self.written.append(memory)
+
+    @contextmanager
+    def savepoint(self):
+        """One write's savepoint: when it rolls back, so do its room taken and its rows written."""
+        room, written = self.room, len(self.written)
+        try:
+            with transaction.atomic():
+                yield
+        except BaseException:
+            self.room = room
+            del self.written[written:]
+            raise
+
+
+_together: ContextVar[Together | None] = ContextVar("memories.remembering_together", default=None)
+
+
+@contextmanager
+def remembering_together(*, organisation_id, agent: Agent | None, person: User | None):
+    """Many remembers by one writer, kept to the rules one-by-one writes keep, at a fraction of the cost.
+
+    The writer's cap is locked and its live facts counted once, here; each `memory_remember` inside counts
+    down from that (refused with `LimitReached` past the cap, exactly where one-by-one writes would stop);
+    the rows kept get their receipts in one insert at the end, and are queued for embedding once, after
+    commit. Enter it inside the transaction that writes (the lock lasts until that ends) and wrap each
+    write in the yielded `savepoint()`.
+    """
+    if not connection.in_atomic_block:
+        raise RuntimeError("remembering_together holds its writer's cap for a transaction; enter one first.")
+    capped = _capped_writer(agent=agent, person=person, bucket=Bucket.LEARNED if agent else Bucket.USER)
+    if capped is None:
+        raise ValueError("remembering_together needs the agent or the person who writes")
+    kind, writer, limit = capped
+    held = _held_facts(organisation_id=organisation_id, kind=kind, writer=writer, now=timezone.now())
+    together = Together(kind=kind, writer_id=writer.pk, limit=limit, room=limit - held)
+    token = _together.set(together)
+    try:
+        yield together
+    finally:
+        _together.reset(token)
+    # Each row kept gets its receipt, all in one insert, in the batch's transaction.
+    MemoryAudit.objects.bulk_create(
+        [
+            _receipt(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
+            for memory in together.written
+        ]
+    )
+    if together.written:
+        enqueue_embedding([memory.id for memory in together.written])
 
 
 def _actor_label(*, actor: User | None, agent: Agent | None) -> str:
@@ -89,7 +180,15 @@ def _actor_label(*, actor: User | None, agent: Agent | None) -> str:
 def audit_record(
     *, memory: Memory, action: str, actor: User | None = None, agent: Agent | None = None, detail: dict | None = None
 ) -> MemoryAudit:
-    return MemoryAudit.objects.create(
+    audit = _receipt(memory=memory, action=action, actor=actor, agent=agent, detail=detail)
+    audit.save(force_insert=True)
+    return audit
+
+
+def _receipt(
+    *, memory: Memory, action: str, actor: User | None = None, agent: Agent | None = None, detail: dict | None = None
+) -> MemoryAudit:
+    return MemoryAudit(
         organisation_id=memory.organisation_id,
         memory=memory,
         action=action,
@@ -120,8 +219,22 @@ def _memory_check(memory: Memory, *, now: datetime) -> None:
     # clean() explains every constraint by field and PostgreSQL enforces them,
     # so Django's per-constraint and uniqueness queries would only add round trips.
     memory.full_clean(
-        exclude=["search_vector", "promoted", "embedding"], validate_unique=False, validate_constraints=False
+        exclude=["search_vector", "promoted", "embedding", *_read_relations(memory)],
+        validate_unique=False,
+        validate_constraints=False,
     )
+
+
+def _read_relations(memory: Memory) -> list[str]:
+    """Relations set to a row read from the database: it exists (and PostgreSQL's foreign key holds it),
+    so Django's query asking whether it exists would only add a round trip per relation."""
+    return [
+        field.name
+        for field in memory._meta.concrete_fields
+        if isinstance(field, models.ForeignKey)
+        and (related := field.get_cached_value(memory, None)) is not None
+        and not related._state.adding
+    ]
 
 
 def _locked(memory: Memory) -> Memory:
@@ -206,19 +319,31 @@ def memory_remember(
 def _memory_store(memory: Memory, *, replaces_live: bool, now: datetime) -> None:
     """Check the new row, insert it within its writer's live-fact cap with its receipt, and queue its embedding."""
     _memory_check(memory, now=now)
-    with transaction.atomic():
-        if memory.source_kind != SourceKind.EPISODE:  # episodes are not facts: they have their own bound per place
+    together = _together.get()
+    if together is not None and not together.holds(memory):
+        together = None  # another writer's row: it keeps its own cap, counted on its own
+    frees = 1 if replaces_live else 0
+    # Written together, each write's savepoint (`Together.savepoint`) already holds the row and its receipt as one.
+    with transaction.atomic() if together is None else nullcontext():
+        if memory.source_kind == SourceKind.EPISODE:
+            pass  # episodes are not facts: they have their own bound per place
+        elif together is not None:
+            together.check(frees=frees)
+        else:
             _hold_live_cap(
                 organisation_id=memory.organisation_id,
                 agent=memory.agent,
                 person=memory.written_by,
                 bucket=memory.bucket,
                 now=now,
-                frees=1 if replaces_live else 0,
+                frees=frees,
             )
         memory.save(force_insert=True)
-        audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
-        enqueue_embedding([memory.id])
+        if together is not None:
+            together.wrote(memory, frees=frees)  # its receipt and embedding come with the batch's
+        else:
+            audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
+            enqueue_embedding([memory.id])
 
 
 def memory_supersede(

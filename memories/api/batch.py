@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions
@@ -20,6 +19,10 @@ from memories.api.docs import MEMORY_EXAMPLE, REMEMBER_EXAMPLE
 from memories.api.memories import remember
 from memories.errors import LimitReached, TurnConflict
 from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound
+from memories.services import Together, remembering_together
+
+# What refuses one item and keeps the rest; anything else fails the whole call.
+REFUSALS = (exceptions.ValidationError, DjangoValidationError, LimitReached, PlaceNotFound, TurnConflict, PlaceConflict)
 
 
 class MemoryBatchApi(MemoryApi):
@@ -81,15 +84,21 @@ class MemoryBatchApi(MemoryApi):
         principal = self.principal()
         items = self.validated(s.BatchInputSerializer)["items"]
         places: dict[str, PlaceInTurn] = {}  # one lookup per place named in the batch
-        answers = [self.item(principal, index, item, places) for index, item in enumerate(items)]
+        # The writer's cap is locked and counted once for the batch, and its rows queued for embedding once.
+        with remembering_together(
+            organisation_id=principal.organisation.pk, agent=principal.agent, person=principal.user
+        ) as together:
+            answers = [self.item(principal, index, item, places, together) for index, item in enumerate(items)]
         return Response(s.BatchOutputSerializer(answers, context={"now": timezone.now()}).data)
 
-    def item(self, principal: Principal, index: int, item: dict, places: dict) -> s.BatchItem:
+    def item(self, principal: Principal, index: int, item: dict, places: dict, together: Together) -> s.BatchItem:
+        resolved_here = None
         try:
-            with transaction.atomic():
+            with together.savepoint():
                 data = self.validated(s.BatchItemInputSerializer, data=item)
                 place_key = json.dumps(data["place"], sort_keys=True)
                 if place_key not in places:
+                    resolved_here = place_key
                     places[place_key] = self.resolve_place(data["place"])
                 memory, replayed = remember(
                     principal=principal,
@@ -98,15 +107,24 @@ class MemoryBatchApi(MemoryApi):
                     key=data.pop("idempotency_key", None),
                     fingerprinted={name: value for name, value in item.items() if name != "idempotency_key"},
                 )
-        except (exceptions.ValidationError, DjangoValidationError) as error:
-            return refused(index, "invalid", *invalid_fields(error))
-        except LimitReached as error:
-            return refused(index, "limit_reached", str(error), {})
-        except PlaceNotFound as error:
-            return refused(index, "not_found", error.message, {})
-        except (TurnConflict, PlaceConflict) as error:
-            return refused(index, "conflict", error.message, {error.field: [error.message]})
+        except REFUSALS as error:
+            # A place first recorded by a refused item was rolled back with it: the next item resolves it again.
+            places.pop(resolved_here, None)
+            return refusal(index, error)
         return s.BatchItem(index=index, status="duplicate" if replayed else "created", memory=memory)
+
+
+def refusal(index: int, error: Exception) -> s.BatchItem:
+    """A refused item, answered as a lone request would have been refused."""
+    if isinstance(error, (exceptions.ValidationError, DjangoValidationError)):
+        return refused(index, "invalid", *invalid_fields(error))
+    if isinstance(error, LimitReached):
+        return refused(index, "limit_reached", str(error), {})
+    if isinstance(error, PlaceNotFound):
+        return refused(index, "not_found", error.message, {})
+    if isinstance(error, (TurnConflict, PlaceConflict)):
+        return refused(index, "conflict", error.message, {error.field: [error.message]})
+    raise error  # not in REFUSALS
 
 
 def refused(index: int, code: str, detail: str, fields: dict) -> s.BatchItem:
