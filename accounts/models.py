@@ -48,9 +48,9 @@ HANDLE_MAX_CHARS = 150
 
 class Membership(models.Model):
     class Role(models.TextChoices):
-        OWNER = "owner", "Owner"
-        MEMBER = "member", "Member"
-        STEWARD = "steward", "Steward"
+        OWNER = "owner"
+        MEMBER = "member"
+        STEWARD = "steward"
 
     organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="memberships")

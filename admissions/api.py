@@ -18,7 +18,7 @@ from accounts.auth import Principal
 from admissions.labels import UNNAMED_STEWARD, claimant_label, steward_label
 from admissions.selectors import claim_history, claim_visible_to
 from admissions.services import claim_submit
-from lib.api.idempotency import IDEMPOTENCY_PARAMETER
+from lib.api.docs import write_schema
 from lib.api.views import ApiView
 from lib.fields import ID_FORBIDDEN, StrictDateField
 from lib.text import invisible_problem
@@ -126,10 +126,10 @@ class RecordOutputSerializer(serializers.Serializer):
 class ClaimOutputSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     body = serializers.CharField()
-    slug = serializers.CharField()
+    slug = serializers.CharField(help_text="The claim's `sys:` slug.")
     entity = serializers.CharField(allow_null=True)
-    transparency = serializers.CharField()
-    as_of = serializers.DateField()
+    transparency = serializers.CharField(help_text="Its transparency tier.")
+    as_of = serializers.DateField(help_text="The date the claim is true as of.")
     evidence_refs = serializers.JSONField()
     status = serializers.CharField(help_text="Derived from steward records: candidate, challenged, admitted, ...")
     claimed_admission = serializers.CharField(help_text="What the author claimed; it never counts.")
@@ -190,7 +190,7 @@ CLAIM_EXAMPLE = {
 
 
 class SystemClaimListApi(ApiView):
-    @extend_schema(
+    @write_schema(
         operation_id="system_claims_submit",
         summary="Submit a system claim",
         description=(
@@ -199,7 +199,6 @@ class SystemClaimListApi(ApiView):
             "with its field and the reason."
         ),
         request=ClaimInputSerializer,
-        parameters=[IDEMPOTENCY_PARAMETER],
         responses={201: ClaimOutputSerializer},
         examples=[OpenApiExample("A claim with one piece of evidence", value=CLAIM_EXAMPLE, request_only=True)],
         tags=["system claims"],

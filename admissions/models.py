@@ -28,22 +28,33 @@ STANCE_TITLE_MAX_CHARS = 200
 STANCE_BODY_MAX_CHARS = 10_000
 
 
+def _text_problem(value: str | None, *, name: str, limit: int, missing: str) -> str:
+    """What is wrong with a required text, or "": it is blank, or longer than its limit."""
+    if not (value or "").strip():
+        return missing
+    if len(value or "") > limit:
+        return f"The {name} is {len(value or '')} characters; the limit is {limit}."
+    return ""
+
+
 class Decision(models.TextChoices):
-    ADMIT = "admit", "Admit"
-    REJECT = "reject", "Reject"
-    CHALLENGE = "challenge", "Challenge"
-    REVOKE = "revoke", "Revoke"
+    """What a steward records about a system claim. The claim's status is derived from these records."""
+
+    ADMIT = "admit"
+    REJECT = "reject"
+    CHALLENGE = "challenge"
+    REVOKE = "revoke"
     PROMOTE = "promote", "Promote to stance"
 
 
 class Status(models.TextChoices):
     """A claim's derived status. Never stored: it is computed from the records."""
 
-    CANDIDATE = "candidate", "Candidate"
-    CHALLENGED = "challenged", "Challenged"
-    ADMITTED = "admitted", "Admitted"
-    REJECTED = "rejected", "Rejected"
+    CANDIDATE = "candidate"
+    CHALLENGED = "challenged"
+    ADMITTED = "admitted"
     TOMBSTONE = "tombstone", "Promotion tombstone"
+    REJECTED = "rejected"
 
 
 # The decisions that move a claim's status. A promotion is recorded beside them
@@ -123,10 +134,10 @@ class Stance(models.Model):
             errors["id"] = [f"A stance id is at most {STANCE_ID_MAX_CHARS} characters."]
         if not (self.title or "").strip():
             errors["title"] = ["A stance needs a title."]
-        if not (self.body or "").strip():
-            errors["body"] = ["A stance needs a body."]
-        elif len(self.body) > STANCE_BODY_MAX_CHARS:
-            errors["body"] = [f"The body is {len(self.body)} characters; the limit is {STANCE_BODY_MAX_CHARS}."]
+        if problem := _text_problem(
+            self.body, name="body", limit=STANCE_BODY_MAX_CHARS, missing="A stance needs a body."
+        ):
+            errors["body"] = [problem]
         if errors:
             raise ValidationError(errors)
 
@@ -213,19 +224,18 @@ class StanceVersion(models.Model):
 
     def clean(self) -> None:
         errors: dict[str, list[str]] = {}
-        if not (self.text or "").strip():
-            errors["text"] = ["A stance version needs text."]
-        elif len(self.text) > BODY_MAX_CHARS:
-            errors["text"] = [f"The text is {len(self.text)} characters; the limit is {BODY_MAX_CHARS}."]
+        if problem := _text_problem(
+            self.text, name="text", limit=BODY_MAX_CHARS, missing="A stance version needs text."
+        ):
+            errors["text"] = [problem]
         if self.transparency not in Transparency.values:
             errors["transparency"] = [f"Transparency is one of {', '.join(Transparency.values)}."]
         problems = evidence_problems(self.evidence_refs)
         if problems:
             errors["evidence_refs"] = problems
-        if not (self.reason or "").strip():
-            errors["reason"] = ["A stance version needs a reason for its receipt."]
-        elif len(self.reason) > REASON_MAX_CHARS:
-            errors["reason"] = [f"The reason is {len(self.reason)} characters; the limit is {REASON_MAX_CHARS}."]
+        missing_reason = "A stance version needs a reason for its receipt."
+        if problem := _text_problem(self.reason, name="reason", limit=REASON_MAX_CHARS, missing=missing_reason):
+            errors["reason"] = [problem]
         if errors:
             raise ValidationError(errors)
 

@@ -36,55 +36,77 @@ EVIDENCE_KINDS = ("url", "document", "message", "run", "dataset", "commit")
 
 
 class Bucket(models.TextChoices):
+    """Where a memory came from. `user`: a person said "remember this"; `learned`: an agent or
+    consolidation produced it, naming its source; `system`: a network-wide claim that stewards review."""
+
     USER = "user", "Saved by a person"
     LEARNED = "learned", "Learned from threads"
     SYSTEM = "system", "Network claim"
 
 
 class SubjectType(models.TextChoices):
+    """Whom a memory is about, so that it can be listed, exported and erased."""
+
     WORKSPACE = "workspace", "The workspace"
     CANDIDATE = "candidate", "A candidate"
     USER = "user", "An account holder"
 
 
 class Scope(models.TextChoices):
-    WORKSPACE = "workspace", "Workspace"
-    CHANNEL = "channel", "Channel"
-    PERSON = "person", "Person"
+    """Who may recall a memory: anyone in the workspace, those in its channel, or only a one-to-one
+    conversation with the person it is about."""
+
+    WORKSPACE = "workspace"
+    CHANNEL = "channel"
+    PERSON = "person"
 
 
 class Author(models.TextChoices):
+    """Who wrote a memory's text."""
+
     MODEL = "model", "Inferred by an agent"
     PERSON = "person", "Noted by a person"
 
 
 class SourceKind(models.TextChoices):
-    MESSAGE = "message", "Message"
-    SESSION = "session", "Session"
-    RUN = "run", "Run"
+    """What a memory was taken from. `source_ref` names the thing itself: a message id, a run,
+    a thread event; `import` is a row brought in by `manage.py import_memories`."""
+
+    MESSAGE = "message"
+    SESSION = "session"
+    RUN = "run"
     THREAD_EVENT = "thread_event", "Thread event"
-    PERSON = "person", "Person"
+    PERSON = "person"
     # Issue 16: a thread event kept as a transcript line by consolidation. Only consolidation
     # writes it (memories/api/serializers.py refuses it from callers); `source_event` names the event.
-    EPISODE = "episode", "Episode"
-    IMPORT = "import", "Import"
+    EPISODE = "episode"
+    IMPORT = "import"
 
 
 class Tier(models.TextChoices):
-    PROFILE = "profile", "Profile"
-    LOG = "log", "Log"
-    NOTE = "note", "Note"
+    """How a memory renders: `profile` facts in a section of their own, `log` and `note` lines among the
+    recent ones, notes only for MEMORY_NOTE_FADE_DAYS. Every tier keeps the ordinary expiry
+    (MEMORY_DEFAULT_TTL_DAYS): none lasts forever."""
+
+    PROFILE = "profile"
+    LOG = "log"
+    NOTE = "note"
 
 
 class Transparency(models.TextChoices):
-    LEDGER = "ledger", "Ledger"
-    GLASS = "glass", "Glass"
+    """A system claim's transparency tier, shown on every line it renders."""
+
+    LEDGER = "ledger"
+    GLASS = "glass"
 
 
 class ClaimedAdmission(models.TextChoices):
-    CANDIDATE = "candidate", "Candidate"
-    ADMITTED = "admitted", "Admitted"
-    REJECTED = "rejected", "Rejected"
+    """What a system claim's author says of its admission. It never counts: a claim's status is derived
+    from stewards' records (`admissions`)."""
+
+    CANDIDATE = "candidate"
+    ADMITTED = "admitted"
+    REJECTED = "rejected"
 
 
 SYSTEM_FIELDS = ("slug", "entity", "transparency", "as_of", "admission", "evidence_refs", "stance")
@@ -448,34 +470,42 @@ class ChannelMember(models.Model):
         return f"{self.user_id} in {self.channel_id}"
 
 
-class PlaceAudit(models.Model):
+class AuditRow(models.Model):
+    """What every audit row carries: its organisation, the person who acted (if one did) and when, in order."""
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["at", "id"]
+
+
+class PlaceAudit(AuditRow):
     """One explicit change to a place's record: who made it, the kind, and the people added and removed.
 
     People are named by their stable ids only, so erasing someone leaves no name here.
     """
 
-    id = models.BigAutoField(primary_key=True)
-    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
     channel = models.ForeignKey(Channel, on_delete=models.CASCADE, related_name="audit")
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
     agent = models.ForeignKey("accounts.Agent", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     kind_from = models.CharField(max_length=16, blank=True, default="")
     kind_to = models.CharField(max_length=16)
     added = models.JSONField(default=list, blank=True)
     removed = models.JSONField(default=list, blank=True)
-    at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        ordering = ["at", "id"]
+    class Meta(AuditRow.Meta):
         indexes = [models.Index(fields=["organisation", "channel", "at"], name="memories_place_audit_idx")]
 
     def __str__(self) -> str:
         return f"{self.channel_id}: +{len(self.added)} -{len(self.removed)}"
 
 
-class MemoryAudit(models.Model):
+class MemoryAudit(AuditRow):
     """An append-only record of every change to a memory, written in the change's transaction."""
 
     class Action(models.TextChoices):
@@ -487,19 +517,12 @@ class MemoryAudit(models.Model):
         PURGE = "purge", "Purged after expiry"
         EMBED = "embed", "Embedded"
 
-    id = models.BigAutoField(primary_key=True)
-    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="audit")
     action = models.CharField(max_length=16, choices=Action.choices)
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
     actor_label = models.CharField(max_length=200, blank=True, default="")
     detail = models.JSONField(default=dict, blank=True)
-    at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        ordering = ["at", "id"]
+    class Meta(AuditRow.Meta):
         indexes = [models.Index(fields=["organisation", "memory", "at"], name="memories_audit_memory_idx")]
 
     def __str__(self) -> str:
@@ -615,9 +638,9 @@ class TenantVectorIndex(models.Model):
     """
 
     class State(models.TextChoices):
-        BUILDING = "building", "Building"
-        READY = "ready", "Ready"
-        FAILED = "failed", "Failed"
+        BUILDING = "building"
+        READY = "ready"
+        FAILED = "failed"
 
     organisation = models.OneToOneField(
         "accounts.Organisation", on_delete=models.CASCADE, primary_key=True, related_name="+"

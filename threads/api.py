@@ -13,8 +13,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
-from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE
-from lib.api.idempotency import IDEMPOTENCY_PARAMETER
+from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, write_schema
 from lib.api.views import ApiView
 from lib.fields import StrictDateTimeField
 from memories.api.serializers import BatchErrorOutputSerializer, PlaceSerializer, StrictSerializer
@@ -134,16 +133,16 @@ class EpisodesOutputSerializer(serializers.Serializer):
 class ConflictOutputSerializer(serializers.Serializer):
     memory = serializers.UUIDField(help_text="The inferred fact, kept aside.")
     conflicts_with = serializers.UUIDField(help_text="The person's own fact it contradicts.")
-    key = serializers.CharField()
-    state = serializers.CharField()
+    key = serializers.CharField(help_text="The normalised fact key both facts share.")
+    state = serializers.CharField(help_text="pending, accepted or dismissed.")
 
 
 class ThreadOutputSerializer(serializers.Serializer):
     thread = serializers.CharField()
-    last_sequence = serializers.IntegerField()
-    consolidated_through = serializers.IntegerField()
+    last_sequence = serializers.IntegerField(help_text="The sequence of the thread's newest event; 0 when empty.")
+    consolidated_through = serializers.IntegerField(help_text="Events up to this sequence are consolidated.")
     consolidated_at = serializers.DateTimeField(allow_null=True)
-    consolidation_error = serializers.CharField()
+    consolidation_error = serializers.CharField(help_text="Why the last consolidation failed; empty when it did not.")
     learned = LearnedOutputSerializer(many=True)
     episodes = EpisodesOutputSerializer()
     conflicts = ConflictOutputSerializer(many=True)
@@ -209,7 +208,7 @@ class _ThreadApi(ApiView):
 
 
 class ThreadEventsApi(_ThreadApi):
-    @extend_schema(
+    @write_schema(
         operation_id="threads_ingest_events",
         summary="Ingest thread events; learned memories follow in the background",
         description=(
@@ -220,7 +219,6 @@ class ThreadEventsApi(_ThreadApi):
             "stored and the answer is 422. Consolidation turns explicit statements into learned memories in the "
             "background, with the events as their sources. Agents only."
         ),
-        parameters=[IDEMPOTENCY_PARAMETER],
         request=IngestInputSerializer,
         responses={
             201: IngestOutputSerializer,

@@ -69,7 +69,7 @@ class ThreadEvent(models.Model):
     class Role(models.TextChoices):
         USER = "user", "A person"
         ASSISTANT = "assistant", "The agent"
-        SYSTEM = "system", "System"
+        SYSTEM = "system"
         TOOL = "tool", "A tool"
 
     id = models.BigAutoField(primary_key=True)

@@ -6,15 +6,14 @@ people and places here. Turn calls only read these records.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from accounts.auth import Principal
 from accounts.models import Membership
 from accounts.people import handle_problem, people_of, person_upsert
-from lib.api.docs import ERROR_EXAMPLE
-from lib.api.idempotency import IDEMPOTENCY_PARAMETER
+from lib.api.docs import ERROR_EXAMPLE, list_schema, write_schema
 from memories.api import serializers as s
 from memories.api.base import MemoryApi, PagedListApi
 from memories.places import channel_problem, place_put, places_for
@@ -70,15 +69,15 @@ class PersonListApi(DirectoryApi, PagedListApi):
             rows = rows.filter(user_id__in=list(token.allowed_people))
         return rows
 
-    @extend_schema(
+    @list_schema(
         operation_id="people_list",
         summary="List the people of your organisation",
         description=(
             "The organisation's people (handle, username, display name, whether they can sign in), as cursor "
             "pages. Owners and agents holding the directory right; a restricted token sees only its people."
         ),
-        responses={200: s.PersonOutputSerializer(many=True)},
-        examples=[OpenApiExample("People", value=[PERSON_EXAMPLE], response_only=True)],
+        serializer=s.PersonOutputSerializer,
+        example=("People", PERSON_EXAMPLE),
     )
     def get(self, request):
         self.require_directory_right()
@@ -86,7 +85,7 @@ class PersonListApi(DirectoryApi, PagedListApi):
 
 
 class PersonDetailApi(DirectoryApi):
-    @extend_schema(
+    @write_schema(
         operation_id="people_put",
         summary="Create or update a directory person by handle",
         description=(
@@ -94,7 +93,6 @@ class PersonDetailApi(DirectoryApi):
             "in until invited, or updated (200). Their one stable id is what person memories and subjects store."
         ),
         request=s.PersonInputSerializer,
-        parameters=[IDEMPOTENCY_PARAMETER],
         responses={
             200: s.PersonOutputSerializer,
             201: s.PersonOutputSerializer,
@@ -120,15 +118,15 @@ class PersonDetailApi(DirectoryApi):
 
 
 class PlaceListApi(MemoryApi):
-    @extend_schema(
+    @list_schema(
         operation_id="places_list",
         summary="List the places you may use",
         description=(
             "Every place the caller may act in, with its kind and members' labels: a person's own DM, private "
             "channels listing them and public ones; an agent's, within its token's restriction."
         ),
-        responses={200: s.PlaceOutputSerializer(many=True)},
-        examples=[OpenApiExample("Places", value=[PLACE_RECORD_EXAMPLE], response_only=True)],
+        serializer=s.PlaceOutputSerializer,
+        example=("Places", PLACE_RECORD_EXAMPLE),
     )
     def get(self, request):
         principal = self.principal()
@@ -137,7 +135,7 @@ class PlaceListApi(MemoryApi):
 
 
 class PlaceDetailApi(DirectoryApi):
-    @extend_schema(
+    @write_schema(
         operation_id="places_put",
         summary="Record a place: its kind and its whole membership",
         description=(
@@ -145,7 +143,6 @@ class PlaceDetailApi(DirectoryApi):
             "Turn calls never change it; each change is audited. A DM keeps the one person it was recorded with."
         ),
         request=s.PlaceInputSerializer,
-        parameters=[IDEMPOTENCY_PARAMETER],
         responses={
             200: s.PlaceOutputSerializer,
             201: s.PlaceOutputSerializer,

@@ -11,8 +11,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from accounts.auth import Principal
-from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE
-from lib.api.idempotency import IDEMPOTENCY_HEADER, IDEMPOTENCY_PARAMETER, idempotency_key_of
+from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, write_schema
+from lib.api.idempotency import IDEMPOTENCY_HEADER, idempotency_key_of
 from memories.api import serializers as s
 from memories.api.base import MemoryApi, PagedListApi
 from memories.api.docs import FORGOTTEN_EXAMPLE, MEMORY_EXAMPLE, REMEMBER_EXAMPLE
@@ -254,7 +254,7 @@ class MemoryDetailApi(MemoryApi):
         # A forgotten memory stays forgotten: 410 Gone, with the receipt in place of the memory.
         return Response(data, status=status.HTTP_410_GONE if memory.redacted_at else status.HTTP_200_OK)
 
-    @extend_schema(
+    @write_schema(
         operation_id="memories_forget",
         summary="Forget a memory (a recorded erasure)",
         description=(
@@ -262,7 +262,6 @@ class MemoryDetailApi(MemoryApi):
             "injections are scrubbed. An agent names the `place` of its turn to forget a channel's facts there. "
             "Forgetting twice answers the receipt."
         ),
-        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.ForgetInputSerializer,
         responses={200: s.MemoryOutputSerializer},
         examples=[
@@ -285,7 +284,7 @@ class MemoryDetailApi(MemoryApi):
 
 
 class MemorySupersedeApi(MemoryApi):
-    @extend_schema(
+    @write_schema(
         operation_id="memories_correct",
         summary="Correct a memory: a new version replaces it",
         description=(
@@ -293,7 +292,6 @@ class MemorySupersedeApi(MemoryApi):
             "longer recalled. Tier, pin, expiry and source may be changed with it. An agent names the `place` of "
             "its turn to correct facts there."
         ),
-        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.SupersedeInputSerializer,
         responses={201: s.MemoryOutputSerializer, 400: OpenApiResponse(description="Already corrected, or bad input.")},
         examples=[
@@ -343,11 +341,10 @@ class _PinApi(MemoryApi):
 
 def pin_schema(*, operation_id: str, summary: str, description: str, examples: list):
     return extend_schema_view(
-        post=extend_schema(
+        post=write_schema(
             operation_id=operation_id,
             summary=summary,
             description=description,
-            parameters=[IDEMPOTENCY_PARAMETER],
             request=s.PlaceOnlyInputSerializer,
             responses={200: s.MemoryOutputSerializer},
             examples=examples,

@@ -5,8 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
-from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE
-from lib.api.idempotency import IDEMPOTENCY_PARAMETER
+from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, write_schema
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
 from memories.api.docs import MEMORY_EXAMPLE
@@ -108,7 +107,7 @@ RENDER_TEXT_EXAMPLE = (
 
 
 class RenderApi(MemoryApi):
-    @extend_schema(
+    @write_schema(
         operation_id="turns_render",
         summary="Render the memory block for one turn, and record what it injected",
         description=(
@@ -117,7 +116,6 @@ class RenderApi(MemoryApi):
             " it can be read and replayed. The same turn id answers the recorded block again (`replayed`); "
             "another question under it is a 409."
         ),
-        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.RenderInputSerializer,
         responses={200: s.RenderOutputSerializer, 409: OpenApiResponse(description="Turn id used for another render.")},
         examples=[

@@ -510,20 +510,20 @@ class InjectionOutputSerializer(serializers.Serializer):
 
 
 class UnavailableOutputSerializer(serializers.Serializer):
-    id = serializers.UUIDField(allow_null=True)
-    position = serializers.IntegerField()
+    id = serializers.UUIDField(allow_null=True, help_text="The fact's memory; null once its row is purged.")
+    position = serializers.IntegerField(help_text="The line's position in the recorded block.")
     scope = serializers.CharField()
-    reason = serializers.CharField()
+    reason = serializers.CharField(help_text="When it was erased, by whom and why.")
     erased_at = serializers.DateTimeField()
 
 
 class ReplayOutputSerializer(serializers.Serializer):
     # A `memories.turns.injections.Replay`.
     turn_id = serializers.CharField()
-    text = serializers.CharField()
-    sha256 = serializers.CharField()
-    recorded_sha256 = serializers.CharField()
-    identical = serializers.BooleanField()
+    text = serializers.CharField(help_text="The block composed again from the recorded lines.")
+    sha256 = serializers.CharField(help_text="SHA-256 of `text`.")
+    recorded_sha256 = serializers.CharField(help_text="SHA-256 of the block as it was injected.")
+    identical = serializers.BooleanField(help_text="The two digests agree: the prompt is rebuilt byte for byte.")
     unavailable = UnavailableOutputSerializer(many=True, help_text="Facts that can no longer be shown, and why.")
     render_version_matches = serializers.BooleanField()
 
@@ -534,10 +534,10 @@ class ExportedPlaceOutputSerializer(serializers.Serializer):
 
 
 class ExportedEventOutputSerializer(serializers.Serializer):
-    thread = serializers.CharField()
-    sequence = serializers.IntegerField()
-    id = serializers.CharField()
-    role = serializers.CharField()
+    thread = serializers.CharField(help_text="The thread's id as its agent gave it.")
+    sequence = serializers.IntegerField(help_text="The event's position in its thread, from 1.")
+    id = serializers.CharField(help_text="The event's own id as the caller gave it; empty if it had none.")
+    role = serializers.CharField(help_text="user, assistant, system or tool.")
     author = serializers.CharField()
     text = serializers.CharField(help_text="Empty once erased.")
     time = serializers.DateTimeField()

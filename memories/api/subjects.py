@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from lib.api.idempotency import IDEMPOTENCY_PARAMETER
+from lib.api.docs import write_schema
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
 from memories.api.docs import SUBJECT_ERASE_EXAMPLE, SUBJECT_EXPORT_EXAMPLE
@@ -72,7 +72,7 @@ class SubjectMemoriesApi(_SubjectApi):
 class SubjectEraseApi(_SubjectApi):
     action = "erase"
 
-    @extend_schema(
+    @write_schema(
         operation_id="subjects_erase",
         summary="Erase everything held about a subject; one receipt per row stays",
         description=(
@@ -80,7 +80,6 @@ class SubjectEraseApi(_SubjectApi):
             "was said in and what was learned only from them; one receipt per memory stays. A person or an owner "
             "erases a user; owners and agents a candidate."
         ),
-        parameters=[IDEMPOTENCY_PARAMETER],
         request=s.SubjectEraseInputSerializer,
         responses={200: s.SubjectEraseOutputSerializer},
         examples=[
