@@ -1,10 +1,14 @@
-"""`pip install ./clients/python` (and ./clients/mcp) works in a bare virtual environment, offline: from the
-machine's local package index that pip is configured with, never the network. The installed client then
-talks to the real server without Django anywhere in that environment."""
+"""Each package under clients/ installs into a bare virtual environment and works there without Django.
+
+`./clients/python` and `./clients/mcp` install offline, from the local package index pip is configured with.
+`./clients/langgraph` needs LangGraph and LangChain, whose dependencies that index does not all hold
+(`langchain-protocol`), so it installs from whatever sources pip is configured with, as `make venv` does.
+Each package is copied to a temporary folder first, so a build leaves nothing in the source tree."""
 
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 import sys
 import venv
@@ -37,29 +41,45 @@ def local_indexes() -> list[str]:
     return ["--index-url", indexes[0], *(a for i in indexes[1:] for a in ("--extra-index-url", i)), *args]
 
 
+def copies_of(packages: list[str], folder: Path) -> list[str]:
+    """The packages copied under `folder` without build leftovers, so pip builds there, not in the tree."""
+    leftovers = shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "tests")
+    copies = []
+    for package in packages:
+        copy = folder / package
+        shutil.copytree(CLIENTS / package, copy, ignore=leftovers)
+        copies.append(str(copy))
+    return copies
+
+
+def pip_install(python: Path, *arguments: str) -> None:
+    command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
+    done = subprocess.run([*command, *arguments], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def new_venv(folder: Path) -> Path:
+    venv.create(folder, with_pip=True)
+    return folder / "bin" / "python"
+
+
 @pytest.fixture(scope="module")
 def bare_venv(tmp_path_factory):
     sources = local_indexes()
     if not sources:
         pytest.skip("pip is configured with no local package index on this machine")
     folder = tmp_path_factory.mktemp("bare-venv")
-    venv.create(folder, with_pip=True)
-    python = folder / "bin" / "python"
+    python = new_venv(folder / "venv")
     # --isolated: no configuration or environment, so only the local sources named here are read.
-    install = [
-        str(python),
-        "-m",
-        "pip",
-        "install",
-        "--isolated",
-        "--quiet",
-        "--disable-pip-version-check",
-        "--no-compile",
-    ]
-    done = subprocess.run(
-        [*install, *sources, str(CLIENTS / "python"), str(CLIENTS / "mcp")], capture_output=True, text=True
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    pip_install(python, "--isolated", *sources, *copies_of(["python", "mcp"], folder))
+    return python
+
+
+@pytest.fixture(scope="module")
+def langgraph_venv(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bare-langgraph-venv")
+    python = new_venv(folder / "venv")
+    pip_install(python, *copies_of(["python", "langgraph"], folder))
     return python
 
 
@@ -80,3 +100,17 @@ def test_the_mcp_server_installs_offline_with_its_console_script(bare_venv):
     script = bare_venv.parent / "archivist-mcp"
     done = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "--transport {stdio,http}" in done.stdout
+
+
+def test_the_langgraph_store_installs_and_keeps_a_memory_without_django(langgraph_venv, live_api):
+    script = (
+        "import importlib.util\n"
+        "from archivist_langgraph import ArchivistStore\n"
+        "assert importlib.util.find_spec('django') is None, 'django in a bare venv'\n"
+        f"store = ArchivistStore({live_api.url!r}, {live_api.token!r}, places={{'C-general': {live_api.general!r}}})\n"
+        "store.put(('memories', 'C-general'), 'standup', {'content': 'Standup is at ten'})\n"
+        "print(store.get(('memories', 'C-general'), 'standup').value['content'])\n"
+    )
+    done = subprocess.run([str(langgraph_venv), "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "Standup is at ten"
