@@ -6,7 +6,7 @@ place, scope, subject (a person by username), tier, pinned, dates and source. Re
 left out, and so are system claims (stewards' records, not memories).
 
 `memories_import` writes rows through the same service as the API (`memory_remember_in_place`, or
-`memory_correct` for a row that supersedes an earlier one), so every rule holds: the live-fact cap, the
+`memory_supersede` for a row that supersedes an earlier one), so every rule holds: the live-fact cap, the
 scope rules, the database's constraints. Each row runs in its own savepoint; a row that breaks a rule is
 reported with its line number and the rest continue. Imported rows keep their dates (`occurred_at`, from
 the row's `occurred_at` or else when it was first written), carry the `import` source kind, get a fresh
@@ -29,7 +29,8 @@ from accounts.models import Agent, Membership, Organisation
 from memories.errors import LimitReached
 from memories.models import Bucket, Channel, Memory, Scope, SourceKind, SubjectType
 from memories.places import PlaceConflict, PlaceNotFound, place_for_turn
-from memories.turns.writes import memory_correct, memory_remember_in_place
+from memories.services import memory_supersede
+from memories.turns.writes import memory_remember_in_place
 
 FORMATS = ("archivist", "mem0", "jsonl")
 EXPORT_VERSION = 1
@@ -298,7 +299,7 @@ def _import_row(*, organisation, agent, row: dict, imported: dict, default_place
                     overrides[name] = row[name]
             if expires_at is not None:
                 overrides["expires_at"] = expires_at
-            return memory_correct(memory=earlier, body=body, agent=agent, overrides=overrides), 1
+            return memory_supersede(memory=earlier, body=body, agent=agent, overrides=overrides), 1
         resolved = place_for_turn(
             organisation=organisation,
             channel=str(place.get("channel", "")),

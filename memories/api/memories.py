@@ -26,13 +26,13 @@ from memories.selectors import (
     memory_injections,
     memory_supersede_chain,
 )
+from memories.services import memory_supersede
 from memories.turns.idempotency import (
     idempotent_write,
     principal_key,
     request_fingerprint,
 )
 from memories.turns.writes import (
-    memory_correct,
     memory_forget,
     memory_pin,
     memory_remember_in_place,
@@ -321,7 +321,7 @@ class MemorySupersedeApi(MemoryApi):
         ):
             if data.get(name):
                 overrides[target] = data[name]
-        replacement = memory_correct(memory=memory, body=body, overrides=overrides, **self.actor())
+        replacement = memory_supersede(memory=memory, body=body, overrides=overrides, **self.actor())
         return Response(memory_data(fresh(replacement)), status=status.HTTP_201_CREATED), replacement, {}
 
 

@@ -15,8 +15,8 @@ from django.utils import timezone
 from accounts.services import agent_create
 from memories.models import Memory, SourceKind
 from memories.places import place_for_turn
-from memories.services import memory_redact
-from memories.turns.writes import memory_correct, memory_remember_in_place
+from memories.services import memory_redact, memory_supersede
+from memories.turns.writes import memory_remember_in_place
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +43,7 @@ def seeded(org, member, second_member, agent):
         "candidate": said(org, agent, team, "Candidate speaks Dutch", subject_type="candidate", subject_id="cand-1"),
         "erased": said(org, agent, team, "A secret to forget", subject_type="workspace"),
     }
-    rows["corrected"] = memory_correct(memory=rows["channel"], body="Standup is at 10", agent=agent)
+    rows["corrected"] = memory_supersede(memory=rows["channel"], body="Standup is at 10", agent=agent)
     memory_redact(memory=rows["erased"], reason="asked", agent=agent)
     return rows
 

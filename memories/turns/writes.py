@@ -25,7 +25,7 @@ from memories.models import (
 )
 from memories.places import PlaceInTurn
 from memories.scopes import PERSON, WORKSPACE, ScopeChoice, scope_for, solo_person
-from memories.services import memory_remember, memory_set_pinned, memory_supersede
+from memories.services import memory_remember, memory_set_pinned
 
 
 def user_subject_id(*, organisation: Organisation, subject_id: str) -> str:
@@ -203,17 +203,6 @@ def _label_of(*, organisation: Organisation, person_id: str) -> str:
 def memory_forget(*, memory: Memory, reason: str, actor: User | None = None, agent: Agent | None = None) -> Memory:
     """Forget a fact and every version of it: erase body and vector, keep a receipt per row (who, when, why)."""
     return services.memory_forget(memory=memory, reason=reason or "forgotten on request", actor=actor, agent=agent)
-
-
-def memory_correct(
-    *,
-    memory: Memory,
-    body: str,
-    actor: User | None = None,
-    agent: Agent | None = None,
-    overrides: dict | None = None,
-) -> Memory:
-    return memory_supersede(memory=memory, body=body, actor=actor, agent=agent, overrides=overrides)
 
 
 def memory_pin(*, memory: Memory, pinned: bool, actor: User | None = None, agent: Agent | None = None) -> Memory:
