@@ -42,7 +42,18 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import harness  # noqa: E402
 
-LOCOMO = Path(os.environ.get("ARCHIVIST_LOCOMO", ROOT.parent / "shared" / "data" / "locomo-dev.json"))
+# The shared data folder sits beside the main checkout, so a worktree's is two levels up.
+LOCOMO = Path(
+    os.environ.get(
+        "ARCHIVIST_LOCOMO",
+        next(
+            (path for path in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if path.is_dir()),
+            ROOT.parent / "shared",
+        )
+        / "data"
+        / "locomo-dev.json",
+    )
+)
 PLACE = {"channel": "conversation", "kind": "private", "people": []}
 
 
@@ -50,6 +61,7 @@ def arguments():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("--remembers", type=int, default=200, help="in-process remembers timed")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top entries of in-process requests")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "var" / "bench-overhead")
     return parser.parse_args()
@@ -82,14 +94,23 @@ def seed():
 
 
 def remember_all(base, token, turns):
+    """Every turn remembered over HTTP, one by one; each call's time in ms."""
     import requests
 
     session = requests.Session()
     session.headers["Authorization"] = f"Bearer {token}"
+    times = []
     for body in turns:
-        response = session.post(f"{base}/api/v1/memories", json={"body": body[:2000], "place": PLACE}, timeout=30)
+        started = time.perf_counter()
+        response = session.post(
+            f"{base}/api/v1/memories",
+            json={"body": body[:2000], "place": PLACE, "subject_type": "workspace"},
+            timeout=30,
+        )
+        times.append((time.perf_counter() - started) * 1000)
         if response.status_code != 201:
             raise SystemExit(f"remember answered {response.status_code}: {response.text[:200]}")
+    return times
 
 
 def over_http(base, token, questions, count):
@@ -150,12 +171,12 @@ class Counted:
         self._context.__exit__(*exc)
 
 
-def wsgi_request(application, token, question):
-    """One POST /api/v1/recall through Django's WSGI handler, in this process."""
-    body = json.dumps({"question": question, "place": PLACE, "mode": "lexical"}).encode()
+def wsgi_call(application, token, path, payload, expected):
+    """One POST through Django's WSGI handler, in this process; its response headers."""
+    body = json.dumps(payload).encode()
     environ = {
         "REQUEST_METHOD": "POST",
-        "PATH_INFO": "/api/v1/recall",
+        "PATH_INFO": path,
         "SERVER_NAME": "127.0.0.1",
         "SERVER_PORT": "80",
         "HTTP_HOST": "127.0.0.1",
@@ -174,136 +195,262 @@ def wsgi_request(application, token, question):
     }
     status = []
     chunks = application(environ, lambda code, headers, exc_info=None: status.append((code, dict(headers))))
-    b"".join(chunks)
-    if not status[0][0].startswith("200"):
-        raise SystemExit(f"in-process recall answered {status[0][0]}")
-    server = float(status[0][1]["Server-Timing"].split("recall;dur=")[1].split(",")[0])
-    return server
+    answer = b"".join(chunks)
+    if not status[0][0].startswith(expected):
+        raise SystemExit(f"in-process {path} answered {status[0][0]}: {answer[:200]!r}")
+    return status[0][1]
 
 
-def old_authenticate(self, request):
-    """The Bearer authentication as it was before issue 15: four round trips with the middleware's empty tenant."""
-    from django.utils import timezone
-    from rest_framework import exceptions
-    from rest_framework.authentication import get_authorization_header
-
-    from accounts.auth import AgentPrincipalUser, Principal
-    from accounts.models import AgentToken, hash_token
-    from tenancy.context import tenant_activate, token_lookup_activate
-
-    parts = get_authorization_header(request).split()
-    if not parts or parts[0].lower() != self.keyword:
-        return None
-    raw = parts[1].decode()
-    now = timezone.now()
-    token_hash = hash_token(raw)
-    tenant_activate(organisation_id="")  # what the middleware set first, for every request
-    token_lookup_activate(token_hash=token_hash)
-    token = AgentToken.objects.usable(now).select_related("agent", "organisation").filter(token_hash=token_hash).first()
-    if token is None:
-        raise exceptions.AuthenticationFailed("The token is unknown, revoked or expired.")
-    tenant_activate(organisation_id=token.organisation_id)
-    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
-        AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    request.principal = Principal(organisation=token.organisation, agent=token.agent)
-    return AgentPrincipalUser(token.agent), token
+def recall_timing(headers) -> float:
+    """The server's own `recall()` in ms, from its Server-Timing header."""
+    return float(headers["Server-Timing"].split("recall;dur=")[1].split(",")[0])
 
 
-def in_process(args, token, questions):
+def old_token_authenticate(*, token_hash, now):
+    """The token's one round trip as it was: the ORM's query, compiled on every request."""
+    from django.db import connection
+    from django.db.models.expressions import RawSQL
+
+    from accounts.models import AgentToken
+    from tenancy.sql import CROSS_TENANT_SETTING, TENANT_SETTING, TOKEN_HASH_SETTING
+
+    tenant = RawSQL(
+        "set_config(%s, accounts_agenttoken.organisation_id::text, true) || set_config(%s, '', true)",
+        (TENANT_SETTING, CROSS_TENANT_SETTING),
+    )
+
+    def with_token_hash(execute, sql, params, many, context):
+        result = execute(
+            "SELECT set_config(%s, %s, true); " + sql, (TOKEN_HASH_SETTING, token_hash, *params), many, context
+        )
+        context["cursor"].nextset()
+        return result
+
+    with connection.execute_wrapper(with_token_hash):
+        return (
+            AgentToken.objects.usable(now)
+            .select_related("agent", "organisation")
+            .filter(token_hash=token_hash)
+            .annotate(tenant_set=tenant)
+            .first()
+        )
+
+
+def old_count_in_window(key, period):
+    """The gate's count as it was: the cache's add, then incr (SET NX, EXISTS, INCRBY: three round trips)."""
+    from django.core.cache import cache
+
+    cache.add(key, 0, timeout=period + 1)
+    return cache.incr(key)
+
+
+def old_place_record(*, organisation, channel):
+    """The place's read as it was: the ORM's annotated query, compiled on every request."""
+    from memories.places import place_records, record_of
+
+    row = place_records(organisation=organisation).filter(external_id=channel).first()
+    return record_of(row) if row is not None else None
+
+
+# What changed, each measured against what it replaced: (what, module, name, the old function).
+OLD_AND_NEW = [
+    (
+        "token read: ORM compiled per request → statement made once",
+        "accounts.auth",
+        "token_authenticate",
+        old_token_authenticate,
+    ),
+    ("rate gate: SET NX + EXISTS + INCRBY → one script", "config.middleware", "count_in_window", old_count_in_window),
+    ("place read: ORM compiled per request → statement made once", "memories.places", "place_record", old_place_record),
+]
+
+
+def pairwise(request, count):
+    """Each change against what it replaced, alternating request by request: {what: (old ms, new ms)}."""
+    import importlib
+
+    figures = {}
+    for what, module_name, name, old in OLD_AND_NEW:
+        module = importlib.import_module(module_name)
+        new = getattr(module, name)
+        old_times, new_times = [], []
+        try:
+            for index in range(count):
+                setattr(module, name, old if index % 2 else new)
+                started = time.perf_counter()
+                server = request(index)
+                (old_times if index % 2 else new_times).append((time.perf_counter() - started) * 1000 - server)
+        finally:
+            setattr(module, name, new)
+        figures[what] = (old_times, new_times)
+    return figures
+
+
+def profiled(request, count):
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for index in range(count):
+        request(index)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(40)
+    return out.getvalue()
+
+
+class ServiceTimer:
+    """Times `memory_remember` (the write service, not this bench's subject) inside in-process remembers."""
+
+    def __init__(self):
+        self.last = 0.0
+
+    def __enter__(self):
+        import memories.turns.writes as writes
+
+        self._original = writes.memory_remember
+
+        def timed(**fields):
+            started = time.perf_counter()
+            try:
+                return self._original(**fields)
+            finally:
+                self.last = (time.perf_counter() - started) * 1000
+
+        writes.memory_remember = timed
+        return self
+
+    def __exit__(self, *exc):
+        import memories.turns.writes as writes
+
+        writes.memory_remember = self._original
+
+
+def in_process(args, token, questions, turns):
     from django.conf import settings
     from django.core.handlers.wsgi import WSGIHandler
     from django.db import connections
-
-    from accounts.auth import BearerTokenAuthentication
 
     # Requests as the web server makes them: as archivist_app, under row-level security.
     connections.close_all()
     settings.DATABASE_ROLE = "archivist_app"
     application = WSGIHandler()
-    for question in questions[:20]:
-        wsgi_request(application, token, question)
-    with Counted() as counted:
-        for question in questions[:50]:
-            wsgi_request(application, token, question)
-    per_request = (counted.database / 50, counted.redis / 50)
 
-    new_authenticate = BearerTokenAuthentication.authenticate
-    times = {"before (4 round trips)": [], "now (1 round trip)": []}
-    for index in range(args.requests):
-        label = "before (4 round trips)" if index % 2 else "now (1 round trip)"
-        BearerTokenAuthentication.authenticate = old_authenticate if index % 2 else new_authenticate
-        question = questions[index % len(questions)]
-        started = time.perf_counter()
-        server = wsgi_request(application, token, question)
-        times[label].append((time.perf_counter() - started) * 1000 - server)
-    BearerTokenAuthentication.authenticate = new_authenticate
+    def recall_request(index):
+        body = {"question": questions[index % len(questions)], "place": PLACE, "mode": "lexical"}
+        return recall_timing(wsgi_call(application, token, "/api/v1/recall", body, "200"))
 
-    profile_text = ""
-    if args.profile:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        for index in range(200):
-            wsgi_request(application, token, questions[index % len(questions)])
-        profiler.disable()
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(45)
-        profile_text = out.getvalue()
+    timer = ServiceTimer()
+
+    def remember_request(index):
+        body = {
+            "body": f"{turns[index % len(turns)][:1900]} (again {index})",
+            "place": PLACE,
+            "subject_type": "workspace",
+        }
+        wsgi_call(application, token, "/api/v1/memories", body, "201")
+        return timer.last
+
+    result = {}
+    with timer:
+        for index in range(20):
+            recall_request(index)
+            remember_request(index)
+        for name, request in (("recall", recall_request), ("remember", remember_request)):
+            with Counted() as counted:
+                for index in range(50):
+                    request(index)
+            result[f"{name} round trips"] = (counted.database / 50, counted.redis / 50)
+        result["pairwise"] = pairwise(recall_request, args.requests)
+        remembers = []
+        for index in range(args.remembers):
+            started = time.perf_counter()
+            service = remember_request(1000 + index)
+            remembers.append(((time.perf_counter() - started) * 1000, service))
+        result["remembers"] = remembers
+        if args.profile:
+            result["recall profile"] = profiled(recall_request, 200)
+            result["remember profile"] = profiled(lambda index: remember_request(5000 + index), 100)
     settings.DATABASE_ROLE = ""
     connections.close_all()
-    return per_request, times, profile_text
+    return result
+
+
+def table(rows):
+    print("| | p50 ms | p95 ms | n |")
+    print("| --- | --- | --- | --- |")
+    for label, values in rows:
+        print(f"| {label} | {pct(values, 0.5):.2f} | {pct(values, 0.95):.2f} | {len(values)} |")
+
+
+def report(args, turns, http, result):
+    total, server_ms, remember_ms = http
+    load = [f"{value:.2f}" for value in os.getloadavg()]
+    overhead = [t - s for t, s in zip(total, server_ms, strict=True)]
+    print(f"\n## Per-request work ({len(turns)} facts in one channel, {args.requests} recalls, `lexical`, c=1)\n")
+    print("Over HTTP (gunicorn, 1 worker × 1 thread, as `archivist_app`):\n")
+    table(
+        [
+            ("recall: whole call", total),
+            ("recall: the server's `recall()` (Server-Timing)", server_ms),
+            ("**recall: per-request work (the call minus `recall()`)**", overhead),
+            (f"**remember: whole call** (the last {len(remember_ms)} of the seed's)", remember_ms),
+        ]
+    )
+    for name in ("recall", "remember"):
+        database, redis = result[f"{name} round trips"]
+        print(f"\nIn process, per {name}: {database:.1f} database round trips, {redis:.1f} Redis commands.")
+    print("\nIn process, per-request work of a recall (the request minus `recall()`), old against new, alternating:\n")
+    print("| change | old p50 | new p50 | old p95 | new p95 | saved at p50 | n each |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for what, (old, new) in result["pairwise"].items():
+        print(
+            f"| {what} | {pct(old, 0.5):.2f} | {pct(new, 0.5):.2f} | {pct(old, 0.95):.2f} | {pct(new, 0.95):.2f} "
+            f"| {statistics.median(old) - statistics.median(new):.2f} | {len(new)} |"
+        )
+    remembers = result["remembers"]
+    print(f"\nIn process, {len(remembers)} remembers:\n")
+    table(
+        [
+            ("remember: the request", [whole for whole, _ in remembers]),
+            ("remember: `memory_remember()` (the write service)", [service for _, service in remembers]),
+            ("remember: the rest (the request minus the service)", [whole - service for whole, service in remembers]),
+        ]
+    )
+    print(f"\nLoad average: {' '.join(load)} ({os.cpu_count()} cores, shared).")
+    for name in ("recall profile", "remember profile"):
+        if name in result:
+            print(f"\ncProfile, in-process {name.split()[0]} requests, cumulative:\n{result[name]}")
 
 
 def main():
     args = arguments()
     data_dir = args.data_dir.resolve()
     server, redis = harness.start_services(
-        data_dir, "archivist_overhead", {"ARCHIVIST_EMBEDDER": "none", "ARCHIVIST_TOKEN_RATE": "100000000/min"}
+        data_dir,
+        "archivist_overhead",
+        {
+            "ARCHIVIST_EMBEDDER": "none",
+            "ARCHIVIST_TOKEN_RATE": "100000000/min",
+            "MEMORY_MAX_LIVE_FACTS_PER_AGENT": "100000",
+        },
     )
     try:
         organisation, agent, token, turns, questions, _ = seed()
         process = harness.start_gunicorn(port=args.port, data_dir=data_dir, workers=1, threads=1)
         base = f"http://127.0.0.1:{args.port}"
         try:
-            remember_all(base, token, turns)
+            remember_ms = remember_all(base, token, turns)[30:]  # the first ones warm the worker
             over_http(base, token, questions, 30)  # each thread's connection, plans and caches
             total, server_ms = over_http(base, token, questions, args.requests)
         finally:
             process.terminate()
             process.wait(timeout=30)
-        per_request, times, profile_text = in_process(args, token, questions)
+        result = in_process(args, token, questions, turns)
     finally:
         from django.db import connections
 
         connections.close_all()
         harness.stop_services(server, redis)
-
-    overhead = [t - s for t, s in zip(total, server_ms, strict=True)]
-    print()
-    print(f"## Per-request work ({len(turns)} facts in one channel, {args.requests} recalls, mode `lexical`, c=1)")
-    print()
-    print("| over HTTP, ms | p50 | p95 |")
-    print("| --- | --- | --- |")
-    print(f"| whole call | {pct(total, 0.5):.2f} | {pct(total, 0.95):.2f} |")
-    print(f"| the server's `recall()` (Server-Timing) | {pct(server_ms, 0.5):.2f} | {pct(server_ms, 0.95):.2f} |")
-    print(f"| **per-request work: the call minus `recall()`** | {pct(overhead, 0.5):.2f} | {pct(overhead, 0.95):.2f} |")
-    print()
-    print(
-        f"In process, per request: {per_request[0]:.1f} database round trips (Django's cursor executes), "
-        f"{per_request[1]:.1f} Redis commands."
-    )
-    print()
-    print("| in process, per-request work (the request minus `recall()`), alternating | p50 ms | p95 ms | n |")
-    print("| --- | --- | --- | --- |")
-    for label, values in times.items():
-        print(f"| authentication {label} | {pct(values, 0.5):.2f} | {pct(values, 0.95):.2f} | {len(values)} |")
-    before, now = times["before (4 round trips)"], times["now (1 round trip)"]
-    print()
-    print(f"Saved by one round trip: {statistics.median(before) - statistics.median(now):.2f} ms at p50.")
-    print(f"Load average: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores, shared).")
-    if profile_text:
-        print()
-        print("cProfile, 200 in-process requests, cumulative:")
-        print(profile_text)
+    report(args, turns, (total, server_ms, remember_ms), result)
 
 
 if __name__ == "__main__":
