@@ -5,10 +5,15 @@ import hashlib
 import logging
 import math
 import time
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.middleware import AuthenticationMiddleware
+from django.contrib.messages.middleware import MessageMiddleware
+from django.contrib.sessions.middleware import SessionMiddleware
 from django.core.cache import cache
 from django.http import JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
 
 from lib.scripts import unbound_script
 
@@ -123,3 +128,41 @@ class TokenRateGateMiddleware:
         response = JsonResponse({"error": "throttled", "detail": detail, "fields": {}}, status=429)
         response["Retry-After"] = str(wait)
         return response
+
+
+def bearer_api_request(request) -> bool:
+    """An API call carrying a Bearer token: it authenticates by the token, never by a session cookie."""
+    return request.path_info.startswith("/api/") and request.META.get("HTTP_AUTHORIZATION", "")[:7].lower() == "bearer "
+
+
+class WebOnly:
+    """Mixed into a middleware the web pages need but a Bearer API call does not: such a call passes by it.
+
+    A Bearer call is authenticated by its token or refused (DRF tries the session
+    only when no token is presented), its views are CSRF-exempt, and it reads no
+    messages: the session, the user from it, CSRF and messages would be work for
+    nothing. Every other request, pages and session API calls alike, runs them.
+    """
+
+    get_response: Any
+
+    def __call__(self, request):
+        if bearer_api_request(request):
+            return self.get_response(request)
+        return super().__call__(request)  # the middleware this is mixed into
+
+
+class WebSessionMiddleware(WebOnly, SessionMiddleware):
+    pass
+
+
+class WebCsrfViewMiddleware(WebOnly, CsrfViewMiddleware):
+    pass
+
+
+class WebAuthenticationMiddleware(WebOnly, AuthenticationMiddleware):
+    pass
+
+
+class WebMessageMiddleware(WebOnly, MessageMiddleware):
+    pass
