@@ -32,8 +32,10 @@ import json
 import os
 import pstats
 import statistics
+import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,6 +63,7 @@ def arguments():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("--against", default="main", help="over HTTP, alternate with the code at the fork point")
     parser.add_argument("--remembers", type=int, default=200, help="in-process remembers timed")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top entries of in-process requests")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "var" / "bench-overhead")
@@ -93,48 +96,63 @@ def seed():
     return organisation, agent, token, turns, questions, (memory_remember_in_place, Place, Author, Bucket, SourceKind)
 
 
-def remember_all(base, token, turns):
-    """Every turn remembered over HTTP, one by one; each call's time in ms."""
+def remember_all(bases, token, turns):
+    """Every turn remembered over HTTP, one by one, alternating between the servers: {base: call ms}."""
     import requests
 
-    session = requests.Session()
-    session.headers["Authorization"] = f"Bearer {token}"
-    times = []
-    for body in turns:
+    sessions = {base: requests.Session() for base in bases}
+    for session in sessions.values():
+        session.headers["Authorization"] = f"Bearer {token}"
+    times = {base: [] for base in bases}
+    for index, body in enumerate(turns):
+        base = bases[index % len(bases)]
         started = time.perf_counter()
-        response = session.post(
+        response = sessions[base].post(
             f"{base}/api/v1/memories",
             json={"body": body[:2000], "place": PLACE, "subject_type": "workspace"},
             timeout=30,
         )
-        times.append((time.perf_counter() - started) * 1000)
+        times[base].append((time.perf_counter() - started) * 1000)
         if response.status_code != 201:
             raise SystemExit(f"remember answered {response.status_code}: {response.text[:200]}")
     return times
 
 
-def over_http(base, token, questions, count):
+def over_http(bases, token, questions, count):
+    """`count` recalls over HTTP, alternating between the servers at `bases`: {base: (call ms, recall() ms)}."""
     import requests
 
-    session = requests.Session()
-    session.headers["Authorization"] = f"Bearer {token}"
-    total, server = [], []
+    sessions = {base: requests.Session() for base in bases}
+    for session in sessions.values():
+        session.headers["Authorization"] = f"Bearer {token}"
+    times = {base: ([], []) for base in bases}
     for index in range(count):
+        base = bases[index % len(bases)]
         question = questions[index % len(questions)]
         started = time.perf_counter()
-        response = session.post(
+        response = sessions[base].post(
             f"{base}/api/v1/recall", json={"question": question, "place": PLACE, "mode": "lexical"}, timeout=30
         )
         elapsed = (time.perf_counter() - started) * 1000
         if response.status_code != 200:
             raise SystemExit(f"recall answered {response.status_code}: {response.text[:200]}")
-        timing = {
-            part.split(";dur=")[0].strip(): float(part.split(";dur=")[1])
-            for part in response.headers["Server-Timing"].split(",")
-        }
-        total.append(elapsed)
-        server.append(timing["recall"])
-    return total, server
+        times[base][0].append(elapsed)
+        times[base][1].append(recall_timing(response.headers))
+    return times
+
+
+def base_checkout(data_dir: Path, against: str) -> Path:
+    """The code this branch started from, exported beside the bench's data, sharing the virtualenv."""
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "merge-base", "HEAD", against], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    folder = data_dir / f"base-{commit[:12]}"
+    if not folder.is_dir():
+        folder.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+        (folder / ".venv").symlink_to((ROOT / ".venv").resolve())
+    return folder
 
 
 class Counted:
@@ -253,7 +271,7 @@ def old_place_record(*, organisation, channel):
 
 
 # What changed, each measured against what it replaced: (what, module, name, the old function).
-OLD_AND_NEW = [
+CHANGED_FUNCTIONS = [
     (
         "token read: ORM compiled per request → statement made once",
         "accounts.auth",
@@ -265,13 +283,34 @@ OLD_AND_NEW = [
 ]
 
 
-def pairwise(request, count):
-    """Each change against what it replaced, alternating request by request: {what: (old ms, new ms)}."""
+# The middleware as it was: Django's own, run by Bearer API calls too.
+WEB_ONLY = {
+    "config.middleware.WebSessionMiddleware": "django.contrib.sessions.middleware.SessionMiddleware",
+    "config.middleware.WebCsrfViewMiddleware": "django.middleware.csrf.CsrfViewMiddleware",
+    "config.middleware.WebAuthenticationMiddleware": "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "config.middleware.WebMessageMiddleware": "django.contrib.messages.middleware.MessageMiddleware",
+}
+
+
+def changes(served):
+    """(what, where, name, old value) of every change; `served.application` is the WSGI handler requests use."""
     import importlib
 
+    from django.conf import settings
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.test import override_settings
+
+    with override_settings(MIDDLEWARE=[WEB_ONLY.get(path, path) for path in settings.MIDDLEWARE]):
+        every_middleware = WSGIHandler()
+    found = [(what, importlib.import_module(module), name, old) for what, module, name, old in CHANGED_FUNCTIONS]
+    middleware = "middleware: sessions, CSRF, user, messages → passed by Bearer API calls"
+    return [*found, (middleware, served, "application", every_middleware)]
+
+
+def pairwise(request, count, compared):
+    """Each change against what it replaced, alternating request by request: {what: (old ms, new ms)}."""
     figures = {}
-    for what, module_name, name, old in OLD_AND_NEW:
-        module = importlib.import_module(module_name)
+    for what, module, name, old in compared:
         new = getattr(module, name)
         old_times, new_times = [], []
         try:
@@ -332,11 +371,11 @@ def in_process(args, token, questions, turns):
     # Requests as the web server makes them: as archivist_app, under row-level security.
     connections.close_all()
     settings.DATABASE_ROLE = "archivist_app"
-    application = WSGIHandler()
+    served = types.SimpleNamespace(application=WSGIHandler())
 
     def recall_request(index):
         body = {"question": questions[index % len(questions)], "place": PLACE, "mode": "lexical"}
-        return recall_timing(wsgi_call(application, token, "/api/v1/recall", body, "200"))
+        return recall_timing(wsgi_call(served.application, token, "/api/v1/recall", body, "200"))
 
     timer = ServiceTimer()
 
@@ -346,7 +385,7 @@ def in_process(args, token, questions, turns):
             "place": PLACE,
             "subject_type": "workspace",
         }
-        wsgi_call(application, token, "/api/v1/memories", body, "201")
+        wsgi_call(served.application, token, "/api/v1/memories", body, "201")
         return timer.last
 
     result = {}
@@ -359,7 +398,7 @@ def in_process(args, token, questions, turns):
                 for index in range(50):
                     request(index)
             result[f"{name} round trips"] = (counted.database / 50, counted.redis / 50)
-        result["pairwise"] = pairwise(recall_request, args.requests)
+        result["pairwise"] = pairwise(recall_request, args.requests, changes(served))
         remembers = []
         for index in range(args.remembers):
             started = time.perf_counter()
@@ -382,19 +421,31 @@ def table(rows):
 
 
 def report(args, turns, http, result):
-    total, server_ms, remember_ms = http
     load = [f"{value:.2f}" for value in os.getloadavg()]
-    overhead = [t - s for t, s in zip(total, server_ms, strict=True)]
-    print(f"\n## Per-request work ({len(turns)} facts in one channel, {args.requests} recalls, `lexical`, c=1)\n")
-    print("Over HTTP (gunicorn, 1 worker × 1 thread, as `archivist_app`):\n")
-    table(
-        [
-            ("recall: whole call", total),
-            ("recall: the server's `recall()` (Server-Timing)", server_ms),
-            ("**recall: per-request work (the call minus `recall()`)**", overhead),
-            (f"**remember: whole call** (the last {len(remember_ms)} of the seed's)", remember_ms),
-        ]
+    print(f"\n## Per-request work ({len(turns)} facts in one channel, {args.requests} recalls each, `lexical`, c=1)\n")
+    print(
+        "Over HTTP, two gunicorns (1 worker × 1 thread each, as `archivist_app`), requests alternating: "
+        f"this code and the code it started from (`git merge-base HEAD {args.against}`).\n"
     )
+    print("| over HTTP, ms | old p50 | new p50 | old p95 | new p95 | n each |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    rows = {}
+    for label in ("old", "new"):
+        (total, server_ms), remember_ms = http[label]
+        rows[label] = {
+            "recall: whole call": total,
+            "recall: the server's `recall()` (Server-Timing)": server_ms,
+            "**recall: per-request work (the call minus `recall()`)**": [
+                t - s for t, s in zip(total, server_ms, strict=True)
+            ],
+            "**remember: whole call**": remember_ms,
+        }
+    for what, new in rows["new"].items():
+        old = rows["old"][what]
+        print(
+            f"| {what} | {pct(old, 0.5):.2f} | {pct(new, 0.5):.2f} | {pct(old, 0.95):.2f} | {pct(new, 0.95):.2f} "
+            f"| {len(new)} |"
+        )
     for name in ("recall", "remember"):
         database, redis = result[f"{name} round trips"]
         print(f"\nIn process, per {name}: {database:.1f} database round trips, {redis:.1f} Redis commands.")
@@ -421,6 +472,27 @@ def report(args, turns, http, result):
             print(f"\ncProfile, in-process {name.split()[0]} requests, cumulative:\n{result[name]}")
 
 
+def served_over_http(args, data_dir, token, turns, questions):
+    """This code and the code it started from, one gunicorn each, requests alternating between them."""
+    new = harness.start_gunicorn(port=args.port, data_dir=data_dir, workers=1, threads=1)
+    old_data = data_dir / "base-server"
+    old_data.mkdir(exist_ok=True)
+    old = harness.start_gunicorn(
+        port=args.port + 1, data_dir=old_data, workers=1, threads=1, root=base_checkout(data_dir, args.against)
+    )
+    bases = [f"http://127.0.0.1:{args.port}", f"http://127.0.0.1:{args.port + 1}"]
+    try:
+        remembered = remember_all(bases, token, turns)
+        over_http(bases, token, questions, 60)  # each server's connection, plans and caches
+        recalled = over_http(bases, token, questions, 2 * args.requests)
+    finally:
+        for process in (new, old):
+            process.terminate()
+            process.wait(timeout=30)
+    # The first remembers of each server warm it.
+    return {label: (recalled[base], remembered[base][15:]) for label, base in zip(("new", "old"), bases, strict=True)}
+
+
 def main():
     args = arguments()
     data_dir = args.data_dir.resolve()
@@ -435,22 +507,14 @@ def main():
     )
     try:
         organisation, agent, token, turns, questions, _ = seed()
-        process = harness.start_gunicorn(port=args.port, data_dir=data_dir, workers=1, threads=1)
-        base = f"http://127.0.0.1:{args.port}"
-        try:
-            remember_ms = remember_all(base, token, turns)[30:]  # the first ones warm the worker
-            over_http(base, token, questions, 30)  # each thread's connection, plans and caches
-            total, server_ms = over_http(base, token, questions, args.requests)
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
+        http = served_over_http(args, data_dir, token, turns, questions)
         result = in_process(args, token, questions, turns)
     finally:
         from django.db import connections
 
         connections.close_all()
         harness.stop_services(server, redis)
-    report(args, turns, (total, server_ms, remember_ms), result)
+    report(args, turns, http, result)
 
 
 if __name__ == "__main__":
