@@ -272,14 +272,9 @@ def old_place_record(*, organisation, channel):
 
 # What changed, each measured against what it replaced: (what, module, name, the old function).
 CHANGED_FUNCTIONS = [
-    (
-        "token read: ORM compiled per request → statement made once",
-        "accounts.auth",
-        "token_authenticate",
-        old_token_authenticate,
-    ),
+    ("token read: ORM per request → made once", "accounts.auth", "token_authenticate", old_token_authenticate),
     ("rate gate: SET NX + EXISTS + INCRBY → one script", "config.middleware", "count_in_window", old_count_in_window),
-    ("place read: ORM compiled per request → statement made once", "memories.places", "place_record", old_place_record),
+    ("place read: ORM per request → made once", "memories.places", "place_record", old_place_record),
 ]
 
 
@@ -466,7 +461,8 @@ def report(args, turns, http, result):
             ("remember: the rest (the request minus the service)", [whole - service for whole, service in remembers]),
         ]
     )
-    print(f"\nLoad average: {' '.join(load)} ({os.cpu_count()} cores, shared).")
+    cores = os.cpu_count()
+    print(f"\nLoad average: {args.load_at_start} at the start, {' '.join(load)} at the end ({cores} cores, shared).")
     for name in ("recall profile", "remember profile"):
         if name in result:
             print(f"\ncProfile, in-process {name.split()[0]} requests, cumulative:\n{result[name]}")
@@ -495,6 +491,7 @@ def served_over_http(args, data_dir, token, turns, questions):
 
 def main():
     args = arguments()
+    args.load_at_start = " ".join(f"{value:.2f}" for value in os.getloadavg())
     data_dir = args.data_dir.resolve()
     server, redis = harness.start_services(
         data_dir,
