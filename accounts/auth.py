@@ -7,13 +7,13 @@ import logging
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication, get_authorization_header
 from rest_framework.permissions import BasePermission
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
+from lib.rows import ModelColumns
 from tenancy.context import TenancyError, tenant_activate
 from tenancy.sql import CROSS_TENANT_SETTING, STEWARD, TENANT_SETTING, TOKEN_HASH_SETTING
 
@@ -72,6 +72,24 @@ class AgentPrincipalUser:
         return self.username
 
 
+_TOKEN = ModelColumns(AgentToken, "t")
+_AGENT = ModelColumns(Agent, "a")
+_ORGANISATION = ModelColumns(Organisation, "o")
+
+# Made once: the token-hash setting, then the usable token with its agent and organisation, whose select
+# list names the token's organisation as the transaction's tenant as it reads the row. Row-level security
+# shows the first statement's hash only; no usable token, no row, and the tenant stays unset.
+TOKEN_STATEMENT = (
+    "SELECT set_config(%s, %s, true); "
+    "SELECT set_config(%s, t.organisation_id::text, true) || set_config(%s, '', true), "
+    f"{_TOKEN.select}, {_AGENT.select}, {_ORGANISATION.select} "
+    "FROM accounts_agenttoken t "
+    "JOIN accounts_organisation o ON o.id = t.organisation_id "
+    "JOIN accounts_agent a ON a.id = t.agent_id "
+    "WHERE t.token_hash = %s AND t.revoked_at IS NULL AND t.expires_at > %s"
+)
+
+
 def token_authenticate(*, token_hash: str, now) -> AgentToken | None:
     """The usable token with this hash, its agent and organisation, with its tenant set: one round trip.
 
@@ -79,30 +97,23 @@ def token_authenticate(*, token_hash: str, now) -> AgentToken | None:
     (`archivist.token_hash`), and the statement that reads it names the token's
     organisation as the transaction's tenant as it reads it, so authentication,
     tenant and token are one query: the setting, then the read, sent together.
-    No usable token, no row: the tenant stays unset and the transaction sees nothing.
+    The statement is a string made once (`TOKEN_STATEMENT`), so nothing is
+    compiled per request.
     """
     if not connection.in_atomic_block:
         raise TenancyError("The tenant is set per transaction; call this inside transaction.atomic().")
-    tenant = RawSQL(
-        "set_config(%s, accounts_agenttoken.organisation_id::text, true) || set_config(%s, '', true)",
-        (TENANT_SETTING, CROSS_TENANT_SETTING),
-    )
-
-    def with_token_hash(execute, sql, params, many, context):
-        result = execute(
-            "SELECT set_config(%s, %s, true); " + sql, (TOKEN_HASH_SETTING, token_hash, *params), many, context
+    with connection.cursor() as cursor:
+        cursor.execute(
+            TOKEN_STATEMENT, (TOKEN_HASH_SETTING, token_hash, TENANT_SETTING, CROSS_TENANT_SETTING, token_hash, now)
         )
-        context["cursor"].nextset()  # the token's row, after the setting's
-        return result
-
-    with connection.execute_wrapper(with_token_hash):
-        return (
-            AgentToken.objects.usable(now)
-            .select_related("agent", "organisation")
-            .filter(token_hash=token_hash)
-            .annotate(tenant_set=tenant)
-            .first()
-        )
+        cursor.nextset()  # the token's row, after the setting's
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    token = _TOKEN.build(row, 1, connection)
+    token.agent = _AGENT.build(row, 1 + len(_TOKEN), connection)
+    token.organisation = _ORGANISATION.build(row, 1 + len(_TOKEN) + len(_AGENT), connection)
+    return token
 
 
 class BearerTokenAuthentication(BaseAuthentication):

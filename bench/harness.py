@@ -48,13 +48,17 @@ def start_services(data_dir: Path, database: str, environment: dict[str, str]):
     return server, redis
 
 
-def start_gunicorn(*, port: int, data_dir: Path, workers: int = 3, threads: int = 4) -> subprocess.Popen:
-    """gunicorn on loopback with requests as `archivist_app`, as the run command starts it; waits for /healthz."""
+def start_gunicorn(
+    *, port: int, data_dir: Path, workers: int = 3, threads: int = 4, root: Path = ROOT
+) -> subprocess.Popen:
+    """gunicorn on loopback with requests as `archivist_app`, as the run command starts it; waits for /healthz.
+
+    `root` is the checkout whose code it serves (another, to compare against this one in the same run)."""
     import requests
 
     environment = {**os.environ, "ARCHIVIST_DB_ROLE": "archivist_app", "OMP_NUM_THREADS": "1"}
     command = [
-        str(ROOT / ".venv" / "bin" / "gunicorn"),
+        str(root / ".venv" / "bin" / "gunicorn"),
         "config.wsgi:application",
         "--config",
         "python:config.gunicorn",
@@ -70,7 +74,7 @@ def start_gunicorn(*, port: int, data_dir: Path, workers: int = 3, threads: int 
         "warning",
     ]
     log = data_dir / "gunicorn.log"
-    process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, cwd=root, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
     for _ in range(300):
         try:
             if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:

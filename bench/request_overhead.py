@@ -32,8 +32,10 @@ import json
 import os
 import pstats
 import statistics
+import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +44,18 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import harness  # noqa: E402
 
-LOCOMO = Path(os.environ.get("ARCHIVIST_LOCOMO", ROOT.parent / "shared" / "data" / "locomo-dev.json"))
+# The shared data folder sits beside the main checkout, so a worktree's is two levels up.
+LOCOMO = Path(
+    os.environ.get(
+        "ARCHIVIST_LOCOMO",
+        next(
+            (path for path in (ROOT.parent / "shared", ROOT.parent.parent / "shared") if path.is_dir()),
+            ROOT.parent / "shared",
+        )
+        / "data"
+        / "locomo-dev.json",
+    )
+)
 PLACE = {"channel": "conversation", "kind": "private", "people": []}
 
 
@@ -50,6 +63,8 @@ def arguments():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--port", type=int, default=8791)
+    parser.add_argument("--against", default="main", help="over HTTP, alternate with the code at the fork point")
+    parser.add_argument("--remembers", type=int, default=200, help="in-process remembers timed")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top entries of in-process requests")
     parser.add_argument("--data-dir", type=Path, default=ROOT / "var" / "bench-overhead")
     return parser.parse_args()
@@ -81,39 +96,63 @@ def seed():
     return organisation, agent, token, turns, questions, (memory_remember_in_place, Place, Author, Bucket, SourceKind)
 
 
-def remember_all(base, token, turns):
+def remember_all(bases, token, turns):
+    """Every turn remembered over HTTP, one by one, alternating between the servers: {base: call ms}."""
     import requests
 
-    session = requests.Session()
-    session.headers["Authorization"] = f"Bearer {token}"
-    for body in turns:
-        response = session.post(f"{base}/api/v1/memories", json={"body": body[:2000], "place": PLACE}, timeout=30)
+    sessions = {base: requests.Session() for base in bases}
+    for session in sessions.values():
+        session.headers["Authorization"] = f"Bearer {token}"
+    times = {base: [] for base in bases}
+    for index, body in enumerate(turns):
+        base = bases[index % len(bases)]
+        started = time.perf_counter()
+        response = sessions[base].post(
+            f"{base}/api/v1/memories",
+            json={"body": body[:2000], "place": PLACE, "subject_type": "workspace"},
+            timeout=30,
+        )
+        times[base].append((time.perf_counter() - started) * 1000)
         if response.status_code != 201:
             raise SystemExit(f"remember answered {response.status_code}: {response.text[:200]}")
+    return times
 
 
-def over_http(base, token, questions, count):
+def over_http(bases, token, questions, count):
+    """`count` recalls over HTTP, alternating between the servers at `bases`: {base: (call ms, recall() ms)}."""
     import requests
 
-    session = requests.Session()
-    session.headers["Authorization"] = f"Bearer {token}"
-    total, server = [], []
+    sessions = {base: requests.Session() for base in bases}
+    for session in sessions.values():
+        session.headers["Authorization"] = f"Bearer {token}"
+    times = {base: ([], []) for base in bases}
     for index in range(count):
+        base = bases[index % len(bases)]
         question = questions[index % len(questions)]
         started = time.perf_counter()
-        response = session.post(
+        response = sessions[base].post(
             f"{base}/api/v1/recall", json={"question": question, "place": PLACE, "mode": "lexical"}, timeout=30
         )
         elapsed = (time.perf_counter() - started) * 1000
         if response.status_code != 200:
             raise SystemExit(f"recall answered {response.status_code}: {response.text[:200]}")
-        timing = {
-            part.split(";dur=")[0].strip(): float(part.split(";dur=")[1])
-            for part in response.headers["Server-Timing"].split(",")
-        }
-        total.append(elapsed)
-        server.append(timing["recall"])
-    return total, server
+        times[base][0].append(elapsed)
+        times[base][1].append(recall_timing(response.headers))
+    return times
+
+
+def base_checkout(data_dir: Path, against: str) -> Path:
+    """The code this branch started from, exported beside the bench's data, sharing the virtualenv."""
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "merge-base", "HEAD", against], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    folder = data_dir / f"base-{commit[:12]}"
+    if not folder.is_dir():
+        folder.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+        (folder / ".venv").symlink_to((ROOT / ".venv").resolve())
+    return folder
 
 
 class Counted:
@@ -150,12 +189,12 @@ class Counted:
         self._context.__exit__(*exc)
 
 
-def wsgi_request(application, token, question):
-    """One POST /api/v1/recall through Django's WSGI handler, in this process."""
-    body = json.dumps({"question": question, "place": PLACE, "mode": "lexical"}).encode()
+def wsgi_call(application, token, path, payload, expected):
+    """One POST through Django's WSGI handler, in this process; its response headers."""
+    body = json.dumps(payload).encode()
     environ = {
         "REQUEST_METHOD": "POST",
-        "PATH_INFO": "/api/v1/recall",
+        "PATH_INFO": path,
         "SERVER_NAME": "127.0.0.1",
         "SERVER_PORT": "80",
         "HTTP_HOST": "127.0.0.1",
@@ -174,136 +213,305 @@ def wsgi_request(application, token, question):
     }
     status = []
     chunks = application(environ, lambda code, headers, exc_info=None: status.append((code, dict(headers))))
-    b"".join(chunks)
-    if not status[0][0].startswith("200"):
-        raise SystemExit(f"in-process recall answered {status[0][0]}")
-    server = float(status[0][1]["Server-Timing"].split("recall;dur=")[1].split(",")[0])
-    return server
+    answer = b"".join(chunks)
+    if not status[0][0].startswith(expected):
+        raise SystemExit(f"in-process {path} answered {status[0][0]}: {answer[:200]!r}")
+    return status[0][1]
 
 
-def old_authenticate(self, request):
-    """The Bearer authentication as it was before issue 15: four round trips with the middleware's empty tenant."""
-    from django.utils import timezone
-    from rest_framework import exceptions
-    from rest_framework.authentication import get_authorization_header
-
-    from accounts.auth import AgentPrincipalUser, Principal
-    from accounts.models import AgentToken, hash_token
-    from tenancy.context import tenant_activate, token_lookup_activate
-
-    parts = get_authorization_header(request).split()
-    if not parts or parts[0].lower() != self.keyword:
-        return None
-    raw = parts[1].decode()
-    now = timezone.now()
-    token_hash = hash_token(raw)
-    tenant_activate(organisation_id="")  # what the middleware set first, for every request
-    token_lookup_activate(token_hash=token_hash)
-    token = AgentToken.objects.usable(now).select_related("agent", "organisation").filter(token_hash=token_hash).first()
-    if token is None:
-        raise exceptions.AuthenticationFailed("The token is unknown, revoked or expired.")
-    tenant_activate(organisation_id=token.organisation_id)
-    if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
-        AgentToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    request.principal = Principal(organisation=token.organisation, agent=token.agent)
-    return AgentPrincipalUser(token.agent), token
+def recall_timing(headers) -> float:
+    """The server's own `recall()` in ms, from its Server-Timing header."""
+    return float(headers["Server-Timing"].split("recall;dur=")[1].split(",")[0])
 
 
-def in_process(args, token, questions):
+def old_token_authenticate(*, token_hash, now):
+    """The token's one round trip as it was: the ORM's query, compiled on every request."""
+    from django.db import connection
+    from django.db.models.expressions import RawSQL
+
+    from accounts.models import AgentToken
+    from tenancy.sql import CROSS_TENANT_SETTING, TENANT_SETTING, TOKEN_HASH_SETTING
+
+    tenant = RawSQL(
+        "set_config(%s, accounts_agenttoken.organisation_id::text, true) || set_config(%s, '', true)",
+        (TENANT_SETTING, CROSS_TENANT_SETTING),
+    )
+
+    def with_token_hash(execute, sql, params, many, context):
+        result = execute(
+            "SELECT set_config(%s, %s, true); " + sql, (TOKEN_HASH_SETTING, token_hash, *params), many, context
+        )
+        context["cursor"].nextset()
+        return result
+
+    with connection.execute_wrapper(with_token_hash):
+        return (
+            AgentToken.objects.usable(now)
+            .select_related("agent", "organisation")
+            .filter(token_hash=token_hash)
+            .annotate(tenant_set=tenant)
+            .first()
+        )
+
+
+def old_count_in_window(key, period):
+    """The gate's count as it was: the cache's add, then incr (SET NX, EXISTS, INCRBY: three round trips)."""
+    from django.core.cache import cache
+
+    cache.add(key, 0, timeout=period + 1)
+    return cache.incr(key)
+
+
+def old_place_record(*, organisation, channel):
+    """The place's read as it was: the ORM's annotated query, compiled on every request."""
+    from memories.places import place_records, record_of
+
+    row = place_records(organisation=organisation).filter(external_id=channel).first()
+    return record_of(row) if row is not None else None
+
+
+# What changed, each measured against what it replaced: (what, module, name, the old function).
+CHANGED_FUNCTIONS = [
+    ("token read: ORM per request → made once", "accounts.auth", "token_authenticate", old_token_authenticate),
+    ("rate gate: SET NX + EXISTS + INCRBY → one script", "config.middleware", "count_in_window", old_count_in_window),
+    ("place read: ORM per request → made once", "memories.places", "place_record", old_place_record),
+]
+
+
+# The middleware as it was: Django's own, run by Bearer API calls too.
+WEB_ONLY = {
+    "config.middleware.WebSessionMiddleware": "django.contrib.sessions.middleware.SessionMiddleware",
+    "config.middleware.WebCsrfViewMiddleware": "django.middleware.csrf.CsrfViewMiddleware",
+    "config.middleware.WebAuthenticationMiddleware": "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "config.middleware.WebMessageMiddleware": "django.contrib.messages.middleware.MessageMiddleware",
+}
+
+
+def changes(served):
+    """(what, where, name, old value) of every change; `served.application` is the WSGI handler requests use."""
+    import importlib
+
+    from django.conf import settings
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.test import override_settings
+
+    with override_settings(MIDDLEWARE=[WEB_ONLY.get(path, path) for path in settings.MIDDLEWARE]):
+        every_middleware = WSGIHandler()
+    found = [(what, importlib.import_module(module), name, old) for what, module, name, old in CHANGED_FUNCTIONS]
+    middleware = "middleware: sessions, CSRF, user, messages → passed by Bearer API calls"
+    return [*found, (middleware, served, "application", every_middleware)]
+
+
+def pairwise(request, count, compared):
+    """Each change against what it replaced, alternating request by request: {what: (old ms, new ms)}."""
+    figures = {}
+    for what, module, name, old in compared:
+        new = getattr(module, name)
+        old_times, new_times = [], []
+        try:
+            for index in range(count):
+                setattr(module, name, old if index % 2 else new)
+                started = time.perf_counter()
+                server = request(index)
+                (old_times if index % 2 else new_times).append((time.perf_counter() - started) * 1000 - server)
+        finally:
+            setattr(module, name, new)
+        figures[what] = (old_times, new_times)
+    return figures
+
+
+def profiled(request, count):
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for index in range(count):
+        request(index)
+    profiler.disable()
+    out = io.StringIO()
+    pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(40)
+    return out.getvalue()
+
+
+class ServiceTimer:
+    """Times `memory_remember` (the write service, not this bench's subject) inside in-process remembers."""
+
+    def __init__(self):
+        self.last = 0.0
+
+    def __enter__(self):
+        import memories.turns.writes as writes
+
+        self._original = writes.memory_remember
+
+        def timed(**fields):
+            started = time.perf_counter()
+            try:
+                return self._original(**fields)
+            finally:
+                self.last = (time.perf_counter() - started) * 1000
+
+        writes.memory_remember = timed
+        return self
+
+    def __exit__(self, *exc):
+        import memories.turns.writes as writes
+
+        writes.memory_remember = self._original
+
+
+def in_process(args, token, questions, turns):
     from django.conf import settings
     from django.core.handlers.wsgi import WSGIHandler
     from django.db import connections
 
-    from accounts.auth import BearerTokenAuthentication
-
     # Requests as the web server makes them: as archivist_app, under row-level security.
     connections.close_all()
     settings.DATABASE_ROLE = "archivist_app"
-    application = WSGIHandler()
-    for question in questions[:20]:
-        wsgi_request(application, token, question)
-    with Counted() as counted:
-        for question in questions[:50]:
-            wsgi_request(application, token, question)
-    per_request = (counted.database / 50, counted.redis / 50)
+    served = types.SimpleNamespace(application=WSGIHandler())
 
-    new_authenticate = BearerTokenAuthentication.authenticate
-    times = {"before (4 round trips)": [], "now (1 round trip)": []}
-    for index in range(args.requests):
-        label = "before (4 round trips)" if index % 2 else "now (1 round trip)"
-        BearerTokenAuthentication.authenticate = old_authenticate if index % 2 else new_authenticate
-        question = questions[index % len(questions)]
-        started = time.perf_counter()
-        server = wsgi_request(application, token, question)
-        times[label].append((time.perf_counter() - started) * 1000 - server)
-    BearerTokenAuthentication.authenticate = new_authenticate
+    def recall_request(index):
+        body = {"question": questions[index % len(questions)], "place": PLACE, "mode": "lexical"}
+        return recall_timing(wsgi_call(served.application, token, "/api/v1/recall", body, "200"))
 
-    profile_text = ""
-    if args.profile:
-        profiler = cProfile.Profile()
-        profiler.enable()
-        for index in range(200):
-            wsgi_request(application, token, questions[index % len(questions)])
-        profiler.disable()
-        out = io.StringIO()
-        pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(45)
-        profile_text = out.getvalue()
+    timer = ServiceTimer()
+
+    def remember_request(index):
+        body = {
+            "body": f"{turns[index % len(turns)][:1900]} (again {index})",
+            "place": PLACE,
+            "subject_type": "workspace",
+        }
+        wsgi_call(served.application, token, "/api/v1/memories", body, "201")
+        return timer.last
+
+    result = {}
+    with timer:
+        for index in range(20):
+            recall_request(index)
+            remember_request(index)
+        for name, request in (("recall", recall_request), ("remember", remember_request)):
+            with Counted() as counted:
+                for index in range(50):
+                    request(index)
+            result[f"{name} round trips"] = (counted.database / 50, counted.redis / 50)
+        result["pairwise"] = pairwise(recall_request, args.requests, changes(served))
+        remembers = []
+        for index in range(args.remembers):
+            started = time.perf_counter()
+            service = remember_request(1000 + index)
+            remembers.append(((time.perf_counter() - started) * 1000, service))
+        result["remembers"] = remembers
+        if args.profile:
+            result["recall profile"] = profiled(recall_request, 200)
+            result["remember profile"] = profiled(lambda index: remember_request(5000 + index), 100)
     settings.DATABASE_ROLE = ""
     connections.close_all()
-    return per_request, times, profile_text
+    return result
+
+
+def table(rows):
+    print("| | p50 ms | p95 ms | n |")
+    print("| --- | --- | --- | --- |")
+    for label, values in rows:
+        print(f"| {label} | {pct(values, 0.5):.2f} | {pct(values, 0.95):.2f} | {len(values)} |")
+
+
+def report(args, turns, http, result):
+    load = [f"{value:.2f}" for value in os.getloadavg()]
+    print(f"\n## Per-request work ({len(turns)} facts in one channel, {args.requests} recalls each, `lexical`, c=1)\n")
+    print(
+        "Over HTTP, two gunicorns (1 worker × 1 thread each, as `archivist_app`), requests alternating: "
+        f"this code and the code it started from (`git merge-base HEAD {args.against}`).\n"
+    )
+    print("| over HTTP, ms | old p50 | new p50 | old p95 | new p95 | n each |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    rows = {}
+    for label in ("old", "new"):
+        (total, server_ms), remember_ms = http[label]
+        rows[label] = {
+            "recall: whole call": total,
+            "recall: the server's `recall()` (Server-Timing)": server_ms,
+            "**recall: per-request work (the call minus `recall()`)**": [
+                t - s for t, s in zip(total, server_ms, strict=True)
+            ],
+            "**remember: whole call**": remember_ms,
+        }
+    for what, new in rows["new"].items():
+        old = rows["old"][what]
+        print(
+            f"| {what} | {pct(old, 0.5):.2f} | {pct(new, 0.5):.2f} | {pct(old, 0.95):.2f} | {pct(new, 0.95):.2f} "
+            f"| {len(new)} |"
+        )
+    for name in ("recall", "remember"):
+        database, redis = result[f"{name} round trips"]
+        print(f"\nIn process, per {name}: {database:.1f} database round trips, {redis:.1f} Redis commands.")
+    print("\nIn process, per-request work of a recall (the request minus `recall()`), old against new, alternating:\n")
+    print("| change | old p50 | new p50 | old p95 | new p95 | saved at p50 | n each |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for what, (old, new) in result["pairwise"].items():
+        print(
+            f"| {what} | {pct(old, 0.5):.2f} | {pct(new, 0.5):.2f} | {pct(old, 0.95):.2f} | {pct(new, 0.95):.2f} "
+            f"| {statistics.median(old) - statistics.median(new):.2f} | {len(new)} |"
+        )
+    remembers = result["remembers"]
+    print(f"\nIn process, {len(remembers)} remembers:\n")
+    table(
+        [
+            ("remember: the request", [whole for whole, _ in remembers]),
+            ("remember: `memory_remember()` (the write service)", [service for _, service in remembers]),
+            ("remember: the rest (the request minus the service)", [whole - service for whole, service in remembers]),
+        ]
+    )
+    cores = os.cpu_count()
+    print(f"\nLoad average: {args.load_at_start} at the start, {' '.join(load)} at the end ({cores} cores, shared).")
+    for name in ("recall profile", "remember profile"):
+        if name in result:
+            print(f"\ncProfile, in-process {name.split()[0]} requests, cumulative:\n{result[name]}")
+
+
+def served_over_http(args, data_dir, token, turns, questions):
+    """This code and the code it started from, one gunicorn each, requests alternating between them."""
+    new = harness.start_gunicorn(port=args.port, data_dir=data_dir, workers=1, threads=1)
+    old_data = data_dir / "base-server"
+    old_data.mkdir(exist_ok=True)
+    old = harness.start_gunicorn(
+        port=args.port + 1, data_dir=old_data, workers=1, threads=1, root=base_checkout(data_dir, args.against)
+    )
+    bases = [f"http://127.0.0.1:{args.port}", f"http://127.0.0.1:{args.port + 1}"]
+    try:
+        remembered = remember_all(bases, token, turns)
+        over_http(bases, token, questions, 60)  # each server's connection, plans and caches
+        recalled = over_http(bases, token, questions, 2 * args.requests)
+    finally:
+        for process in (new, old):
+            process.terminate()
+            process.wait(timeout=30)
+    # The first remembers of each server warm it.
+    return {label: (recalled[base], remembered[base][15:]) for label, base in zip(("new", "old"), bases, strict=True)}
 
 
 def main():
     args = arguments()
+    args.load_at_start = " ".join(f"{value:.2f}" for value in os.getloadavg())
     data_dir = args.data_dir.resolve()
     server, redis = harness.start_services(
-        data_dir, "archivist_overhead", {"ARCHIVIST_EMBEDDER": "none", "ARCHIVIST_TOKEN_RATE": "100000000/min"}
+        data_dir,
+        "archivist_overhead",
+        {
+            "ARCHIVIST_EMBEDDER": "none",
+            "ARCHIVIST_TOKEN_RATE": "100000000/min",
+            "MEMORY_MAX_LIVE_FACTS_PER_AGENT": "100000",
+        },
     )
     try:
         organisation, agent, token, turns, questions, _ = seed()
-        process = harness.start_gunicorn(port=args.port, data_dir=data_dir, workers=1, threads=1)
-        base = f"http://127.0.0.1:{args.port}"
-        try:
-            remember_all(base, token, turns)
-            over_http(base, token, questions, 30)  # each thread's connection, plans and caches
-            total, server_ms = over_http(base, token, questions, args.requests)
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-        per_request, times, profile_text = in_process(args, token, questions)
+        http = served_over_http(args, data_dir, token, turns, questions)
+        result = in_process(args, token, questions, turns)
     finally:
         from django.db import connections
 
         connections.close_all()
         harness.stop_services(server, redis)
-
-    overhead = [t - s for t, s in zip(total, server_ms, strict=True)]
-    print()
-    print(f"## Per-request work ({len(turns)} facts in one channel, {args.requests} recalls, mode `lexical`, c=1)")
-    print()
-    print("| over HTTP, ms | p50 | p95 |")
-    print("| --- | --- | --- |")
-    print(f"| whole call | {pct(total, 0.5):.2f} | {pct(total, 0.95):.2f} |")
-    print(f"| the server's `recall()` (Server-Timing) | {pct(server_ms, 0.5):.2f} | {pct(server_ms, 0.95):.2f} |")
-    print(f"| **per-request work: the call minus `recall()`** | {pct(overhead, 0.5):.2f} | {pct(overhead, 0.95):.2f} |")
-    print()
-    print(
-        f"In process, per request: {per_request[0]:.1f} database round trips (Django's cursor executes), "
-        f"{per_request[1]:.1f} Redis commands."
-    )
-    print()
-    print("| in process, per-request work (the request minus `recall()`), alternating | p50 ms | p95 ms | n |")
-    print("| --- | --- | --- | --- |")
-    for label, values in times.items():
-        print(f"| authentication {label} | {pct(values, 0.5):.2f} | {pct(values, 0.95):.2f} | {len(values)} |")
-    before, now = times["before (4 round trips)"], times["now (1 round trip)"]
-    print()
-    print(f"Saved by one round trip: {statistics.median(before) - statistics.median(now):.2f} ms at p50.")
-    print(f"Load average: {os.getloadavg()[0]:.1f} ({os.cpu_count()} cores, shared).")
-    if profile_text:
-        print()
-        print("cProfile, 200 in-process requests, cumulative:")
-        print(profile_text)
+    report(args, turns, http, result)
 
 
 if __name__ == "__main__":

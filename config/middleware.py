@@ -1,13 +1,21 @@
 """Middleware: response headers every page carries, and requests refused before any view runs."""
 
+import functools
 import hashlib
 import logging
 import math
 import time
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.middleware import AuthenticationMiddleware
+from django.contrib.messages.middleware import MessageMiddleware
+from django.contrib.sessions.middleware import SessionMiddleware
 from django.core.cache import cache
 from django.http import JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
+
+from lib.scripts import unbound_script
 
 logger = logging.getLogger(__name__)
 
@@ -50,28 +58,56 @@ class RefuseNulBytesMiddleware:
 
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
+# Count this request in its token's window and give the count, the key expiring with its window: one
+# round trip, atomic across workers (two commands from two workers cannot interleave inside a script).
+_COUNT_IN_WINDOW = """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return count
+"""
+_COUNT_SCRIPT = unbound_script(_COUNT_IN_WINDOW)  # its SHA once; run on the client each call names
 
+
+@functools.lru_cache(maxsize=16)
 def parse_rate(rate: str) -> tuple[int, int]:
-    """`"1200/min"` → (1200, 60), the way DRF reads a rate."""
+    """`"1200/min"` → (1200, 60), the way DRF reads a rate (cached: read on every request)."""
     number, period = rate.split("/")
     return int(number), _PERIODS[period[0]]
+
+
+def gate_key(header: str, window: int) -> str:
+    """The cache key counting one presented token's requests in one window (a hash: guesses count too)."""
+    return "gate:" + hashlib.sha256(header[7:].strip().encode()).hexdigest()[:32] + f":{window}"
+
+
+def count_in_window(key: str, period: int) -> int:
+    """This request counted under `key`: one script in Redis, else the cache's add and incr."""
+    client_of = getattr(getattr(cache, "_cache", None), "get_client", None)
+    if client_of is None:  # not Redis (a cache without scripts): two commands, still atomic per command
+        cache.add(key, 0, timeout=period + 1)
+        return cache.incr(key)
+    full_key = cache.make_key(key)
+    return int(_COUNT_SCRIPT(keys=[full_key], args=[period + 1], client=client_of(full_key, write=True)))
 
 
 class TokenRateGateMiddleware:
     """Counts each presented Bearer token's requests in Redis before the database is touched.
 
     A flood from one token is refused here (429 with Retry-After) for the price
-    of one Redis round trip, instead of a transaction, a token lookup and the
-    DRF throttle's own check: the other tenants' requests keep the workers.
-    The count is per fixed window of `MEMORY_API_RATE` (a token sends at most
-    twice the rate across a window's edge); the DRF throttle after it keeps the
-    exact sliding count, and counts signed-in people too. Keyed by a hash of
-    whatever was presented, so guessed tokens are counted as well. If Redis
-    cannot be reached the request goes on: the gate must not become an outage.
+    of one Redis round trip (one script: count and expiry together), instead of
+    a transaction, a token lookup and the DRF throttle's own check: the other
+    tenants' requests keep the workers. The count is per fixed window of
+    `MEMORY_API_RATE` (a token sends at most twice the rate across a window's
+    edge); the DRF throttle after it keeps the exact sliding count, and counts
+    signed-in people too. Keyed by a hash of whatever was presented, so guessed
+    tokens are counted as well. If Redis cannot be reached the request goes on:
+    the gate must not become an outage.
     """
 
     def __init__(self, get_response):
         self.get_response = get_response
+        if not hasattr(getattr(cache, "_cache", None), "get_client"):
+            logger.warning("token rate gate: the cache is not Redis; counting with add and incr instead of a script")
 
     def __call__(self, request):
         header = request.META.get("HTTP_AUTHORIZATION", "")
@@ -80,10 +116,8 @@ class TokenRateGateMiddleware:
         limit, period = parse_rate(settings.MEMORY_API_RATE)
         now = time.time()
         window = int(now // period)
-        key = "gate:" + hashlib.sha256(header[7:].strip().encode()).hexdigest()[:32] + f":{window}"
         try:
-            cache.add(key, 0, timeout=period + 1)
-            count = cache.incr(key)
+            count = count_in_window(gate_key(header, window), period)
         except Exception as error:  # noqa: BLE001 - any cache failure lets the request through
             logger.warning("token rate gate unavailable, letting %s through: %s", request.path, error)
             return self.get_response(request)
@@ -94,3 +128,41 @@ class TokenRateGateMiddleware:
         response = JsonResponse({"error": "throttled", "detail": detail, "fields": {}}, status=429)
         response["Retry-After"] = str(wait)
         return response
+
+
+def bearer_api_request(request) -> bool:
+    """An API call carrying a Bearer token: it authenticates by the token, never by a session cookie."""
+    return request.path_info.startswith("/api/") and request.META.get("HTTP_AUTHORIZATION", "")[:7].lower() == "bearer "
+
+
+class WebOnly:
+    """Mixed into a middleware the web pages need but a Bearer API call does not: such a call passes by it.
+
+    A Bearer call is authenticated by its token or refused (DRF tries the session
+    only when no token is presented), its views are CSRF-exempt, and it reads no
+    messages: the session, the user from it, CSRF and messages would be work for
+    nothing. Every other request, pages and session API calls alike, runs them.
+    """
+
+    get_response: Any
+
+    def __call__(self, request):
+        if bearer_api_request(request):
+            return self.get_response(request)
+        return super().__call__(request)  # the middleware this is mixed into
+
+
+class WebSessionMiddleware(WebOnly, SessionMiddleware):
+    pass
+
+
+class WebCsrfViewMiddleware(WebOnly, CsrfViewMiddleware):
+    pass
+
+
+class WebAuthenticationMiddleware(WebOnly, AuthenticationMiddleware):
+    pass
+
+
+class WebMessageMiddleware(WebOnly, MessageMiddleware):
+    pass

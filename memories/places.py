@@ -24,13 +24,14 @@ from typing import Any
 
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User
 from accounts.people import people_by_name
 from lib.errors import ApplicationError
+from lib.rows import ModelColumns
 from memories.models import CHANNEL_PATTERN, Channel, ChannelMember, PlaceAudit
 from memories.scopes import Place
 
@@ -128,21 +129,49 @@ def place_records(*, organisation: Organisation) -> QuerySet[Channel]:
     )
 
 
+def _members(person_ids: Sequence, handles: Sequence, usernames: Sequence) -> tuple[Member, ...]:
+    """The members of a place from its three member lists (ids, handles, usernames), in the same order."""
+    return tuple(
+        Member(id=str(person_id), handle=handle or "", username=username or "")
+        for person_id, handle, username in zip(person_ids, handles, usernames, strict=True)
+    )
+
+
 def record_of(channel: Channel) -> PlaceRecord:
     """A `PlaceRecord` from a channel annotated by `place_records`."""
     annotated: Any = channel  # the member lists are annotations, which the model's type does not declare
-    members = tuple(
-        Member(id=str(person_id), handle=handle or "", username=username)
-        for person_id, handle, username in zip(
-            annotated.member_ids, annotated.member_handles, annotated.member_usernames, strict=True
-        )
+    return PlaceRecord(
+        channel=channel,
+        members=_members(annotated.member_ids, annotated.member_handles, annotated.member_usernames),
     )
-    return PlaceRecord(channel=channel, members=members)
+
+
+_CHANNEL = ModelColumns(Channel, "c")
+
+# `place_records` for one channel, as a string made once: every turn call reads its place with it.
+PLACE_STATEMENT = (
+    f"SELECT {_CHANNEL.select}, "
+    "COALESCE(array_agg(m.user_id ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}'), "
+    "COALESCE(array_agg(COALESCE(ms.handle, '') ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}'), "
+    "COALESCE(array_agg(u.username ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}') "
+    "FROM memories_channel c "
+    "LEFT JOIN memories_channelmember m ON m.channel_id = c.id "
+    "LEFT JOIN accounts_user u ON u.id = m.user_id "
+    "LEFT JOIN accounts_membership ms ON ms.user_id = u.id "
+    "WHERE c.organisation_id = %s AND c.external_id = %s "
+    "GROUP BY c.id"
+)
 
 
 def place_record(*, organisation: Organisation, channel: str) -> PlaceRecord | None:
-    row = place_records(organisation=organisation).filter(external_id=channel).first()
-    return record_of(row) if row is not None else None
+    """The channel's record with its members, in one statement compiled once; None when it has none."""
+    connection = connections[router.db_for_read(Channel)]
+    with connection.cursor() as cursor:
+        cursor.execute(PLACE_STATEMENT, (organisation.pk, channel))
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return PlaceRecord(channel=_CHANNEL.build(row, 0, connection), members=_members(*row[len(_CHANNEL) :]))
 
 
 def token_allows(token: AgentToken | None, *, channel: str, kind: str, people: Sequence[str]) -> bool:

@@ -59,5 +59,5 @@ def test_the_throttle_costs_one_redis_command_per_request(client, settings, monk
 
     monkeypatch.setattr(redis.Redis, "execute_command", counting)
     assert client.get("/api/v1/memories").status_code == 200
-    # The rate gate's fixed window first (SET NX, EXISTS, INCRBY), then the throttle: one script, no GET and SET.
-    assert sent == ["SET", "EXISTS", "INCRBY", "EVALSHA"], sent
+    # The rate gate's fixed window first, then the throttle: one script each, no GET and SET.
+    assert sent == ["EVALSHA", "EVALSHA"], sent

@@ -38,16 +38,17 @@ MIDDLEWARE = [
     # Refuses a flooding token with one Redis round trip, before any database work.
     "config.middleware.TokenRateGateMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    # Sessions, CSRF, the signed-in user and messages: for pages, passed by Bearer API calls (WebOnly).
+    "config.middleware.WebSessionMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "config.middleware.WebCsrfViewMiddleware",
+    "config.middleware.WebAuthenticationMiddleware",
     # Turns a locked-out sign-in into the lockout page. Outside the request's transaction,
     # which rolls back on a 4xx: the failure that reaches the limit must stay counted.
     "axes.middleware.AxesMiddleware",
     # One transaction per request with the tenant set inside it (tenancy/middleware.py).
     "tenancy.middleware.TenantTransactionMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    "config.middleware.WebMessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 

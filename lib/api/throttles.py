@@ -8,6 +8,8 @@ import uuid
 from django.conf import settings
 from rest_framework.throttling import SimpleRateThrottle
 
+from lib.scripts import unbound_script
+
 logger = logging.getLogger(__name__)
 
 
@@ -23,6 +25,7 @@ if redis.call('ZCARD', key) < limit then
 end
 return {0, redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]}
 """
+_SLIDING_LOG_SCRIPT = unbound_script(_SLIDING_LOG)  # its SHA once, not per request
 
 
 class PrincipalRateThrottle(SimpleRateThrottle):
@@ -67,8 +70,10 @@ class PrincipalRateThrottle(SimpleRateThrottle):
         self.now = self.timer()
         key = self.cache.make_and_validate_key(self.key)
         client = self.cache._cache.get_client(key, write=True)  # type: ignore[attr-defined]  # RedisCache
-        allowed, oldest = client.register_script(_SLIDING_LOG)(
-            keys=[key], args=[repr(self.now), self.duration, self.num_requests, f"{self.now!r}:{uuid.uuid4().hex}"]
+        allowed, oldest = _SLIDING_LOG_SCRIPT(
+            keys=[key],
+            args=[repr(self.now), self.duration, self.num_requests, f"{self.now!r}:{uuid.uuid4().hex}"],
+            client=client,
         )
         if allowed:
             return True

@@ -1,0 +1,109 @@
+"""The token and place reads every request makes are statements made once (issue 15), still under RLS.
+
+They are hand-written SQL, so each test holds them to what the ORM reads:
+the same instances, the same refusals, and nothing of another organisation.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+from django.db.models.sql.compiler import SQLCompiler
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from accounts.auth import token_authenticate
+from accounts.models import AgentToken, Membership, hash_token
+from accounts.services import agent_create, organisation_create, user_create
+from memories.places import place_record, place_recorded, place_records, record_of
+from tenancy.sql import APP_ROLE, TENANT_SETTING
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def as_tenant(organisation) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL ROLE {APP_ROLE}")
+        cursor.execute("SELECT set_config(%s, %s, true)", [TENANT_SETTING, str(organisation.pk)])
+
+
+def field_values(instance) -> dict:
+    return {field.attname: getattr(instance, field.attname) for field in instance._meta.concrete_fields}
+
+
+@pytest.fixture
+def acme():
+    return organisation_create(slug="acme")
+
+
+@pytest.fixture
+def globex():
+    return organisation_create(slug="globex")
+
+
+def test_the_token_statement_builds_what_the_orm_reads_without_compiling(acme, monkeypatch):
+    agent, raw = agent_create(organisation=acme, name="helper")
+    AgentToken.objects.filter(agent=agent).update(restricted=True, allowed_channels=["G-team"], last_used_at=None)
+    expected = AgentToken.objects.select_related("agent", "organisation").get(agent=agent)
+    compiled = []
+    original = SQLCompiler.as_sql
+    monkeypatch.setattr(SQLCompiler, "as_sql", lambda self, *a, **k: compiled.append(1) or original(self, *a, **k))
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL ROLE {APP_ROLE}")
+        token = token_authenticate(token_hash=hash_token(raw), now=timezone.now())
+    assert compiled == []  # nothing compiled per request
+    assert field_values(token) == field_values(expected)
+    assert field_values(token.agent) == field_values(expected.agent)
+    assert field_values(token.organisation) == field_values(expected.organisation)
+    assert not token._state.adding and token._state.db == "default"
+    # The positive control: the ORM's read of the same row does compile.
+    AgentToken.objects.filter(pk=token.pk).first()
+    assert compiled
+
+
+def test_a_revoked_or_expired_token_is_refused_over_the_api_with_the_same_answer(acme, settings):
+    settings.EMBEDDER = "none"
+    agent, raw = agent_create(organisation=acme, name="helper")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert client.get("/api/v1/memories").status_code == 200  # the positive control: usable, it works
+    AgentToken.objects.filter(agent=agent).update(revoked_at=timezone.now())
+    revoked = client.get("/api/v1/memories")
+    AgentToken.objects.filter(agent=agent).update(revoked_at=None, expires_at=timezone.now())
+    expired = client.get("/api/v1/memories")
+    for refused in (revoked, expired):
+        assert refused.status_code == 401
+        assert refused.json()["detail"] == "The token is unknown, revoked or expired."
+
+
+def test_the_place_statement_reads_what_the_orm_reads(acme, globex):
+    mona = user_create(username="mona", organisation=acme, role=Membership.Role.MEMBER)
+    user_create(username="max", organisation=acme, role=Membership.Role.MEMBER)
+    Membership.objects.filter(user=mona).update(handle="mona.h")
+    place_recorded(organisation=acme, channel="G-team", kind="private", people=["mona", "max"])
+    place_recorded(organisation=acme, channel="D-mona", kind="dm", people=["mona"])
+    place_recorded(organisation=acme, channel="C-general", kind="public", people=[])
+    for channel in ("G-team", "D-mona", "C-general"):
+        with transaction.atomic():
+            as_tenant(acme)
+            made_once = place_record(organisation=acme, channel=channel)
+            expected = record_of(place_records(organisation=acme).get(external_id=channel))
+        assert made_once.members == expected.members, channel
+        assert field_values(made_once.channel) == field_values(expected.channel)
+    assert [member.label for member in made_once.members] == []
+    team = place_record(organisation=acme, channel="G-team")
+    assert [member.label for member in team.members] == ["mona.h", "max"]
+
+
+def test_the_place_statement_finds_nothing_of_another_organisation(acme, globex):
+    place_recorded(organisation=globex, channel="G-secret", kind="private", people=[])
+    with transaction.atomic():
+        as_tenant(acme)
+        # Named by the caller's organisation, and hidden by row-level security even when named by its own.
+        assert place_record(organisation=acme, channel="G-secret") is None
+        assert place_record(organisation=globex, channel="G-secret") is None
+        assert place_record(organisation=acme, channel="G-unknown") is None
+    with transaction.atomic():
+        as_tenant(globex)
+        assert place_record(organisation=globex, channel="G-secret") is not None  # the positive control
