@@ -33,6 +33,11 @@ class Organisation(models.Model):
     # Per-organisation opt-in to admitted network claims; the global flag
     # SYSTEM_RECALL_ENABLED must also be on.
     system_recall_opt_in = models.BooleanField(default=False)
+    # Its owners' switch for threads (issue 16): off keeps facts only. ARCHIVIST_THREAD_EPISODES off
+    # turns episodes off everywhere whatever this says; a thread can turn them off for itself.
+    thread_episodes = models.BooleanField(
+        default=True, help_text="Keep thread events as episodes (off: facts only); changed by an owner."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

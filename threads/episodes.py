@@ -105,9 +105,9 @@ def episode_bodies(event: ThreadEvent, text: str, name: str) -> list[str]:
 
 
 def organisation_keeps_episodes(organisation) -> bool:
-    """The organisation's switch: `ARCHIVIST_THREAD_EPISODES`, unless its slug is listed in
-    `ARCHIVIST_THREAD_EPISODES_OFF_FOR`."""
-    return settings.THREAD_EPISODES and organisation.slug not in settings.THREAD_EPISODES_OFF_FOR
+    """The organisation's switch (`Organisation.thread_episodes`, its owners' to change), under the
+    global one, `ARCHIVIST_THREAD_EPISODES`."""
+    return settings.THREAD_EPISODES and organisation.thread_episodes
 
 
 def episodes_enabled(thread: Thread) -> bool:

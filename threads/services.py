@@ -370,20 +370,24 @@ class _Consolidator:
         self.model = get_embedder().name
         self.threshold = settings.DEDUPE_COSINE_THRESHOLD
         self.fresh: list[tuple[tuple, list[float], str]] = []  # rows written in this batch, not yet embedded
+        self.places: dict[tuple, PlaceInTurn] = {}  # a batch's candidates mostly share a few places
         self.result = ConsolidationResult()
 
     def place_of(self, event: ThreadEvent) -> PlaceInTurn:
-        """The place as its record stood when the event was ingested."""
+        """The place as its record stood when the event was ingested (read once per place and batch)."""
         people = tuple(str(person) for person in event.place_people)
-        labels = {
-            str(membership.user_id): membership.label
-            for membership in Membership.objects.select_related("user").filter(
-                organisation_id=event.organisation_id, user_id__in=people
+        key = (event.place_channel, event.place_kind, people)
+        if key not in self.places:
+            labels = {
+                str(membership.user_id): membership.label
+                for membership in Membership.objects.select_related("user").filter(
+                    organisation_id=event.organisation_id, user_id__in=people
+                )
+            }
+            self.places[key] = PlaceInTurn(
+                place=Place(channel=event.place_channel, kind=event.place_kind, people=people), labels=labels
             )
-        }
-        return PlaceInTurn(
-            place=Place(channel=event.place_channel, kind=event.place_kind, people=people), labels=labels
-        )
+        return self.places[key]
 
     def apply(self, candidate: Candidate, vector: list[float] | None) -> None:
         """Keep one candidate where its place puts it, or count why it was not kept."""

@@ -1,4 +1,5 @@
-"""The owners' pages: the people of their organisation, its places and their audit, and its agents' tokens.
+"""The owners' pages: the people of their organisation, its places and their audit, its agents' tokens,
+and its switches (episodes).
 
 Every view takes the owner and the organisation from the session and looks
 rows up inside that organisation only, so another organisation's row is a 404
@@ -20,6 +21,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.models import AgentToken, Membership
+from accounts.organisation_switches import organisation_set_thread_episodes
 from accounts.people import DIRECTORY_USERNAME_PREFIX, people_of, person_deactivate, person_invite, person_upsert
 from accounts.tokens import agent_add, token_issue, token_restrict, token_revoke, token_set_directory
 from memories.models import Channel
@@ -347,3 +349,25 @@ def token_revoke_page(request: HttpRequest, token_id) -> HttpResponse:
     token_revoke(token=token, actor=account.user)
     messages.success(request, "Revoked: every call with this token is now refused.")
     return redirect("web:token-detail", token.pk)
+
+
+# --- The organisation's switches --------------------------------------------------------------------
+
+EPISODES_CHOICES = ("on", "off")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def organisation_page(request: HttpRequest) -> HttpResponse:
+    """Whether the organisation's threads keep episodes; an owner turns it on or off (logged with who)."""
+    account = _owner(request)
+    refused = ""
+    if request.method == "POST":
+        wanted = request.POST.get("episodes")
+        if wanted in EPISODES_CHOICES:
+            organisation_set_thread_episodes(organisation=account.organisation, keep=wanted == "on", actor=account.user)
+            messages.success(request, f"Episodes are {wanted} for this organisation's threads.")
+            return redirect("web:organisation")
+        refused = f"episodes: {wanted!r} is not one of {', '.join(EPISODES_CHOICES)}."
+    context = {"section": "organisation", "organisation": account.organisation, "refused": refused}
+    return render(request, "web/owners/organisation.html", context, status=400 if refused else 200)

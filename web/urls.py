@@ -72,6 +72,7 @@ urlpatterns = [
     path("owners/places", owners.place_list, name="places"),
     path("owners/places/<int:place_id>", owners.place_detail, name="place-detail"),
     path("owners/agents", owners.agent_list, name="agents"),
+    path("owners/organisation", owners.organisation_page, name="organisation"),
     path("owners/agents/<uuid:agent_id>/tokens", owners.token_create, name="token-create"),
     path("owners/tokens/<uuid:token_id>", owners.token_detail, name="token-detail"),
     path("owners/tokens/<uuid:token_id>/restrict", owners.token_restrict_page, name="token-restrict"),

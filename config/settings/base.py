@@ -261,10 +261,10 @@ CONSOLIDATION_SWEEP_SECONDS = env_int("ARCHIVIST_CONSOLIDATION_SWEEP_SECONDS", 6
 # with all-MiniLM-L6-v2 by bench/dedupe_threshold.py: distinct facts up to 0.889, repeats from 0.931).
 DEDUPE_COSINE_THRESHOLD = env_float("ARCHIVIST_DEDUPE_COSINE_THRESHOLD", 0.91)
 THREAD_EVENT_MAX_CHARS = env_int("ARCHIVIST_THREAD_EVENT_MAX_CHARS", 8_000, minimum=100)
-# Issue 16: thread events kept as episodes: on or off by default, off for these organisations (slugs),
-# and a thread can turn them off itself; the live episodes kept per place before the oldest expire.
+# Issue 16: thread events kept as episodes: the global kill switch (an organisation's owners turn
+# them off for it, Organisation.thread_episodes, and a thread for itself); the live episodes kept
+# per place before the oldest expire.
 THREAD_EPISODES = env_bool("ARCHIVIST_THREAD_EPISODES", True)
-THREAD_EPISODES_OFF_FOR = env_list("ARCHIVIST_THREAD_EPISODES_OFF_FOR", [])
 THREAD_EPISODES_PER_PLACE = env_int("ARCHIVIST_THREAD_EPISODES_PER_PLACE", 20_000, minimum=1)
 INSTALLED_APPS += ["threads"]
 

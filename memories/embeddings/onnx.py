@@ -51,6 +51,9 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 EXPORT_FORMAT = 1
 TOLERANCE = 1e-4
 MAX_SEQ_LENGTH = 256
+EMBEDDING_WIDTH = 384
+# Texts sorted by length pad little; past 16 a batch gained nothing here (docs/benchmarks.md, "Workers").
+ONNX_BATCH_SIZE = 16
 EXPORT_TIMEOUT_SECONDS = 600
 # Texts of every length a recall sees, from two words to past the 256-token cut.
 PROBES = (
@@ -106,7 +109,10 @@ def _tokenizer(directory: Path):
 
 
 class OnnxQueryEncoder:
-    """One text at a time through an ONNX Runtime session: tokenise, forward, mean-pool over the mask, normalise."""
+    """Texts through an ONNX Runtime session: tokenise, forward, mean-pool over the mask, normalise.
+
+    A recall's question goes one at a time (`encode`); a worker's rows in length-sorted batches (`encode_many`).
+    """
 
     deviation_from_torch: float  # set by `load` once the probes are verified
 
@@ -134,17 +140,33 @@ class OnnxQueryEncoder:
         self.folder = folder
 
     def encode(self, text: str) -> np.ndarray:
-        encoding = self.tokenizer.encode(text)
-        ids = np.asarray([encoding.ids], dtype=np.int64)
-        mask = np.asarray([encoding.attention_mask], dtype=np.int64)
+        return self.encode_many([text])[0]
+
+    def encode_many(self, texts, *, batch_size: int = ONNX_BATCH_SIZE) -> np.ndarray:
+        """Unit vectors of the texts, in their order: run shortest first in batches padded to their
+        longest text (padding is masked out of the pooling, so a text's vector does not depend on its batch)."""
+        encodings = self.tokenizer.encode_batch(list(texts))
+        order = sorted(range(len(encodings)), key=lambda index: len(encodings[index].ids))
+        out = np.zeros((len(encodings), EMBEDDING_WIDTH), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            chosen = order[start : start + batch_size]
+            out[chosen] = self._forward([encodings[index].ids for index in chosen])
+        return out
+
+    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+        ids = np.zeros((len(batch), max(len(tokens) for tokens in batch)), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        for row, tokens in enumerate(batch):
+            ids[row, : len(tokens)] = tokens
+            mask[row, : len(tokens)] = 1
         feed = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in self.inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        hidden = self.session.run(None, feed)[0]  # (1, tokens, 384)
+        hidden = self.session.run(None, feed)[0]  # (texts, tokens, 384)
         weights = mask[..., None].astype(hidden.dtype)
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norm = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.clip(norm, 1e-12, None))[0]
+        return pooled / np.clip(norm, 1e-12, None)
 
     def deviation(self, texts, references) -> float:
         """The largest absolute difference of any component from the reference vectors."""

@@ -244,3 +244,28 @@ def test_value_signatures_hold_numbers_names_and_contrasts():
     assert value_signature("Priya Shah is mona's manager") == value_signature("mona's manager is Priya Shah")
     assert value_signature("The VPN needs a token") == value_signature("A token is needed for the VPN")
     assert value_signature("mona is vegetarian") != value_signature("mona is no longer vegetarian")
+
+
+def _place_reads(post_events, thread_id: str, lines, place) -> tuple[int, int]:
+    """(learned memories written, queries reading a place's people) for one consolidation of these lines."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    thread = post_events(thread_id, lines, place=place)
+    with CaptureQueriesContext(connection) as queries:
+        written = len(thread_consolidate(thread_id=thread.pk).written)
+    # The place's labels: its people's memberships, by id (the remember path's own lookups are by name).
+    people = '"accounts_membership"."user_id" IN ('
+    return written, sum(people in query["sql"] for query in queries.captured_queries)
+
+
+def test_a_batchs_place_is_read_once_however_many_facts_it_teaches(post_events, dm_with):
+    few = _place_reads(post_events, "T-few", [("mona", "Call me Mo.")], dm_with)
+    many = _place_reads(
+        post_events,
+        "T-many",
+        [("mona", "My timezone is CET."), ("mona", "I'm allergic to peanuts."), ("mona", "I prefer tea.")],
+        dm_with,
+    )
+    assert few[0] == 1 and many[0] == 3  # the positive control: three facts were kept, not one
+    assert many[1] == few[1] == 1

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from accounts.organisation_switches import organisation_set_thread_episodes
 from memories.errors import LimitReached
 from memories.models import Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType
 from memories.places import place_for_turn
@@ -19,7 +20,7 @@ from memories.scopes import Place
 from memories.subjects import subject_erase, subject_export
 from memories.turns.writes import memory_remember_in_place
 from threads.episodes import EPISODE_MAX_CHARS, split_text, strip_memory_blocks
-from threads.models import ThreadEvent
+from threads.models import Thread, ThreadEvent
 from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
@@ -133,26 +134,31 @@ def test_an_echoed_memory_block_is_neither_kept_nor_learned(episodes_on, post_ev
     assert Memory.objects.filter(body="mona's timezone is PST").exists()
 
 
-def test_a_thread_or_an_organisation_can_turn_episodes_off(episodes_on, agent_api, post_events, dm_with, org, settings):
+def test_a_thread_or_an_organisation_can_turn_episodes_off(
+    episodes_on, agent_api, post_events, dm_with, org, owner, settings
+):
     off = {"id": "e-1", "role": "user", "author": "mona", "text": "Call me Mo", "time": "2026-11-30T09:00:00Z"}
     response = agent_api.post(
         "/api/v1/threads/T-off/events", {"events": [{**off, "place": dm_with}], "episodes": False}, format="json"
     )
     assert response.status_code == 201, response.json()
-    from threads.models import Thread
-
     thread = Thread.objects.get(external_id="T-off")
+    assert thread.episodes is False  # kept on the thread's record, not per request
     result = thread_consolidate(thread_id=thread.pk)
     assert result.episodes == [] and len(result.written) == 1  # facts only
     status = agent_api.get("/api/v1/threads/T-off").json()["episodes"]
     assert status["enabled"] is False and "off for this thread" in status["notice"]
+    later = post_events("T-off", [("mona", "Still here")], place=dm_with)  # a later call that does not say
+    assert thread_consolidate(thread_id=later.pk).episodes == []
 
-    settings.THREAD_EPISODES_OFF_FOR = [org.slug]
+    # The organisation's record, read by consolidation as it runs (not a setting): an owner turns it off.
+    organisation_set_thread_episodes(organisation=org, keep=False, actor=owner)
     other = post_events("T-org", [("mona", "Hello")], place=dm_with)
     assert thread_consolidate(thread_id=other.pk).episodes == []
     assert "off for this organisation" in agent_api.get("/api/v1/threads/T-org").json()["episodes"]["notice"]
+    assert Thread.objects.get(pk=other.pk).episodes is True  # the thread's own switch is untouched
 
-    settings.THREAD_EPISODES_OFF_FOR = []  # positive control: the same thread shape keeps episodes
+    organisation_set_thread_episodes(organisation=org, keep=True, actor=owner)  # positive control: on again
     kept = post_events("T-on", [("mona", "Hello")], place=dm_with)
     assert len(thread_consolidate(thread_id=kept.pk).episodes) == 1
     assert agent_api.get("/api/v1/threads/T-on").json()["episodes"] == {
