@@ -9,7 +9,9 @@
    and through a bare `httpx.Client` with the same keep-alive connection and JSON; median and p95 of each,
    and the client's overhead (median difference), from `--calls` calls of each.
 3. Rows per second: `--rows` remembers one request each, then the same through `remember_many`
-   (`POST /api/v1/memories/batch`, 100 per call).
+   (`POST /api/v1/memories/batch`, 100 per call, each item with its own idempotency key), alternated with
+   the same call through bare `httpx`, with the median call and the load average beside it. The baseline
+   is the same script run from a checkout of main, the runs alternated (`--data-dir` keeps them apart).
 
 The client runs on the same two cores as the server; nothing is asserted.
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shutil
 import statistics
 import sys
@@ -125,11 +128,25 @@ def main() -> None:
             client.remember(body=f"One by one {index}", subject_type="workspace")
         single = args.rows / (time.perf_counter() - started)
         items = [{"body": f"Batched fact {index}", "subject_type": "workspace"} for index in range(args.rows)]
-        started = time.perf_counter()
-        batch = client.remember_many(items)
-        batched = args.rows / (time.perf_counter() - started)
-        assert batch.created == args.rows, batch
+        calls: dict[str, list[float]] = {"client": [], "raw": []}  # ms per call of 100, alternated
+        created = 0
+        for start in range(0, args.rows, 100):
+            chunk = items[start : start + 100]
+            started = time.perf_counter()
+            created += client.remember_many(chunk).created
+            calls["client"].append((time.perf_counter() - started) * 1000)
+            keyed = [{**item, "place": PLACE, "idempotency_key": str(uuid.uuid4())} for item in chunk]
+            started = time.perf_counter()
+            answer = raw.post("memories/batch", json={"items": keyed})
+            calls["raw"].append((time.perf_counter() - started) * 1000)
+            created += answer.raise_for_status().json()["created"]
+        assert created == 2 * args.rows, created
+        batched = args.rows / (sum(calls["client"]) / 1000)
         print(f"\nRows per second, {args.rows} rows: one request each {single:.0f}/s; batch of 100 {batched:.0f}/s")
+        for name, values in calls.items():
+            rate = len(values) * 100 / (sum(values) / 1000)
+            print(f"  {name:6} batch call of 100: {rate:4.0f} rows/s, median {statistics.median(values):.0f} ms")
+        print(f"  load average (1, 5, 15 min) at the end: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
         client.close()
         raw.close()
     finally:

@@ -7,8 +7,7 @@ principal by the caller; nothing here reads them from request data.
 from __future__ import annotations
 
 import logging
-from contextlib import contextmanager, nullcontext
-from contextvars import ContextVar
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -23,6 +22,7 @@ from memories.db.predicates import live_q, unexpired_q
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
 from memories.selectors import memory_supersede_chain
+from memories.signals import user_facts_remembered
 
 logger = logging.getLogger(__name__)
 
@@ -96,12 +96,18 @@ def _hold_live_cap(
 
 @dataclass
 class Together:
-    """Remembers one writer makes in one transaction: the room under its cap, counted once, and the rows written."""
+    """Remembers one writer makes in one transaction: the room under its cap, counted once, and the rows written.
+
+    Passed to `memory_remember(together=...)` by the caller that writes many rows. With `insert_later`, a row
+    that keeps every rule checked in Python waits in `written` and all of them are inserted in one statement
+    when `remembering_together` ends (the database's triggers and CHECKs judge them then, all or none).
+    """
 
     kind: str
     writer_id: object
     limit: int
     room: int
+    insert_later: bool = False
     written: list[Memory] = field(default_factory=list)
 
     def holds(self, memory: Memory) -> bool:
@@ -113,8 +119,12 @@ class Together:
         if self.room + frees <= 0:
             raise _cap_reached(self.kind, self.limit)
 
-    def wrote(self, memory: Memory, *, frees: int) -> None:
-        """A row is in: it takes its room (episodes take none) and waits for the batch's receipts and embedding."""
+    def keep(self, memory: Memory, *, frees: int) -> None:
+        """A checked row within the room: inserted now (or with the batch's), its receipt and embedding to come."""
+        if memory.source_kind != SourceKind.EPISODE:
+            self.check(frees=frees)  # episodes are not facts: they have their own bound per place
+        if not self.insert_later:
+            memory.save(force_insert=True)
         if memory.source_kind != SourceKind.EPISODE:
             self.room -= 1 - frees
         self.written.append(memory)
@@ -132,17 +142,15 @@ class Together:
             raise
 
 
-_together: ContextVar[Together | None] = ContextVar("memories.remembering_together", default=None)
-
-
 @contextmanager
-def remembering_together(*, organisation_id, agent: Agent | None, person: User | None):
+def remembering_together(*, organisation_id, agent: Agent | None, person: User | None, insert_later: bool = False):
     """Many remembers by one writer, kept to the rules one-by-one writes keep, at a fraction of the cost.
 
-    The writer's cap is locked and its live facts counted once, here; each `memory_remember` inside counts
-    down from that (refused with `LimitReached` past the cap, exactly where one-by-one writes would stop);
-    the rows kept get their receipts in one insert at the end, and are queued for embedding once, after
-    commit. Enter it inside the transaction that writes (the lock lasts until that ends) and wrap each
+    The writer's cap is locked and its live facts counted once, here; each `memory_remember(together=...)`
+    inside counts down from that (refused with `LimitReached` past the cap, exactly where one-by-one writes
+    would stop). When the block ends, the rows kept are inserted in one statement (`insert_later`), get their
+    receipts in one insert, their user-fact keys, and are queued for embedding once, after commit. Enter it
+    inside the transaction that writes (the lock lasts until that ends); without `insert_later`, wrap each
     write in the yielded `savepoint()`.
     """
     if not connection.in_atomic_block:
@@ -152,21 +160,26 @@ def remembering_together(*, organisation_id, agent: Agent | None, person: User |
         raise ValueError("remembering_together needs the agent or the person who writes")
     kind, writer, limit = capped
     held = _held_facts(organisation_id=organisation_id, kind=kind, writer=writer, now=timezone.now())
-    together = Together(kind=kind, writer_id=writer.pk, limit=limit, room=limit - held)
-    token = _together.set(together)
-    try:
-        yield together
-    finally:
-        _together.reset(token)
-    # Each row kept gets its receipt, all in one insert, in the batch's transaction.
+    together = Together(kind=kind, writer_id=writer.pk, limit=limit, room=limit - held, insert_later=insert_later)
+    yield together
+    if insert_later:
+        Memory.objects.bulk_create(together.written)
+    _remembered(together.written)
+
+
+def _remembered(memories: list[Memory]) -> None:
+    """What follows rows just inserted, in their transaction: their receipts (one insert), the keys of the
+    user facts among them, and one embedding task after commit."""
+    if not memories:
+        return
     MemoryAudit.objects.bulk_create(
         [
             _receipt(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
-            for memory in together.written
+            for memory in memories
         ]
     )
-    if together.written:
-        enqueue_embedding([memory.id for memory in together.written])
+    user_facts_remembered.send(sender=Memory, memories=[memory for memory in memories if memory.bucket == Bucket.USER])
+    enqueue_embedding([memory.id for memory in memories])
 
 
 def _actor_label(*, actor: User | None, agent: Agent | None) -> str:
@@ -281,10 +294,11 @@ def memory_remember(
     system_fields: dict | None = None,
     now: datetime | None = None,
     replaces_live: bool = False,
+    together: Together | None = None,
 ) -> Memory:
-    """Store one memory after checking every rule, and queue its embedding. Every path that writes (the API,
-    the pages, consolidation, corrections) comes here, so the live-fact caps hold for all: `LimitReached` when
-    the writing agent or person holds the most it may. `replaces_live`: correcting a live fact, which adds none."""
+    """Store one memory after checking every rule, and queue its embedding. Every path that writes comes here, so
+    the live-fact caps hold for all: `LimitReached` when the writing agent or person holds the most it may.
+    `replaces_live`: correcting a live fact, which adds none; `together`: the batch (`remembering_together`)."""
     now = now or timezone.now()
     if expires_at is None and bucket != Bucket.SYSTEM:
         expires_at = default_expiry(tier=tier, now=now)
@@ -312,24 +326,20 @@ def memory_remember(
         expires_at=expires_at,
         **(system_fields or {}),
     )
-    _memory_store(memory, replaces_live=replaces_live, now=now)
+    _memory_store(memory, replaces_live=replaces_live, now=now, together=together)
     return memory
 
 
-def _memory_store(memory: Memory, *, replaces_live: bool, now: datetime) -> None:
+def _memory_store(memory: Memory, *, replaces_live: bool, now: datetime, together: Together | None) -> None:
     """Check the new row, insert it within its writer's live-fact cap with its receipt, and queue its embedding."""
     _memory_check(memory, now=now)
-    together = _together.get()
-    if together is not None and not together.holds(memory):
-        together = None  # another writer's row: it keeps its own cap, counted on its own
     frees = 1 if replaces_live else 0
-    # Written together, each write's savepoint (`Together.savepoint`) already holds the row and its receipt as one.
-    with transaction.atomic() if together is None else nullcontext():
-        if memory.source_kind == SourceKind.EPISODE:
-            pass  # episodes are not facts: they have their own bound per place
-        elif together is not None:
-            together.check(frees=frees)
-        else:
+    if together is not None and together.holds(memory):
+        # Its savepoint (`Together.savepoint`), or the batch's one insert, holds the row and its receipt as one.
+        together.keep(memory, frees=frees)
+        return
+    with transaction.atomic():
+        if memory.source_kind != SourceKind.EPISODE:  # episodes are not facts: they have their own bound per place
             _hold_live_cap(
                 organisation_id=memory.organisation_id,
                 agent=memory.agent,
@@ -339,11 +349,7 @@ def _memory_store(memory: Memory, *, replaces_live: bool, now: datetime) -> None
                 frees=frees,
             )
         memory.save(force_insert=True)
-        if together is not None:
-            together.wrote(memory, frees=frees)  # its receipt and embedding come with the batch's
-        else:
-            audit_record(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
-            enqueue_embedding([memory.id])
+        _remembered([memory])
 
 
 def memory_supersede(

@@ -14,10 +14,8 @@ class ThreadsConfig(AppConfig):
         # The subject-access export holds what erasure reaches: the same events.
         subject_exporting.connect(services.on_subject_exporting, dispatch_uid="threads.export_derived")
 
-        # A person's own fact gets the key consolidation computes, when it is written (issue 16).
-        from django.db.models.signals import post_save
-
-        from memories.models import Memory
+        # A person's own fact gets the key consolidation computes, when the write service writes it (issue 16).
+        from memories.signals import user_facts_remembered
         from threads import conflicts
 
-        post_save.connect(conflicts.on_memory_saved, sender=Memory, dispatch_uid="threads.user_fact_key")
+        user_facts_remembered.connect(conflicts.on_user_facts_remembered, dispatch_uid="threads.user_fact_key")

@@ -85,10 +85,10 @@ def user_fact_key_write(*, memory: Memory) -> Learning | None:
     )
 
 
-def on_memory_saved(sender, instance: Memory, created: bool, raw: bool = False, **kwargs) -> None:
-    """Receiver of post_save for memories: a new user fact gets its key in the same transaction."""
-    if created and not raw and instance.bucket == Bucket.USER:
-        user_fact_key_write(memory=instance)
+def on_user_facts_remembered(sender, memories: Sequence[Memory], **kwargs) -> None:
+    """Receiver of `memories.signals.user_facts_remembered`: each new user fact gets its key in its transaction."""
+    for memory in memories:
+        user_fact_key_write(memory=memory)
 
 
 def own_fact_for(*, organisation_id, candidate: Candidate, now: datetime) -> Memory | None:

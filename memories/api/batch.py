@@ -1,10 +1,15 @@
-"""Many remembers in one call, each in its own savepoint, answered item by item."""
+"""Many remembers in one call, answered item by item: each item checked in Python, the rows kept inserted in
+one statement, and each item in its own savepoint only when the database refuses that statement."""
 
 from __future__ import annotations
 
 import json
+import logging
+from contextlib import nullcontext
+from dataclasses import dataclass, field, replace
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework import exceptions
@@ -13,28 +18,36 @@ from rest_framework.response import Response
 from accounts.auth import Principal
 from lib.api.docs import PLACE_EXAMPLE, PLACE_MEANS
 from lib.api.errors import flatten_errors
+from lib.api.idempotency import IDEMPOTENCY_HEADER
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
 from memories.api.docs import MEMORY_EXAMPLE, REMEMBER_EXAMPLE
-from memories.api.memories import remember
+from memories.api.memories import remember, remember_write
 from memories.errors import LimitReached, TurnConflict
+from memories.models import IdempotencyKey, Memory
 from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound
 from memories.services import Together, remembering_together
+from memories.turns.idempotency import REUSED_KEY_MESSAGE, principal_key, request_fingerprint
+
+logger = logging.getLogger(__name__)
 
 # What refuses one item and keeps the rest; anything else fails the whole call.
 REFUSALS = (exceptions.ValidationError, DjangoValidationError, LimitReached, PlaceNotFound, TurnConflict, PlaceConflict)
+# What the database answers when a trigger or CHECK refuses a row Python let through.
+DATABASE_REFUSALS = (IntegrityError, DataError)
+ENDPOINT = "remember"  # items share their key space with `POST /api/v1/memories`
 
 
 class MemoryBatchApi(MemoryApi):
-    """Up to 100 remembers in one call, each in its own savepoint: one refusal keeps the rest."""
+    """Up to 100 remembers in one call, each answered on its own: one refusal keeps the rest."""
 
     @extend_schema(
         operation_id="memories_remember_batch",
         summary="Remember up to 100 facts in one call, each answered on its own",
         description=(
             "Each item is a remember request as `POST /api/v1/memories` takes it, plus its own optional "
-            "`idempotency_key`. Each is written in its own savepoint under the same rules (scopes, the "
-            "live-fact cap, the database's constraints): the answer is 200 with a status per item, `created`, "
+            "`idempotency_key`. Each is checked under the same rules (scopes, the live-fact cap, the database's "
+            "constraints) and the ones kept are written together: the answer is 200 with a status per item, `created`, "
             "`duplicate` (its key was seen: the first write's memory) or `refused` (the API's error, naming "
             f"the fields). {PLACE_MEANS} Embedding happens after, in the workers."
         ),
@@ -83,35 +96,160 @@ class MemoryBatchApi(MemoryApi):
     def post(self, request):
         principal = self.principal()
         items = self.validated(s.BatchInputSerializer)["items"]
-        places: dict[str, PlaceInTurn] = {}  # one lookup per place named in the batch
-        # The writer's cap is locked and counted once for the batch, and its rows queued for embedding once.
-        with remembering_together(
-            organisation_id=principal.organisation.pk, agent=principal.agent, person=principal.user
-        ) as together:
-            answers = [self.item(principal, index, item, places, together) for index, item in enumerate(items)]
+        batch = Batch(api=self, principal=principal)
+        try:
+            with transaction.atomic():  # a savepoint: if the database refuses the one insert, this pass is undone
+                answers = batch.in_one_insert(items)
+        except DATABASE_REFUSALS as error:
+            logger.warning(
+                "The database refused a batch of %d items in one insert (%s); writing each in its own savepoint",
+                len(items),
+                str(error).splitlines()[0],
+            )
+            answers = batch.one_by_one(items)
         return Response(s.BatchOutputSerializer(answers, context={"now": timezone.now()}).data)
 
-    def item(self, principal: Principal, index: int, item: dict, places: dict, together: Together) -> s.BatchItem:
-        resolved_here = None
+
+@dataclass
+class Batch:
+    """One batch call's items, written by the principal: in one insert, or item by item."""
+
+    api: MemoryApi
+    principal: Principal
+    # One serializer for every item: building one per item would only rebuild the same fields (its errors
+    # are the same either way: `run_validation` is what `is_valid` runs).
+    checker: s.BatchItemInputSerializer = field(default_factory=s.BatchItemInputSerializer)
+
+    def together(self, *, insert_later: bool):
+        principal = self.principal
+        return remembering_together(
+            organisation_id=principal.organisation.pk,
+            agent=principal.agent,
+            person=principal.user,
+            insert_later=insert_later,
+        )
+
+    def place(self, data: dict, places: dict[str, PlaceInTurn]) -> tuple[PlaceInTurn, str | None]:
+        """The item's place, looked up once per batch: (it, its key if this item looked it up)."""
+        place_key = json.dumps(data["place"], sort_keys=True)
+        if place_key in places:
+            return places[place_key], None
+        resolved = self.api.resolve_place(data["place"])
+        assert resolved is not None  # an item's place is required: its serializer refused the item otherwise
+        places[place_key] = resolved
+        return resolved, place_key
+
+    def in_one_insert(self, items: list[dict]) -> list[s.BatchItem]:
+        """Every item checked in Python, then the rows kept, their keys and receipts inserted a statement each."""
+        keys = BatchKeys.used(self.principal, items)
+        places: dict[str, PlaceInTurn] = {}
+        with self.together(insert_later=True) as together:
+            answers = [self.checked(index, item, places, together, keys) for index, item in enumerate(items)]
+        IdempotencyKey.objects.bulk_create(keys.claimed)
+        return keys.replayed(answers)
+
+    def checked(self, index: int, item: dict, places: dict, together: Together, keys: BatchKeys) -> s.BatchItem:
+        """One item checked and kept for the batch's insert, or refused (nothing of it written)."""
+        looked_up = None
+        try:
+            data = self.checker.run_validation(item)
+            first_here = json.dumps(data["place"], sort_keys=True) not in places
+            # Only a place's first sight may write (its record): that item's savepoint undoes it if refused.
+            with together.savepoint() if first_here else nullcontext():
+                resolved, looked_up = self.place(data, places)
+                key, fingerprint = data.pop("idempotency_key", None), item_fingerprint(item)
+                if keys.seen(index, key, fingerprint):
+                    return s.BatchItem(index=index, status="duplicate")  # its memory comes with `replayed`
+                memory, extra = remember_write(
+                    principal=self.principal, data=data, resolved=resolved, together=together
+                )
+                keys.claim(key, fingerprint, memory, extra)
+        except REFUSALS as error:
+            places.pop(looked_up, None)  # recorded by this refused item, so rolled back with it
+            return refusal(index, error)
+        return s.BatchItem(index=index, status="created", memory=s.remembered(memory, extra))
+
+    def one_by_one(self, items: list[dict]) -> list[s.BatchItem]:
+        """Each item in its own savepoint, so the database's refusal of one keeps the others."""
+        places: dict[str, PlaceInTurn] = {}
+        with self.together(insert_later=False) as together:
+            return [self.saved(index, item, places, together) for index, item in enumerate(items)]
+
+    def saved(self, index: int, item: dict, places: dict, together: Together) -> s.BatchItem:
+        looked_up = None
         try:
             with together.savepoint():
-                data = self.validated(s.BatchItemInputSerializer, data=item)
-                place_key = json.dumps(data["place"], sort_keys=True)
-                if place_key not in places:
-                    resolved_here = place_key
-                    places[place_key] = self.resolve_place(data["place"])
+                data = self.checker.run_validation(item)
+                resolved, looked_up = self.place(data, places)
                 memory, replayed = remember(
-                    principal=principal,
+                    principal=self.principal,
                     data=data,
-                    resolved=places[place_key],
+                    resolved=resolved,
                     key=data.pop("idempotency_key", None),
-                    fingerprinted={name: value for name, value in item.items() if name != "idempotency_key"},
+                    fingerprinted=without_key(item),
+                    together=together,
                 )
-        except REFUSALS as error:
-            # A place first recorded by a refused item was rolled back with it: the next item resolves it again.
-            places.pop(resolved_here, None)
+        except (*REFUSALS, *DATABASE_REFUSALS) as error:
+            places.pop(looked_up, None)  # recorded by this refused item, so rolled back with it
             return refusal(index, error)
         return s.BatchItem(index=index, status="duplicate" if replayed else "created", memory=memory)
+
+
+def without_key(item: dict) -> dict:
+    """The item as a lone remember would send it: its key travels as the request's header."""
+    return {name: value for name, value in item.items() if name != "idempotency_key"}
+
+
+def item_fingerprint(item: dict) -> str:
+    return request_fingerprint(endpoint=ENDPOINT, data=without_key(item))
+
+
+@dataclass
+class BatchKeys:
+    """The items' idempotency keys: those used before (read in one query), and those this batch claims."""
+
+    owner: dict  # whose key space: the organisation and the principal
+    seen_rows: dict[str, IdempotencyKey]
+    claimed: list[IdempotencyKey] = field(default_factory=list)
+    replays: dict[int, IdempotencyKey] = field(default_factory=dict)  # a duplicate's index → its key's row
+
+    @classmethod
+    def used(cls, principal: Principal, items: list[dict]) -> BatchKeys:
+        owner = {"organisation": principal.organisation, "principal": principal_key(principal)}
+        named = {item["idempotency_key"] for item in items if isinstance(item.get("idempotency_key"), str)}
+        rows = IdempotencyKey.objects.filter(**owner, key__in=named) if named else []
+        return cls(owner, {row.key: row for row in rows})
+
+    def seen(self, index: int, key: str | None, fingerprint: str) -> bool:
+        """Whether the item's key was used before by this request: it is answered with the first write's memory
+        (`replayed`). Used for another request, it is refused, as a lone remember would be."""
+        row = self.seen_rows.get(key) if key is not None else None
+        if row is None:
+            return False
+        if row.endpoint != ENDPOINT or row.request_sha256 != fingerprint:
+            raise TurnConflict(IDEMPOTENCY_HEADER, REUSED_KEY_MESSAGE)
+        self.replays[index] = row
+        return True
+
+    def claim(self, key: str | None, fingerprint: str, memory: Memory, extra: dict) -> None:
+        if key is None:
+            return
+        row = IdempotencyKey(**self.owner, key=key, endpoint=ENDPOINT, request_sha256=fingerprint, memory=memory)
+        row.response_extra = extra
+        self.seen_rows[key] = row  # the same key again in this batch is its duplicate
+        self.claimed.append(row)
+
+    def replayed(self, answers: list[s.BatchItem]) -> list[s.BatchItem]:
+        """The duplicates answered with their first write's memory as it is now, read in one query."""
+        rows = Memory.objects.select_related("agent", "written_by").in_bulk(
+            [row.memory_id for row in self.replays.values()]
+        )
+        return [
+            replace(answer, memory=s.remembered(rows[row.memory_id], row.response_extra))
+            if (row := self.replays.get(answer.index)) is not None
+            else answer
+            for answer in answers
+        ]
 
 
 def refusal(index: int, error: Exception) -> s.BatchItem:
@@ -124,6 +262,8 @@ def refusal(index: int, error: Exception) -> s.BatchItem:
         return refused(index, "not_found", error.message, {})
     if isinstance(error, (TurnConflict, PlaceConflict)):
         return refused(index, "conflict", error.message, {error.field: [error.message]})
+    if isinstance(error, DATABASE_REFUSALS):
+        return refused(index, "invalid", *database_refusal(error))
     raise error  # not in REFUSALS
 
 
@@ -144,3 +284,11 @@ def invalid_fields(error) -> tuple[str, dict]:
         f"{names[0]}: {fields[names[0]][0]}" if len(names) == 1 else f"The item was refused: check {', '.join(names)}."
     )
     return sentence, fields
+
+
+def database_refusal(error: Exception) -> tuple[str, dict]:
+    """The database's refusal of one item, named by the constraint (or trigger) that made it."""
+    diagnosis = getattr(error.__cause__, "diag", None)
+    message = (getattr(diagnosis, "message_primary", None) or str(error)).strip()
+    rule = getattr(diagnosis, "constraint_name", None) or message.split(":", 1)[0]
+    return f"{rule}: the database refused this item ({message}).", {rule: [message]}

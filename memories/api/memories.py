@@ -26,7 +26,7 @@ from memories.selectors import (
     memory_injections,
     memory_supersede_chain,
 )
-from memories.services import memory_supersede
+from memories.services import Together, memory_supersede
 from memories.turns.idempotency import (
     idempotent_write,
     principal_key,
@@ -152,14 +152,21 @@ def replay_memory(status_code: int = status.HTTP_200_OK):
 
 
 def remember(
-    *, principal: Principal, data: dict, resolved: PlaceInTurn, key: str | None, fingerprinted
+    *,
+    principal: Principal,
+    data: dict,
+    resolved: PlaceInTurn,
+    key: str | None,
+    fingerprinted,
+    together: Together | None = None,
 ) -> tuple[s.Annotated, bool]:
     """Remember one validated request once per Idempotency-Key: (the memory `remembered`, whether replayed).
 
-    `fingerprinted` is the request as sent, which a retry under the same key must repeat."""
+    `fingerprinted` is the request as sent, which a retry under the same key must repeat; `together`, the
+    batch it is written in (`memories.services.remembering_together`)."""
 
     def write():
-        return remember_write(principal=principal, data=data, resolved=resolved)
+        return remember_write(principal=principal, data=data, resolved=resolved, together=together)
 
     if key is None:
         (memory, extra), replayed = write(), False
@@ -177,7 +184,9 @@ def remember(
     return s.remembered(memory, extra), replayed
 
 
-def remember_write(*, principal: Principal, data: dict, resolved: PlaceInTurn) -> tuple[Memory, dict]:
+def remember_write(
+    *, principal: Principal, data: dict, resolved: PlaceInTurn, together: Together | None = None
+) -> tuple[Memory, dict]:
     """One validated remember request, written: (the memory, {"scope_reason", "notice"})."""
     memory, choice = memory_remember_in_place(
         organisation=principal.organisation,
@@ -198,6 +207,7 @@ def remember_write(*, principal: Principal, data: dict, resolved: PlaceInTurn) -
         source_label=data["source_label"],
         run_id=data["run_id"],
         occurred_at=data.get("occurred_at"),
+        together=together,
     )
     return memory, {"scope_reason": choice.reason, "notice": resolved.notice}
 

@@ -122,6 +122,7 @@ def memory_remember_in_place(
     run_id: str = "",
     occurred_at: datetime | None = None,
     now: datetime | None = None,
+    together: services.Together | None = None,
 ) -> tuple[Memory, ScopeChoice]:
     """Remember one fact said in a place, in the narrowest scope the place allows.
 
@@ -157,6 +158,7 @@ def memory_remember_in_place(
         expires_at=expires_at,
         occurred_at=occurred_at,
         now=now,
+        together=together,
     )
     return memory, choice
 
