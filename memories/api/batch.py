@@ -11,12 +11,12 @@ from dataclasses import dataclass, field, replace
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
 from accounts.auth import Principal
-from lib.api.docs import PLACE_EXAMPLE, PLACE_MEANS
+from lib.api.docs import PLACE_EXAMPLE, PLACE_MEANS, write_schema
 from lib.api.errors import flatten_errors
 from lib.api.idempotency import IDEMPOTENCY_HEADER
 from memories.api import serializers as s
@@ -36,12 +36,13 @@ REFUSALS = (exceptions.ValidationError, DjangoValidationError, LimitReached, Pla
 # What the database answers when a trigger or CHECK refuses a row Python let through.
 DATABASE_REFUSALS = (IntegrityError, DataError)
 ENDPOINT = "remember"  # items share their key space with `POST /api/v1/memories`
+BATCH_ENDPOINT = "remember-batch"  # the request's own `Idempotency-Key`, for the whole call
 
 
 class MemoryBatchApi(MemoryApi):
     """Up to 100 remembers in one call, each answered on its own: one refusal keeps the rest."""
 
-    @extend_schema(
+    @write_schema(
         operation_id="memories_remember_batch",
         summary="Remember up to 100 facts in one call, each answered on its own",
         description=(
@@ -49,7 +50,8 @@ class MemoryBatchApi(MemoryApi):
             "`idempotency_key`. Each is checked under the same rules (scopes, the live-fact cap, the database's "
             "constraints) and the ones kept are written together: the answer is 200 with a status per item, `created`, "
             "`duplicate` (its key was seen: the first write's memory) or `refused` (the API's error, naming "
-            f"the fields). {PLACE_MEANS} Embedding happens after, in the workers."
+            f"the fields). {PLACE_MEANS} Embedding happens after, in the workers. An `Idempotency-Key` header "
+            "covers the whole call: a retry with it answers the first call's items again, writing nothing."
         ),
         request=s.BatchInputSerializer,
         responses={200: s.BatchOutputSerializer, 400: OpenApiResponse(description="Not 1 to 100 items.")},
@@ -97,17 +99,47 @@ class MemoryBatchApi(MemoryApi):
         principal = self.principal()
         items = self.validated(s.BatchInputSerializer)["items"]
         batch = Batch(api=self, principal=principal)
-        try:
-            with transaction.atomic():  # a savepoint: if the database refuses the one insert, this pass is undone
-                answers = batch.in_one_insert(items)
-        except DATABASE_REFUSALS as error:
-            logger.warning(
-                "The database refused a batch of %d items in one insert (%s); writing each in its own savepoint",
-                len(items),
-                str(error).splitlines()[0],
-            )
-            answers = batch.one_by_one(items)
-        return Response(s.BatchOutputSerializer(answers, context={"now": timezone.now()}).data)
+
+        def write():
+            answers = batch.written(items)
+            return batch_response(answers), None, {"items": [answer_record(answer) for answer in answers]}
+
+        return self.idempotent(BATCH_ENDPOINT, write, replay_batch)
+
+
+def batch_response(answers: list[s.BatchItem]) -> Response:
+    return Response(s.BatchOutputSerializer(answers, context={"now": timezone.now()}).data)
+
+
+def answer_record(answer: s.BatchItem) -> dict:
+    """What a retry of the whole call needs of one item's answer: ids, statuses and errors, never a body."""
+    memory = answer.memory
+    return {
+        "index": answer.index,
+        "status": answer.status,
+        "memory": str(memory.pk) if memory is not None else None,
+        "extra": {"scope_reason": memory.scope_reason, "notice": memory.notice} if memory is not None else {},
+        # As JSON text: a refusal may quote what was refused, and jsonb cannot hold a NUL that a string can.
+        "error": json.dumps(answer.error) if answer.error is not None else None,
+    }
+
+
+def replay_batch(_memory, extra: dict) -> Response:
+    """The first call's answer again, each memory as it is now (a receipt once erased), read in one query."""
+    rows = Memory.objects.select_related("agent", "written_by").in_bulk(
+        [record["memory"] for record in extra["items"] if record["memory"] is not None], field_name="pk"
+    )
+    by_id = {str(pk): row for pk, row in rows.items()}
+    answers = [
+        s.BatchItem(
+            index=record["index"],
+            status=record["status"],
+            memory=s.remembered(by_id[record["memory"]], record["extra"]) if record["memory"] in by_id else None,
+            error=json.loads(record["error"]) if record["error"] is not None else None,
+        )
+        for record in extra["items"]
+    ]
+    return batch_response(answers)
 
 
 @dataclass
@@ -138,6 +170,19 @@ class Batch:
         assert resolved is not None  # an item's place is required: its serializer refused the item otherwise
         places[place_key] = resolved
         return resolved, place_key
+
+    def written(self, items: list[dict]) -> list[s.BatchItem]:
+        """The items written in one insert, or item by item when the database refuses that insert."""
+        try:
+            with transaction.atomic():  # a savepoint: if the database refuses the one insert, this pass is undone
+                return self.in_one_insert(items)
+        except DATABASE_REFUSALS as error:
+            logger.warning(
+                "The database refused a batch of %d items in one insert (%s); writing each in its own savepoint",
+                len(items),
+                str(error).splitlines()[0],
+            )
+            return self.one_by_one(items)
 
     def in_one_insert(self, items: list[dict]) -> list[s.BatchItem]:
         """Every item checked in Python, then the rows kept, their keys and receipts inserted a statement each."""
