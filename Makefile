@@ -66,7 +66,8 @@ clean:
 
 .PHONY: bench-1m bench-mem0
 ## The 1,000,000-memory recall run, default mode (most of an hour on 2 cores; kept out of `make bench`).
-## BENCH_1M_ARGS adds to it, e.g. BENCH_1M_ARGS="--n 20000" to try the target quickly.
+## BENCH_1M_ARGS adds to it: BENCH_1M_ARGS=--reuse measures the seed a finished run left in var/bench
+## (same --n/--orgs/--seed) without seeding again; BENCH_1M_ARGS="--n 20000" tries the target quickly.
 bench-1m: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/recall.py --n 1000000 --mode auto --requests 1000 $(BENCH_1M_ARGS)
 

