@@ -61,3 +61,19 @@ def test_a_session_write_without_the_csrf_token_is_still_refused(signed_in, raw_
 def test_a_page_keeps_its_session_when_a_bearer_header_comes_along(signed_in, raw_token):
     page = signed_in.get("/me/memories", HTTP_AUTHORIZATION=f"Bearer {raw_token}")
     assert page.status_code == 200 and page.wsgi_request.user.username == "mona"
+
+
+def test_a_page_form_posted_without_the_csrf_token_is_refused_by_the_middleware(signed_in, org):
+    # The deploy check's CSRF warning is silenced (production settings) because this middleware is
+    # Django's under another name: what it must still do is refuse a forged form.
+    refused = signed_in.post("/owners/organisation", {"episodes": "off"})
+    assert refused.status_code == 403
+    org.refresh_from_db()
+    assert org.thread_episodes is True
+    # The positive control: the same form with its token goes through.
+    signed_in.get("/owners/organisation")
+    token = signed_in.cookies["csrftoken"].value
+    accepted = signed_in.post("/owners/organisation", {"episodes": "off", "csrfmiddlewaretoken": token})
+    assert accepted.status_code == 302, accepted.content
+    org.refresh_from_db()
+    assert org.thread_episodes is False
