@@ -8,6 +8,7 @@ Nothing is editable: decisions go through the services, which write records.
 
 from __future__ import annotations
 
+import abc
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -129,13 +130,14 @@ def safe_next(request: HttpRequest) -> str | None:
     return None
 
 
-class ConditionFilter(admin.SimpleListFilter):
+class ConditionFilter(admin.SimpleListFilter, abc.ABC):
     """A filter whose choices are conditions on the row, so its facet counts are
     `COUNT(*) FILTER (WHERE condition)` in the one aggregate query, rather than
     Django's default of one `id IN (subquery)` per choice."""
 
+    @abc.abstractmethod
     def condition(self, value: str) -> Q | None:
-        raise NotImplementedError
+        """The condition a row meets for the choice `value`, or None for no filter."""
 
     def queryset(self, request, queryset):
         condition = self.condition(self.value()) if self.value() is not None else None

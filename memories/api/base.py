@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import abc
+
 from django.db import models
 from django.utils import timezone
 from rest_framework import exceptions, serializers
@@ -99,7 +101,7 @@ class MemoryCursorPagination(CursorPagination):
         return super().get_page_size(request)
 
 
-class PagedListApi(MemoryApi, GenericAPIView):
+class PagedListApi(MemoryApi, GenericAPIView, abc.ABC):
     """A `GET` answered in cursor pages of `serializer_class`, from `rows(principal)`."""
 
     serializer_class: type[serializers.BaseSerializer]
@@ -107,8 +109,9 @@ class PagedListApi(MemoryApi, GenericAPIView):
     pagination_class = MemoryCursorPagination
     model: type[models.Model]  # whose empty queryset stands in while the schema is generated
 
+    @abc.abstractmethod
     def rows(self, principal: Principal) -> models.QuerySet:
-        raise NotImplementedError
+        """The rows this principal may list, before filters and paging."""
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):  # schema generation has no principal

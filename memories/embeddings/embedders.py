@@ -17,6 +17,7 @@ recall compares only vectors whose model is the current one.
 
 from __future__ import annotations
 
+import abc
 import logging
 import math
 import os
@@ -47,14 +48,15 @@ class EmbeddingError(Exception):
         self.transient = transient
 
 
-class Embedder:
+class Embedder(abc.ABC):
     """Turns texts into unit vectors of `settings.EMBEDDING_DIMENSIONS` floats."""
 
     name: str = ""
     available: bool = True
 
+    @abc.abstractmethod
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        raise NotImplementedError
+        """One unit vector per text, in order."""
 
 
 class NoEmbedder(Embedder):

@@ -51,7 +51,6 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 EXPORT_FORMAT = 1
 TOLERANCE = 1e-4
 MAX_SEQ_LENGTH = 256
-EMBEDDING_WIDTH = 384
 # Texts sorted by length pad little; past 16 a batch gained nothing here (docs/benchmarks.md, "Workers").
 ONNX_BATCH_SIZE = 16
 EXPORT_TIMEOUT_SECONDS = 600
@@ -147,10 +146,13 @@ class OnnxQueryEncoder:
         longest text (padding is masked out of the pooling, so a text's vector does not depend on its batch)."""
         encodings = self.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda index: len(encodings[index].ids))
-        out = np.zeros((len(encodings), EMBEDDING_WIDTH), dtype=np.float32)
+        out = np.zeros((len(encodings), 0), dtype=np.float32)
         for start in range(0, len(order), batch_size):
             chosen = order[start : start + batch_size]
-            out[chosen] = self._forward([encodings[index].ids for index in chosen])
+            vectors = self._forward([encodings[index].ids for index in chosen])
+            if out.shape[1] == 0:  # the width is the model's: its first output says it
+                out = np.zeros((len(encodings), vectors.shape[1]), dtype=vectors.dtype)
+            out[chosen] = vectors
         return out
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:

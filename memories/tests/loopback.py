@@ -3,6 +3,7 @@ embeddings endpoint and a chat-completions endpoint. Only outside services get s
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import json
 import threading
@@ -19,7 +20,7 @@ def hashed_vector(text: str, dimensions: int = 384) -> list[float]:
     return (vector / np.linalg.norm(vector)).tolist()
 
 
-class LoopbackServer:
+class LoopbackServer(abc.ABC):
     """A ThreadingHTTPServer on 127.0.0.1 with a free port; `handle(path, body)` returns (status, json)."""
 
     def __init__(self):
@@ -57,8 +58,9 @@ class LoopbackServer:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
+    @abc.abstractmethod
     def handle(self, path: str, body) -> tuple[int, dict]:
-        raise NotImplementedError
+        """The status and JSON answer of a POST to `path` with this JSON body."""
 
     def __enter__(self):
         self.thread.start()
