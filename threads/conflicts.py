@@ -68,27 +68,37 @@ def user_fact_keyed(body: str, name: str) -> Keyed | None:
     return None
 
 
-def user_fact_key_write(*, memory: Memory) -> Learning | None:
-    """Give a person's own fact about themself its key (called when it is written)."""
-    if memory.bucket != Bucket.USER or memory.subject_type != SubjectType.USER or not memory.subject_id:
-        return None
-    name = User.objects.filter(pk=memory.subject_id).values_list("username", flat=True).first()
-    keyed = user_fact_keyed(memory.body, name or "")
-    if keyed is None:
-        return None
-    return Learning.objects.create(
-        organisation_id=memory.organisation_id,
-        memory=memory,
-        thread=None,
-        key=keyed.key[:200],
-        extractor=PERSON_EXTRACTOR,
-    )
+def user_fact_keys_write(*, memories: Sequence[Memory]) -> list[Learning]:
+    """Give each person's own fact about themself its key, as it is written: one read of the subjects' usernames
+    and one insert, however many facts a write (or a batch's one insert) brought."""
+    about_self = [
+        memory
+        for memory in memories
+        if memory.bucket == Bucket.USER and memory.subject_type == SubjectType.USER and memory.subject_id
+    ]
+    if not about_self:
+        return []
+    subjects = {memory.subject_id for memory in about_self}
+    names = {str(pk): name for pk, name in User.objects.filter(pk__in=subjects).values_list("pk", "username")}
+    keys = []
+    for memory in about_self:
+        keyed = user_fact_keyed(memory.body, names.get(str(memory.subject_id), ""))
+        if keyed is not None:
+            keys.append(
+                Learning(
+                    organisation_id=memory.organisation_id,
+                    memory=memory,
+                    thread=None,
+                    key=keyed.key[:200],
+                    extractor=PERSON_EXTRACTOR,
+                )
+            )
+    return Learning.objects.bulk_create(keys)
 
 
 def on_user_facts_remembered(sender, memories: Sequence[Memory], **kwargs) -> None:
-    """Receiver of `memories.signals.user_facts_remembered`: each new user fact gets its key in its transaction."""
-    for memory in memories:
-        user_fact_key_write(memory=memory)
+    """Receiver of `memories.signals.user_facts_remembered`: the new user facts get their keys in their transaction."""
+    user_fact_keys_write(memories=memories)
 
 
 def own_fact_for(*, organisation_id, candidate: Candidate, now: datetime) -> Memory | None:

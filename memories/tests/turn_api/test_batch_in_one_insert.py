@@ -116,3 +116,13 @@ def test_a_user_fact_gets_its_key_through_the_api_and_the_batch(member_api, dm_w
     tea, walks = (item["memory"]["id"] for item in data["items"][:2])
     assert Learning.objects.get(memory_id=tea).key == "prefers:tea"
     assert not Learning.objects.filter(memory_id=walks).exists()  # no known shape, no key
+
+
+def test_a_batchs_user_facts_get_their_keys_in_one_read_and_one_insert(member_api, dm_with_mona):
+    bodies = ["I prefer tea", "My timezone is CET", "I live in Leeds", "I work at Acme"]
+    items = [{"body": body, "place": dm_with_mona} for body in bodies]
+    with CaptureQueriesContext(connection) as queries:
+        assert batch(member_api, items).json()["created"] == 4
+    assert inserts(queries, "threads_learning") == 1
+    assert sum('FROM "accounts_user"' in query["sql"] for query in queries.captured_queries) <= 2
+    assert Learning.objects.filter(memory__body__in=bodies).count() == 4  # the positive control: all keyed
