@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from drf_spectacular.utils import OpenApiExample, extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound, PermissionDenied
 from rest_framework.response import Response
@@ -18,7 +18,7 @@ from accounts.auth import Principal
 from admissions.labels import UNNAMED_STEWARD, claimant_label, steward_label
 from admissions.selectors import claim_history, claim_visible_to
 from admissions.services import claim_submit
-from lib.api.docs import write_schema
+from lib.api.docs import answered, asked, read_schema, write_schema
 from lib.api.views import ApiView
 from lib.fields import ID_FORBIDDEN, StrictDateField
 from lib.text import invisible_problem
@@ -192,7 +192,6 @@ CLAIM_EXAMPLE = {
 class SystemClaimListApi(ApiView):
     @write_schema(
         operation_id="system_claims_submit",
-        summary="Submit a system claim",
         description=(
             "A network-wide claim, stored as a candidate until a steward admits it. Agents may submit; "
             f"account holders need the `{SUBMIT_PERMISSION}` permission. Each refused rule is answered "
@@ -200,10 +199,11 @@ class SystemClaimListApi(ApiView):
         ),
         request=ClaimInputSerializer,
         responses={201: ClaimOutputSerializer},
-        examples=[OpenApiExample("A claim with one piece of evidence", value=CLAIM_EXAMPLE, request_only=True)],
+        examples=[asked("A claim with one piece of evidence", CLAIM_EXAMPLE)],
         tags=["system claims"],
     )
     def post(self, request):
+        """Submit a system claim."""
         principal = self.principal()
         if not principal.is_agent and not request.user.has_perm(SUBMIT_PERMISSION):
             raise PermissionDenied(f"Submitting system claims needs the {SUBMIT_PERMISSION} permission.")
@@ -226,18 +226,13 @@ class SystemClaimListApi(ApiView):
 
 
 class SystemClaimDetailApi(ApiView):
-    @extend_schema(
+    @read_schema(
         operation_id="system_claims_read",
-        summary="Read a system claim with its derived status and admission history",
-        description=(
-            "Stewards see claims from every organisation; anyone else sees their own organisation's claims, "
-            "and another organisation's only while it is admitted. Any other claim answers 404."
-        ),
         responses={200: ClaimOutputSerializer},
         examples=[
-            OpenApiExample(
+            answered(
                 "An admitted claim",
-                value={
+                {
                     **CLAIM_EXAMPLE,
                     "id": "6f1c3c0e-2a5b-4d0e-9a4f-0c8e7b1d2a33",
                     "status": "admitted",
@@ -259,12 +254,16 @@ class SystemClaimDetailApi(ApiView):
                         }
                     ],
                 },
-                response_only=True,
             )
         ],
         tags=["system claims"],
     )
     def get(self, request, claim_id):
+        """Read a system claim with its derived status and admission history.
+
+        Stewards see claims from every organisation; anyone else sees their own organisation's claims, and another
+        organisation's only while it is admitted. Any other claim answers 404.
+        """
         principal = self.principal()
         claim = claim_visible_to(principal=principal, claim_id=claim_id)
         if claim is None:

@@ -11,9 +11,7 @@ from lib.sql import row_trigger
 # revoke), never an edit, so the history a status is derived from cannot be
 # rewritten after the fact.
 APPEND_ONLY_TRIGGER, DROP_APPEND_ONLY_TRIGGER = row_trigger(
-    "admissions_append_only",
-    table="admissions_admissionrecord",
-    fires="BEFORE UPDATE OR DELETE",
+    "admissions_append_only BEFORE UPDATE OR DELETE ON admissions_admissionrecord",
     function="admissions_refuse_change",
     body="""BEGIN
   RAISE EXCEPTION 'admissions_append_only: an admission record is never changed or deleted; record a new decision'
@@ -26,9 +24,7 @@ END
 # is not a tombstone, in the record's organisation, decided by a steward who
 # did not write it (four eyes). A promotion names a tombstone for its stance.
 INSERT_GUARD_TRIGGER, DROP_INSERT_GUARD_TRIGGER = row_trigger(
-    "admissions_guard_insert",
-    table="admissions_admissionrecord",
-    fires="BEFORE INSERT",
+    "admissions_guard_insert BEFORE INSERT ON admissions_admissionrecord",
     function="admissions_guard_insert",
     body="""DECLARE
   claim memories_memory%ROWTYPE;

@@ -9,11 +9,11 @@ from __future__ import annotations
 import re
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
-from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, write_schema
+from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, answered, asked, read_schema, write_schema
 from lib.api.views import ApiView
 from lib.fields import StrictDateTimeField
 from memories.api.serializers import BatchErrorOutputSerializer, PlaceSerializer, StrictSerializer
@@ -210,15 +210,6 @@ class _ThreadApi(ApiView):
 class ThreadEventsApi(_ThreadApi):
     @write_schema(
         operation_id="threads_ingest_events",
-        summary="Ingest thread events; learned memories follow in the background",
-        description=(
-            "Stores up to 100 events of a thread (each with the `place` it happened in); resent event ids are "
-            "skipped. An event in a place the caller may not act in, or whose place names someone who is not a "
-            "person of the organisation, is refused on its own (`refusals`, each naming its index and fields, "
-            "e.g. `events.3.place.people`) and the rest are stored; when every event is refused nothing is "
-            "stored and the answer is 422. Consolidation turns explicit statements into learned memories in the "
-            "background, with the events as their sources. Agents only."
-        ),
         request=IngestInputSerializer,
         responses={
             201: IngestOutputSerializer,
@@ -234,10 +225,10 @@ class ThreadEventsApi(_ThreadApi):
             ),
         },
         examples=[
-            OpenApiExample("Two events of a DM", value=INGEST_EXAMPLE, request_only=True),
-            OpenApiExample(
+            asked("Two events of a DM", INGEST_EXAMPLE),
+            answered(
                 "One stored, one refused",
-                value={
+                {
                     "thread": "T-42",
                     "accepted": 1,
                     "duplicates": 0,
@@ -247,24 +238,31 @@ class ThreadEventsApi(_ThreadApi):
                     "consolidated_through": 0,
                     "last_sequence": 1,
                 },
-                response_only=True,
-                status_codes=["201"],
+                "201",
             ),
-            OpenApiExample("Refused", value=ERROR_EXAMPLE, response_only=True, status_codes=["400"]),
-            OpenApiExample(
+            answered("Refused", ERROR_EXAMPLE, "400"),
+            answered(
                 "Every event refused",
-                value={
+                {
                     "error": "invalid",
                     "detail": "Every event was refused; nothing was stored.",
                     "fields": REFUSED_FIELDS_EXAMPLE,
                     "refusals": [REFUSED_EVENT_EXAMPLE],
                 },
-                response_only=True,
-                status_codes=["422"],
+                "422",
             ),
         ],
     )
     def post(self, request, thread_id: str):
+        """Ingest thread events; learned memories follow in the background.
+
+        Stores up to 100 events of a thread (each with the `place` it happened in); resent event ids are skipped. An
+        event in a place the caller may not act in, or whose place names someone who is not a person of the
+        organisation, is refused on its own (`refusals`, each naming its index and fields, e.g.
+        `events.3.place.people`) and the rest are stored; when every event is refused nothing is stored and the answer
+        is 422. Consolidation turns explicit statements into learned memories in the background, with the events as
+        their sources. Agents only.
+        """
         principal = self.agent_principal()
         thread_id = self.checked_thread_id(thread_id)
         data = self.validated(IngestInputSerializer)
@@ -333,13 +331,8 @@ def ingested(thread: Thread, outcome: IngestOutcome) -> dict:
 
 
 class ThreadDetailApi(_ThreadApi):
-    @extend_schema(
+    @read_schema(
         operation_id="threads_read",
-        summary="A thread's consolidation state and the memories learned from it",
-        description=(
-            "How far consolidation has read the thread, its last error, and each memory the caller's agent "
-            "learned from it with the sequences of its source events."
-        ),
         responses={200: ThreadOutputSerializer, 404: OpenApiResponse(description="No thread with this id.")},
         examples=[
             OpenApiExample(
@@ -362,11 +355,15 @@ class ThreadDetailApi(_ThreadApi):
                     },
                     "conflicts": [],
                 },
-                response_only=True,
             )
         ],
     )
     def get(self, request, thread_id: str):
+        """A thread's consolidation state and the memories learned from it.
+
+        How far consolidation has read the thread, its last error, and each memory the caller's agent learned from it
+        with the sequences of its source events.
+        """
         principal = self.agent_principal()
         thread = self.thread_or_404(self.checked_thread_id(thread_id))
         learnings = list(

@@ -10,6 +10,8 @@ is in the answer to the POST that made it and nowhere else.
 
 from __future__ import annotations
 
+import functools
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import PasswordResetConfirmView
@@ -18,7 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse, reverse_lazy
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from accounts.models import AgentToken, Membership
 from accounts.organisation_switches import organisation_set_thread_episodes
@@ -33,11 +35,24 @@ from web.selectors import agents_with_tokens, people_labels, place_changes
 ERASE_ENDPOINT = "POST /api/v1/subjects/user/{id}/erase"
 
 
-def _owner(request: HttpRequest) -> Account:
-    account = account_of(request)
-    if not account.viewer.is_owner:
-        raise PermissionDenied("These pages are for your organisation's owners.")
-    return account
+def owner_page(*methods: str):
+    """An owners' page: signed in, an owner (else 403), one of `methods` (any when none is named).
+
+    The view is called with the owner's `Account` after the request.
+    """
+
+    def decorate(view):
+        @functools.wraps(view)
+        def page(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+            account = account_of(request)
+            if not account.viewer.is_owner:
+                raise PermissionDenied("These pages are for your organisation's owners.")
+            return view(request, account, *args, **kwargs)
+
+        checked = require_http_methods(list(methods))(page) if methods else page
+        return login_required(checked)
+
+    return decorate
 
 
 def _form_page(request: HttpRequest, template: str, form, **context) -> HttpResponse:
@@ -91,10 +106,8 @@ def _people_page(request: HttpRequest, account: Account, form: PersonForm) -> Ht
     return _form_page(request, "people.html", form, section="people", people=people, organisation=account.organisation)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def people_list(request: HttpRequest) -> HttpResponse:
-    account = _owner(request)
+@owner_page("GET", "POST")
+def people_list(request: HttpRequest, account: Account) -> HttpResponse:
     form = PersonForm(_posted(request))
     if request.method == "POST" and form.is_valid():
         try:
@@ -112,10 +125,8 @@ def people_list(request: HttpRequest) -> HttpResponse:
     return _people_page(request, account, form)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def person_invite_page(request: HttpRequest, person_id) -> HttpResponse:
-    account = _owner(request)
+@owner_page("GET", "POST")
+def person_invite_page(request: HttpRequest, account: Account, person_id) -> HttpResponse:
     membership = _person_or_404(account, person_id)
     if can_sign_in(membership):
         # Inviting would replace their password with a link only the owner sees: a way into their account.
@@ -134,10 +145,8 @@ def person_invite_page(request: HttpRequest, person_id) -> HttpResponse:
     return _form_page(request, "person_invite.html", form, section="people", person=membership)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def person_remove(request: HttpRequest, person_id) -> HttpResponse:
-    account = _owner(request)
+@owner_page("GET", "POST")
+def person_remove(request: HttpRequest, account: Account, person_id) -> HttpResponse:
     membership = _person_or_404(account, person_id)
     form = RemoveForm(_posted(request))
     if request.method == "POST" and membership.user_id == account.user.pk:
@@ -191,10 +200,8 @@ def _place_saved(account: Account, form: PlaceForm, channel: str):
     return record
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def place_list(request: HttpRequest) -> HttpResponse:
-    account = _owner(request)
+@owner_page("GET", "POST")
+def place_list(request: HttpRequest, account: Account) -> HttpResponse:
     form = PlaceForm(_posted(request), initial={"kind": Channel.Kind.PRIVATE})
     if request.method == "POST" and form.is_valid():
         channel = form.cleaned_data["channel"]
@@ -210,10 +217,8 @@ def place_list(request: HttpRequest) -> HttpResponse:
     return _form_page(request, "places.html", form, section="places", places=places)
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def place_detail(request: HttpRequest, place_id) -> HttpResponse:
-    account = _owner(request)
+@owner_page("GET", "POST")
+def place_detail(request: HttpRequest, account: Account, place_id) -> HttpResponse:
     record = _place_or_404(account, place_id)
     initial = {"kind": record.channel.kind, "people": "\n".join(member_labels(record))}
     form = PlaceForm(_posted(request), new=False, initial=initial)
@@ -250,10 +255,8 @@ def _token_shown_once(request: HttpRequest, token: AgentToken, raw: str) -> Http
     return _no_store(render(request, "web/owners/token_created.html", context))
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def agent_list(request: HttpRequest) -> HttpResponse:
-    account = _owner(request)
+@owner_page("GET", "POST")
+def agent_list(request: HttpRequest, account: Account) -> HttpResponse:
     form = AgentForm(_posted(request))
     if request.method == "POST" and form.is_valid():
         try:
@@ -268,10 +271,8 @@ def agent_list(request: HttpRequest) -> HttpResponse:
     return _form_page(request, "agents.html", form, section="agents", agents=agents)
 
 
-@login_required
-@require_POST
-def token_create(request: HttpRequest, agent_id) -> HttpResponse:
-    account = _owner(request)
+@owner_page("POST")
+def token_create(request: HttpRequest, account: Account, agent_id) -> HttpResponse:
     agent = one_or_404(account.organisation.agents.filter(pk=agent_id), "No agent of your organisation has this id.")
     token, raw = token_issue(agent=agent, actor=account.user)
     return _token_shown_once(request, token, raw)
@@ -288,10 +289,9 @@ def _token_page(request: HttpRequest, account: Account, token: AgentToken, form:
     return render(request, "web/owners/token_detail.html", context, status=status)
 
 
-@login_required
+@owner_page()
 @never_cache
-def token_detail(request: HttpRequest, token_id) -> HttpResponse:
-    account = _owner(request)
+def token_detail(request: HttpRequest, account: Account, token_id) -> HttpResponse:
     token = _token_or_404(account, token_id)
     labels = people_labels(organisation=account.organisation, ids=token.allowed_people)
     initial = {
@@ -302,10 +302,8 @@ def token_detail(request: HttpRequest, token_id) -> HttpResponse:
     return _token_page(request, account, token, RestrictForm(initial=initial))
 
 
-@login_required
-@require_POST
-def token_restrict_page(request: HttpRequest, token_id) -> HttpResponse:
-    account = _owner(request)
+@owner_page("POST")
+def token_restrict_page(request: HttpRequest, account: Account, token_id) -> HttpResponse:
     token = _token_or_404(account, token_id)
     form = RestrictForm(request.POST)
     if form.is_valid():
@@ -327,10 +325,8 @@ def token_restrict_page(request: HttpRequest, token_id) -> HttpResponse:
     return _token_page(request, account, token, form, status=400)
 
 
-@login_required
-@require_POST
-def token_directory(request: HttpRequest, token_id) -> HttpResponse:
-    account = _owner(request)
+@owner_page("POST")
+def token_directory(request: HttpRequest, account: Account, token_id) -> HttpResponse:
     token = _token_or_404(account, token_id)
     give = request.POST.get("directory")
     if give not in ("give", "take"):
@@ -341,10 +337,8 @@ def token_directory(request: HttpRequest, token_id) -> HttpResponse:
     return redirect("web:token-detail", token.pk)
 
 
-@login_required
-@require_POST
-def token_revoke_page(request: HttpRequest, token_id) -> HttpResponse:
-    account = _owner(request)
+@owner_page("POST")
+def token_revoke_page(request: HttpRequest, account: Account, token_id) -> HttpResponse:
     token = _token_or_404(account, token_id)
     token_revoke(token=token, actor=account.user)
     messages.success(request, "Revoked: every call with this token is now refused.")
@@ -356,11 +350,9 @@ def token_revoke_page(request: HttpRequest, token_id) -> HttpResponse:
 EPISODES_CHOICES = ("on", "off")
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def organisation_page(request: HttpRequest) -> HttpResponse:
+@owner_page("GET", "POST")
+def organisation_page(request: HttpRequest, account: Account) -> HttpResponse:
     """Whether the organisation's threads keep episodes; an owner turns it on or off (logged with who)."""
-    account = _owner(request)
     refused = ""
     if request.method == "POST":
         wanted = request.POST.get("episodes")

@@ -1,6 +1,12 @@
-"""What the schema shows of every API: the error example, a place, and the decorators for writes and lists."""
+"""What the schema shows of every API: the error example, a place, and the decorators for writes and lists.
+
+An endpoint's summary and description are its method's docstring (the first paragraph, then the rest), so
+the words a reader of the code sees are the words of the schema.
+"""
 
 from __future__ import annotations
+
+import inspect
 
 from drf_spectacular.utils import OpenApiExample, extend_schema
 
@@ -18,18 +24,49 @@ PLACE_MEANS = (
 )
 
 
+def asked(name: str, value) -> OpenApiExample:
+    """A request body the schema shows as an example."""
+    return OpenApiExample(name, value=value, request_only=True)
+
+
+def answered(name: str, value, *status_codes: str) -> OpenApiExample:
+    """A response the schema shows as an example, for `status_codes` (every status when none is named)."""
+    return OpenApiExample(name, value=value, response_only=True, status_codes=list(status_codes) or None)
+
+
+def docstring_text(method, schema: dict) -> dict[str, str]:
+    """The schema's `summary` and `description` of an endpoint, from its method's docstring.
+
+    Each paragraph's lines are joined by spaces (the docstring is wrapped for the code, not the reader). A
+    summary or description the decorator is given (one quoting a constant) wins over the docstring's.
+    """
+    doc = inspect.getdoc(method)
+    if "summary" in schema:
+        return {}
+    if not doc:
+        raise TypeError(f"{method.__qualname__} needs a docstring: its first paragraph is the schema's summary")
+    paragraphs = [" ".join(part.split()) for part in doc.split("\n\n")]
+    return {"summary": paragraphs[0].rstrip("."), "description": "\n\n".join(paragraphs[1:])}
+
+
 def write_schema(**schema):
-    """`extend_schema` for a write endpoint: it shows the `Idempotency-Key` header every write honours."""
-    return extend_schema(parameters=[IDEMPOTENCY_PARAMETER, *schema.pop("parameters", [])], **schema)
+    """`extend_schema` for a write endpoint, described by its docstring; it shows the `Idempotency-Key` header."""
+    parameters = [IDEMPOTENCY_PARAMETER, *schema.pop("parameters", [])]
+    return lambda method: extend_schema(**{**docstring_text(method, schema), "parameters": parameters, **schema})(
+        method
+    )
 
 
-def list_schema(*, operation_id: str, summary: str, description: str, serializer, example: tuple[str, dict]):
-    """`extend_schema` for a read that answers a list of `serializer`'s rows; `example` is one row, named."""
+def read_schema(**schema):
+    """`extend_schema` for a read endpoint, described by its docstring."""
+    return lambda method: extend_schema(**{**docstring_text(method, schema), **schema})(method)
+
+
+def list_schema(operation_id: str, serializer, example: tuple[str, dict]):
+    """`extend_schema` for a read answering a list of `serializer`'s rows; `example` is one row, named."""
     name, row = example
-    return extend_schema(
+    return read_schema(
         operation_id=operation_id,
-        summary=summary,
-        description=description,
         responses={200: serializer(many=True)},
-        examples=[OpenApiExample(name, value=[row], response_only=True)],
+        examples=[answered(name, [row])],
     )

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field, replace
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError, IntegrityError, transaction
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
 from accounts.auth import Principal
-from lib.api.docs import PLACE_EXAMPLE, PLACE_MEANS, write_schema
+from lib.api.docs import PLACE_EXAMPLE, PLACE_MEANS, answered, asked, write_schema
 from lib.api.errors import flatten_errors
 from lib.api.idempotency import IDEMPOTENCY_HEADER
 from memories.api import serializers as s
@@ -44,7 +44,6 @@ class MemoryBatchApi(MemoryApi):
 
     @write_schema(
         operation_id="memories_remember_batch",
-        summary="Remember up to 100 facts in one call, each answered on its own",
         description=(
             "Each item is a remember request as `POST /api/v1/memories` takes it, plus its own optional "
             "`idempotency_key`. Each is checked under the same rules (scopes, the live-fact cap, the database's "
@@ -56,19 +55,18 @@ class MemoryBatchApi(MemoryApi):
         request=s.BatchInputSerializer,
         responses={200: s.BatchOutputSerializer, 400: OpenApiResponse(description="Not 1 to 100 items.")},
         examples=[
-            OpenApiExample(
+            asked(
                 "Two facts",
-                value={
+                {
                     "items": [
                         {**REMEMBER_EXAMPLE, "idempotency_key": "import-1"},
                         {"body": "", "place": PLACE_EXAMPLE},
                     ]
                 },
-                request_only=True,
             ),
-            OpenApiExample(
+            answered(
                 "One created, one refused",
-                value={
+                {
                     "created": 1,
                     "duplicates": 0,
                     "refused": 1,
@@ -91,11 +89,11 @@ class MemoryBatchApi(MemoryApi):
                         },
                     ],
                 },
-                response_only=True,
             ),
         ],
     )
     def post(self, request):
+        """Remember up to 100 facts in one call, each answered on its own."""
         principal = self.principal()
         items = self.validated(s.BatchInputSerializer)["items"]
         batch = Batch(api=self, principal=principal)

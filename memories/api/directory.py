@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from accounts.auth import Principal
 from accounts.models import Membership
 from accounts.people import handle_problem, people_of, person_upsert
-from lib.api.docs import ERROR_EXAMPLE, list_schema, write_schema
+from lib.api.docs import ERROR_EXAMPLE, answered, asked, list_schema, write_schema
 from memories.api import serializers as s
 from memories.api.base import MemoryApi, PagedListApi
 from memories.places import channel_problem, place_put, places_for
@@ -69,17 +69,13 @@ class PersonListApi(DirectoryApi, PagedListApi):
             rows = rows.filter(user_id__in=list(token.allowed_people))
         return rows
 
-    @list_schema(
-        operation_id="people_list",
-        summary="List the people of your organisation",
-        description=(
-            "The organisation's people (handle, username, display name, whether they can sign in), as cursor "
-            "pages. Owners and agents holding the directory right; a restricted token sees only its people."
-        ),
-        serializer=s.PersonOutputSerializer,
-        example=("People", PERSON_EXAMPLE),
-    )
+    @list_schema("people_list", s.PersonOutputSerializer, ("People", PERSON_EXAMPLE))
     def get(self, request):
+        """List the people of your organisation.
+
+        The organisation's people (handle, username, display name, whether they can sign in), as cursor pages. Owners
+        and agents holding the directory right; a restricted token sees only its people.
+        """
         self.require_directory_right()
         return self.answer_page(self.get_queryset())
 
@@ -87,11 +83,6 @@ class PersonListApi(DirectoryApi, PagedListApi):
 class PersonDetailApi(DirectoryApi):
     @write_schema(
         operation_id="people_put",
-        summary="Create or update a directory person by handle",
-        description=(
-            "A person an integration knows by a chat handle: created (201) with no password, so they cannot sign "
-            "in until invited, or updated (200). Their one stable id is what person memories and subjects store."
-        ),
         request=s.PersonInputSerializer,
         responses={
             200: s.PersonOutputSerializer,
@@ -100,12 +91,17 @@ class PersonDetailApi(DirectoryApi):
             403: OpenApiResponse(description="Neither an owner nor a token with the directory right."),
         },
         examples=[
-            OpenApiExample("A newcomer from chat", value={"display_name": "Mona Lisa"}, request_only=True),
-            OpenApiExample("Created", value=PERSON_EXAMPLE, response_only=True, status_codes=["201"]),
-            OpenApiExample("Refused", value=ERROR_EXAMPLE, response_only=True, status_codes=["400"]),
+            asked("A newcomer from chat", {"display_name": "Mona Lisa"}),
+            answered("Created", PERSON_EXAMPLE, "201"),
+            answered("Refused", ERROR_EXAMPLE, "400"),
         ],
     )
     def put(self, request, handle: str):
+        """Create or update a directory person by handle.
+
+        A person an integration knows by a chat handle: created (201) with no password, so they cannot sign in until
+        invited, or updated (200). Their one stable id is what person memories and subjects store.
+        """
         data = self.directory_write("handle", handle_problem(handle), s.PersonInputSerializer)
 
         def write():
@@ -118,17 +114,13 @@ class PersonDetailApi(DirectoryApi):
 
 
 class PlaceListApi(MemoryApi):
-    @list_schema(
-        operation_id="places_list",
-        summary="List the places you may use",
-        description=(
-            "Every place the caller may act in, with its kind and members' labels: a person's own DM, private "
-            "channels listing them and public ones; an agent's, within its token's restriction."
-        ),
-        serializer=s.PlaceOutputSerializer,
-        example=("Places", PLACE_RECORD_EXAMPLE),
-    )
+    @list_schema("places_list", s.PlaceOutputSerializer, ("Places", PLACE_RECORD_EXAMPLE))
     def get(self, request):
+        """List the places you may use.
+
+        Every place the caller may act in, with its kind and members' labels: a person's own DM, private channels
+        listing them and public ones; an agent's, within its token's restriction.
+        """
         principal = self.principal()
         records = places_for(organisation=principal.organisation, user=principal.user, token=principal.token)
         return Response(s.PlaceOutputSerializer(records, many=True).data)
@@ -137,11 +129,6 @@ class PlaceListApi(MemoryApi):
 class PlaceDetailApi(DirectoryApi):
     @write_schema(
         operation_id="places_put",
-        summary="Record a place: its kind and its whole membership",
-        description=(
-            "Creates (201) or updates (200) a place's record: `kind` and every member, by handle or username. "
-            "Turn calls never change it; each change is audited. A DM keeps the one person it was recorded with."
-        ),
         request=s.PlaceInputSerializer,
         responses={
             200: s.PlaceOutputSerializer,
@@ -155,10 +142,15 @@ class PlaceDetailApi(DirectoryApi):
             OpenApiExample(
                 "A private channel", value={"kind": "private", "people": ["U024BE7LH", "max"]}, request_only=True
             ),
-            OpenApiExample("Recorded", value=PLACE_RECORD_EXAMPLE, response_only=True, status_codes=["201"]),
+            answered("Recorded", PLACE_RECORD_EXAMPLE, "201"),
         ],
     )
     def put(self, request, channel: str):
+        """Record a place: its kind and its whole membership.
+
+        Creates (201) or updates (200) a place's record: `kind` and every member, by handle or username. Turn calls
+        never change it; each change is audited. A DM keeps the one person it was recorded with.
+        """
         data = self.directory_write("channel", channel_problem(channel), s.PlaceInputSerializer)
         principal = self.principal()
         token = principal.token

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions
 from rest_framework.response import Response
 
 from accounts.auth import Principal
+from lib.api.docs import answered, read_schema
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
 from memories.api.docs import INJECTION_EXAMPLE, REPLAY_EXAMPLE
@@ -44,32 +44,31 @@ class _InjectionApi(MemoryApi):
 
 
 class InjectionDetailApi(_InjectionApi):
-    @extend_schema(
+    @read_schema(
         operation_id="injections_read",
-        summary="The record of one turn's injection",
-        description=(
-            "What one turn's block injected: the place, the question, the cutoff, every line with its memory, and"
-            " what the limits left out. Shown to the agent that rendered it and to the people who were in the "
-            "place."
-        ),
         responses={200: s.InjectionOutputSerializer},
-        examples=[OpenApiExample("A record", value=INJECTION_EXAMPLE, response_only=True)],
+        examples=[answered("A record", INJECTION_EXAMPLE)],
     )
     def get(self, request, turn_id):
+        """The record of one turn's injection.
+
+        What one turn's block injected: the place, the question, the cutoff, every line with its memory, and what the
+        limits left out. Shown to the agent that rendered it and to the people who were in the place.
+        """
         return Response(s.InjectionOutputSerializer(self.injection_or_404(turn_id)).data)
 
 
 class InjectionReplayApi(_InjectionApi):
-    @extend_schema(
+    @read_schema(
         operation_id="injections_replay",
-        summary="Compose a turn's block again from its record",
-        description=(
-            "Lays the recorded lines out again and compares the hash with the record; facts erased since are "
-            "named with their receipt, never shown. Writes nothing."
-        ),
         request=None,
         responses={200: s.ReplayOutputSerializer},
-        examples=[OpenApiExample("After an erasure", value=REPLAY_EXAMPLE, response_only=True)],
+        examples=[answered("After an erasure", REPLAY_EXAMPLE)],
     )
     def post(self, request, turn_id):
+        """Compose a turn's block again from its record.
+
+        Lays the recorded lines out again and compares the hash with the record; facts erased since are named with
+        their receipt, never shown. Writes nothing.
+        """
         return Response(s.ReplayOutputSerializer(injection_replay(injection=self.injection_or_404(turn_id))).data)

@@ -5,14 +5,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.utils import timezone
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
 from accounts.auth import Principal
-from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, write_schema
-from lib.api.idempotency import IDEMPOTENCY_HEADER, idempotency_key_of
+from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, answered, asked, read_schema, write_schema
+from lib.api.idempotency import IDEMPOTENCY_PARAMETER, idempotency_key_of
 from memories.api import serializers as s
 from memories.api.base import MemoryApi, PagedListApi
 from memories.api.docs import FORGOTTEN_EXAMPLE, MEMORY_EXAMPLE, REMEMBER_EXAMPLE
@@ -61,44 +60,26 @@ class MemoryListApi(PagedListApi):
             raise exceptions.ValidationError(filterset.errors)
         return filterset.qs
 
-    @extend_schema(
+    @read_schema(
         operation_id="memories_list",
-        summary="List the memories you may see",
-        description=(
-            "Every memory the caller may see, newest first, as cursor pages (`next`, `previous`, `results`; "
-            "`page_size` up to 200). Agents see the facts they hold and those shared with them; a person sees "
-            "their own and their organisation's. Filters: bucket, scope, subject, author, tier, pinned, created "
-            "and expiry ranges, `state` (live, expired, superseded, erased), `q` for words, `source_ref` or "
-            "`source_ref_prefix` for an integration's own references, and `channel` for a place (its channel "
-            "facts, and for a DM its person's facts). Erased rows show their receipt, never their text."
-        ),
         responses={200: s.MemoryOutputSerializer(many=True)},
-        examples=[OpenApiExample("A page of memories", value=[MEMORY_EXAMPLE], response_only=True)],
+        examples=[answered("A page of memories", [MEMORY_EXAMPLE])],
     )
     def get(self, request):
+        """List the memories you may see.
+
+        Every memory the caller may see, newest first, as cursor pages (`next`, `previous`, `results`; `page_size` up
+        to 200). Agents see the facts they hold and those shared with them; a person sees their own and their
+        organisation's. Filters: bucket, scope, subject, author, tier, pinned, created and expiry ranges, `state`
+        (live, expired, superseded, erased), `q` for words, `source_ref` or `source_ref_prefix` for an integration's
+        own references, and `channel` for a place (its channel facts, and for a DM its person's facts). Erased rows
+        show their receipt, never their text.
+        """
         return self.answer_page(self.filter_queryset(self.get_queryset()))
 
-    @extend_schema(
+    @write_schema(
         operation_id="memories_remember",
-        summary="Remember a fact said in a place",
-        description=(
-            "Writes one fact. `place` is where it was said: the narrowest scope the place allows is used (a DM "
-            "with one person keeps it as that person's; a private channel as the channel's; only a public channel"
-            " may write a workspace fact), and `scope_reason` says when the scope used differs from the one asked"
-            " for; `only_for` keeps it for one person. Tiers: `profile` (who someone is; kept 90 days unless "
-            "given an expiry), `log` (what happened; 90 days) and `note` (working notes; 14 days, fading from the"
-            " block). An agent holds at most 2,000 live facts (409 `limit_reached`). Embedding follows in the "
-            "workers."
-        ),
         request=s.RememberInputSerializer,
-        parameters=[
-            OpenApiParameter(
-                IDEMPOTENCY_HEADER,
-                OpenApiTypes.STR,
-                OpenApiParameter.HEADER,
-                description="Retrying with the same key returns the first result instead of writing twice.",
-            )
-        ],
         responses={
             201: s.RememberedOutputSerializer,
             400: OpenApiResponse(description="A field is wrong; it is named."),
@@ -106,17 +87,25 @@ class MemoryListApi(PagedListApi):
             422: OpenApiResponse(description="The Idempotency-Key was used for a different request."),
         },
         examples=[
-            OpenApiExample("Remember in a DM", value=REMEMBER_EXAMPLE, request_only=True),
-            OpenApiExample(
+            asked("Remember in a DM", REMEMBER_EXAMPLE),
+            answered(
                 "Remembered, narrowed to the person",
-                value={**MEMORY_EXAMPLE, "scope_reason": ""},
-                response_only=True,
-                status_codes=["201"],
+                {**MEMORY_EXAMPLE, "scope_reason": ""},
+                "201",
             ),
-            OpenApiExample("Refused", value=ERROR_EXAMPLE, response_only=True, status_codes=["400"]),
+            answered("Refused", ERROR_EXAMPLE, "400"),
         ],
     )
     def post(self, request):
+        """Remember a fact said in a place.
+
+        Writes one fact. `place` is where it was said: the narrowest scope the place allows is used (a DM with one
+        person keeps it as that person's; a private channel as the channel's; only a public channel may write a
+        workspace fact), and `scope_reason` says when the scope used differs from the one asked for; `only_for` keeps
+        it for one person. Tiers: `profile` (who someone is; kept 90 days unless given an expiry), `log` (what
+        happened; 90 days) and `note` (working notes; 14 days, fading from the block). An agent holds at most 2,000
+        live facts (409 `limit_reached`). Embedding follows in the workers.
+        """
         principal = self.principal()
         data = self.validated(s.RememberInputSerializer)
         resolved = self.resolve_place(data["place"])
@@ -215,15 +204,8 @@ def remember_write(
 class MemoryDetailApi(MemoryApi):
     """One memory with its provenance, its versions and its injections; `DELETE` forgets it."""
 
-    @extend_schema(
+    @read_schema(
         operation_id="memories_read",
-        summary="Read a memory: provenance, supersede chain and injections",
-        description=(
-            "One memory the caller may see, with its source, every version of its supersede chain (oldest first) "
-            "and the turns it was injected into. A forgotten memory answers 410 with its receipt (who erased it, "
-            "when, why) in place of its text. Another organisation's memory, or one the caller may not see, "
-            "answers 404."
-        ),
         responses={
             200: s.MemoryDetailOutputSerializer,
             404: OpenApiResponse(description="No memory you can see."),
@@ -248,11 +230,16 @@ class MemoryDetailApi(MemoryApi):
                         }
                     ],
                 },
-                response_only=True,
             )
         ],
     )
     def get(self, request, memory_id):
+        """Read a memory: provenance, supersede chain and injections.
+
+        One memory the caller may see, with its source, every version of its supersede chain (oldest first) and the
+        turns it was injected into. A forgotten memory answers 410 with its receipt (who erased it, when, why) in
+        place of its text. Another organisation's memory, or one the caller may not see, answers 404.
+        """
         viewer = self.viewer()
         memory = self.memory_or_404(memory_id, viewer)
         detail = s.Annotated(
@@ -266,20 +253,20 @@ class MemoryDetailApi(MemoryApi):
 
     @write_schema(
         operation_id="memories_forget",
-        summary="Forget a memory (a recorded erasure)",
-        description=(
-            "Erases the memory's text and vector and keeps a receipt (who, when, why); its lines in recorded "
-            "injections are scrubbed. An agent names the `place` of its turn to forget a channel's facts there. "
-            "Forgetting twice answers the receipt."
-        ),
         request=s.ForgetInputSerializer,
         responses={200: s.MemoryOutputSerializer},
         examples=[
-            OpenApiExample("Why", value={"reason": "Mona asked me to forget it"}, request_only=True),
-            OpenApiExample("The receipt", value=FORGOTTEN_EXAMPLE, response_only=True),
+            asked("Why", {"reason": "Mona asked me to forget it"}),
+            answered("The receipt", FORGOTTEN_EXAMPLE),
         ],
     )
     def delete(self, request, memory_id):
+        """Forget a memory (a recorded erasure).
+
+        Erases the memory's text and vector and keeps a receipt (who, when, why); its lines in recorded injections are
+        scrubbed. An agent names the `place` of its turn to forget a channel's facts there. Forgetting twice answers
+        the receipt.
+        """
         data = self.validated(s.ForgetInputSerializer)
 
         def write():
@@ -296,20 +283,20 @@ class MemoryDetailApi(MemoryApi):
 class MemorySupersedeApi(MemoryApi):
     @write_schema(
         operation_id="memories_correct",
-        summary="Correct a memory: a new version replaces it",
-        description=(
-            "Writes a new version with the corrected body; the old one stays in the chain, superseded, and is no "
-            "longer recalled. Tier, pin, expiry and source may be changed with it. An agent names the `place` of "
-            "its turn to correct facts there."
-        ),
         request=s.SupersedeInputSerializer,
         responses={201: s.MemoryOutputSerializer, 400: OpenApiResponse(description="Already corrected, or bad input.")},
         examples=[
-            OpenApiExample("Correction", value={"body": "Prefers to be called Mona again"}, request_only=True),
-            OpenApiExample("The new version", value=MEMORY_EXAMPLE, response_only=True, status_codes=["201"]),
+            asked("Correction", {"body": "Prefers to be called Mona again"}),
+            answered("The new version", MEMORY_EXAMPLE, "201"),
         ],
     )
     def post(self, request, memory_id):
+        """Correct a memory: a new version replaces it.
+
+        Writes a new version with the corrected body; the old one stays in the chain, superseded, and is no longer
+        recalled. Tier, pin, expiry and source may be changed with it. An agent names the `place` of its turn to
+        correct facts there.
+        """
         data = dict(self.validated(s.SupersedeInputSerializer))
         return self.idempotent(
             "supersede", lambda: self.supersede(memory_id, data), replay_memory(status.HTTP_201_CREATED)
@@ -351,10 +338,11 @@ class _PinApi(MemoryApi):
 
 def pin_schema(*, operation_id: str, summary: str, description: str, examples: list):
     return extend_schema_view(
-        post=write_schema(
+        post=extend_schema(
             operation_id=operation_id,
             summary=summary,
             description=description,
+            parameters=[IDEMPOTENCY_PARAMETER],
             request=s.PlaceOnlyInputSerializer,
             responses={200: s.MemoryOutputSerializer},
             examples=examples,
@@ -370,8 +358,8 @@ def pin_schema(*, operation_id: str, summary: str, description: str, examples: l
         "current version can be pinned; an agent names the `place` of its turn."
     ),
     examples=[
-        OpenApiExample("Pin (an agent names its place)", value={"place": PLACE_EXAMPLE}, request_only=True),
-        OpenApiExample("Pinned", value={**MEMORY_EXAMPLE, "pinned": True}, response_only=True),
+        asked("Pin (an agent names its place)", {"place": PLACE_EXAMPLE}),
+        answered("Pinned", {**MEMORY_EXAMPLE, "pinned": True}),
     ],
 )
 class MemoryPinApi(_PinApi):
@@ -383,8 +371,8 @@ class MemoryPinApi(_PinApi):
     summary="Unpin a memory",
     description="Takes the pin away: the fact is ranked with the others again.",
     examples=[
-        OpenApiExample("Unpin", value={}, request_only=True),
-        OpenApiExample("Unpinned", value=MEMORY_EXAMPLE, response_only=True),
+        asked("Unpin", {}),
+        answered("Unpinned", MEMORY_EXAMPLE),
     ],
 )
 class MemoryUnpinApi(_PinApi):

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework import exceptions
 from rest_framework.response import Response
 
-from lib.api.docs import write_schema
+from lib.api.docs import answered, asked, read_schema, write_schema
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
 from memories.api.docs import SUBJECT_ERASE_EXAMPLE, SUBJECT_EXPORT_EXAMPLE
@@ -47,17 +46,17 @@ class _SubjectApi(MemoryApi):
 class SubjectMemoriesApi(_SubjectApi):
     action = "export"
 
-    @extend_schema(
+    @read_schema(
         operation_id="subjects_export",
-        summary="Everything held about a subject, oldest first, receipts included",
-        description=(
-            "A subject access export: every memory about a candidate or a user of the organisation, oldest first,"
-            " erased ones as receipts. A person exports their own; owners and agents handle candidates."
-        ),
         responses={200: s.SubjectExportOutputSerializer},
-        examples=[OpenApiExample("An export", value=SUBJECT_EXPORT_EXAMPLE, response_only=True)],
+        examples=[answered("An export", SUBJECT_EXPORT_EXAMPLE)],
     )
     def get(self, request, subject_type, subject_id):
+        """Everything held about a subject, oldest first, receipts included.
+
+        A subject access export: every memory about a candidate or a user of the organisation, oldest first, erased
+        ones as receipts. A person exports their own; owners and agents handle candidates.
+        """
         principal = self.principal()
         subject_type, subject_id = self.subject(subject_type, subject_id)
         document = subject_export_document(
@@ -74,20 +73,20 @@ class SubjectEraseApi(_SubjectApi):
 
     @write_schema(
         operation_id="subjects_erase",
-        summary="Erase everything held about a subject; one receipt per row stays",
-        description=(
-            "Erases every memory about the subject, its vectors, its lines in injections, the thread events it "
-            "was said in and what was learned only from them; one receipt per memory stays. A person or an owner "
-            "erases a user; owners and agents a candidate."
-        ),
         request=s.SubjectEraseInputSerializer,
         responses={200: s.SubjectEraseOutputSerializer},
         examples=[
-            OpenApiExample("Why", value={"reason": "Subject access request #77"}, request_only=True),
-            OpenApiExample("Erased", value=SUBJECT_ERASE_EXAMPLE, response_only=True),
+            asked("Why", {"reason": "Subject access request #77"}),
+            answered("Erased", SUBJECT_ERASE_EXAMPLE),
         ],
     )
     def post(self, request, subject_type, subject_id):
+        """Erase everything held about a subject; one receipt per row stays.
+
+        Erases every memory about the subject, its vectors, its lines in injections, the thread events it was said in
+        and what was learned only from them; one receipt per memory stays. A person or an owner erases a user; owners
+        and agents a candidate.
+        """
         principal = self.principal()
         data = self.validated(s.SubjectEraseInputSerializer)
         subject_type, subject_id = self.subject(subject_type, subject_id)

@@ -42,9 +42,7 @@ DROP_RECENT_INDEX = "DROP INDEX IF EXISTS memories_recall_recent_idx;"
 # an operator in psql). The record keeps the line's place, scope and author,
 # so a replay can say which fact it can no longer show, and when it went.
 SCRUB_INJECTIONS_TRIGGER, DROP_SCRUB_INJECTIONS_TRIGGER = row_trigger(
-    "memories_scrub_injections",
-    table="memories_memory",
-    fires="AFTER UPDATE OF redacted_at",
+    "memories_scrub_injections AFTER UPDATE OF redacted_at ON memories_memory",
     function="memories_scrub_injections",
     when="OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL",
     body="""BEGIN
@@ -59,9 +57,7 @@ END
 # An injected line is a record of what a prompt held: it never changes, except
 # being emptied when its memory is erased.
 INJECTION_LINE_IMMUTABLE_TRIGGER, DROP_INJECTION_LINE_IMMUTABLE_TRIGGER = row_trigger(
-    "memories_injection_line_immutable",
-    table="memories_injectionline",
-    fires="BEFORE UPDATE",
+    "memories_injection_line_immutable BEFORE UPDATE ON memories_injectionline",
     function="memories_guard_injection_line",
     body="""BEGIN
   IF (NEW.injection_id, NEW.organisation_id, NEW.position, NEW.memory_id, NEW.block, NEW.section,

@@ -32,9 +32,7 @@ $$;
 # one exception is redaction, which empties the body (the CHECK
 # memories_redaction_empties makes it clear the vector in the same statement).
 IMMUTABLE_TRIGGER, DROP_IMMUTABLE_TRIGGER = row_trigger(
-    "memories_immutable",
-    table="memories_memory",
-    fires="BEFORE UPDATE",
+    "memories_immutable BEFORE UPDATE ON memories_memory",
     function="memories_guard_update",
     body="""DECLARE
   redacting boolean := OLD.redacted_at IS NULL AND NEW.redacted_at IS NOT NULL;
