@@ -8,7 +8,6 @@ Nothing is editable: decisions go through the services, which write records.
 
 from __future__ import annotations
 
-import abc
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
@@ -44,7 +43,7 @@ from admissions.services import (
     stance_retire_blocker,
     stance_revise,
 )
-from lib.admin import ViewOnlyAdmin
+from lib.admin import ConditionFilter, ViewOnlyAdmin
 from memories.models import EVIDENCE_KINDS
 from memories.selectors import memory_supersede_chain
 
@@ -128,26 +127,6 @@ def safe_next(request: HttpRequest) -> str | None:
     if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
         return target
     return None
-
-
-class ConditionFilter(admin.SimpleListFilter, abc.ABC):
-    """A filter whose choices are conditions on the row, so its facet counts are
-    `COUNT(*) FILTER (WHERE condition)` in the one aggregate query, rather than
-    Django's default of one `id IN (subquery)` per choice."""
-
-    @abc.abstractmethod
-    def condition(self, value: str) -> Q | None:
-        """The condition a row meets for the choice `value`, or None for no filter."""
-
-    def queryset(self, request, queryset):
-        condition = self.condition(self.value()) if self.value() is not None else None
-        return queryset.filter(condition) if condition is not None else queryset
-
-    def get_facet_counts(self, pk_attname, filtered_qs):
-        return {
-            f"{index}__c": Count(pk_attname, filter=self.condition(str(value)))
-            for index, (value, _) in enumerate(self.lookup_choices)
-        }
 
 
 class StatusFilter(ConditionFilter):

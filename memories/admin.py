@@ -1,6 +1,7 @@
 from django.contrib import admin
+from django.db.models import Q
 
-from lib.admin import ViewOnlyAdmin
+from lib.admin import DeclaredConditionFilter, ViewOnlyAdmin
 from memories.embeddings.embedders import current_model_name
 from memories.models import Channel, ChannelMember, Memory, MemoryAudit
 
@@ -9,25 +10,20 @@ SYSTEM_FIELDS = ["slug", "entity", "transparency", "as_of", "admission", "eviden
 ERASURE_FIELDS = ["redacted_at", "redacted_by", "redacted_by_label", "redaction_reason"]
 
 
-class SearchableFilter(admin.SimpleListFilter):
+class SearchableFilter(DeclaredConditionFilter):
     """Whether a row has a vector of the current model, is waiting for one, or failed to get one."""
 
     title = "searchable"
     parameter_name = "searchable"
 
-    def lookups(self, request, model_admin):
-        return [("yes", "Yes"), ("waiting", "Waiting for a worker"), ("failed", "Embedding failed")]
-
-    def queryset(self, request, queryset):
-        current = current_model_name()
-        live = queryset.filter(redacted_at__isnull=True)
-        if self.value() == "yes":
-            return live.filter(embedding_model=current).exclude(embedding_model="")
-        if self.value() == "waiting":
-            return live.exclude(embedding_model=current).filter(embedding_error="")
-        if self.value() == "failed":
-            return live.exclude(embedding_model=current).exclude(embedding_error="")
-        return queryset
+    def declared(self):
+        live, current = Q(redacted_at__isnull=True), current_model_name()
+        embedded = Q(embedding_model=current) & ~Q(embedding_model="")
+        return {
+            "yes": ("Yes", live & embedded),
+            "waiting": ("Waiting for a worker", live & ~Q(embedding_model=current) & Q(embedding_error="")),
+            "failed": ("Embedding failed", live & ~Q(embedding_model=current) & ~Q(embedding_error="")),
+        }
 
 
 @admin.register(Memory)

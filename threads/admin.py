@@ -1,26 +1,22 @@
 from django.contrib import admin
-from django.db.models import F
+from django.db.models import F, Q
 
+from lib.admin import DeclaredConditionFilter
 from threads.models import Learning, LearningSource, Thread, ThreadEvent
 
 
-class BehindFilter(admin.SimpleListFilter):
+class BehindFilter(DeclaredConditionFilter):
     """Threads with events the worker has not consolidated yet."""
 
     title = "consolidation"
     parameter_name = "consolidation"
 
-    def lookups(self, request, model_admin):
-        return [("behind", "Events waiting"), ("failing", "Last run failed"), ("done", "Up to date")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "behind":
-            return queryset.filter(consolidated_through__lt=F("last_sequence"))
-        if self.value() == "failing":
-            return queryset.exclude(consolidation_error="")
-        if self.value() == "done":
-            return queryset.filter(consolidated_through=F("last_sequence"))
-        return queryset
+    def declared(self):
+        return {
+            "behind": ("Events waiting", Q(consolidated_through__lt=F("last_sequence"))),
+            "failing": ("Last run failed", ~Q(consolidation_error="")),
+            "done": ("Up to date", Q(consolidated_through=F("last_sequence"))),
+        }
 
 
 @admin.register(Thread)

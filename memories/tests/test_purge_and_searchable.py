@@ -50,6 +50,7 @@ def test_admin_shows_whether_a_row_is_searchable_and_why_not(admin_client, make_
     html = admin_client.get("/admin/memories/memory/").content.decode()
     assert "not yet searchable: waiting for a worker" in html
     assert "not yet searchable after 3 attempts: refused the input (400)" in html
-    failed_only = admin_client.get("/admin/memories/memory/", {"searchable": "failed"}).content.decode()
-    assert "The embedder refused this" in failed_only and "A pending row" not in failed_only
-    assert waiting.pk
+    bodies = {waiting.pk: "A pending row", failed.pk: "The embedder refused this", done.pk: "Embedded already"}
+    for choice, shown in (("yes", done.pk), ("waiting", waiting.pk), ("failed", failed.pk)):
+        page = admin_client.get("/admin/memories/memory/", {"searchable": choice}).content.decode()
+        assert [pk for pk, body in bodies.items() if body in page] == [shown], choice

@@ -78,3 +78,6 @@ def test_admin_lists_threads_waiting_for_consolidation(admin_client, post_events
     post_events("T-waiting", [("mona", "hello")], place=dm_with)
     page = admin_client.get("/admin/threads/thread/", {"consolidation": "behind"})
     assert page.status_code == 200 and "T-waiting" in page.content.decode()
+    for choice in ("done", "failing"):
+        page = admin_client.get("/admin/threads/thread/", {"consolidation": choice})
+        assert page.status_code == 200 and "T-waiting" not in page.content.decode(), choice
