@@ -283,6 +283,15 @@ def _write_version(*, previous: StanceVersion | None, sources: list, **fields) -
     return version
 
 
+# What a revision keeps of the version it replaces: only the text is the steward's.
+CARRIED_BY_REVISION = ("entity", "transparency", "as_of", "evidence_refs")
+
+
+def _source_ids(version: StanceVersion) -> list:
+    """The claims a version rests on, in the order they were promoted."""
+    return list(version.source_links.order_by("id").values_list("claim_id", flat=True))
+
+
 def _stance_head(stance: Stance) -> StanceVersion | None:
     # Two stewards promoting into (or revising) the same stance at once would
     # both read the same head and both write its successor; the lock on the
@@ -357,7 +366,7 @@ def _version_from_promotion(
             as_of=max(head.as_of, claim.as_of),
             evidence_refs=_merged_evidence(head.evidence_refs, claim.evidence_refs),
         )
-        sources = [*head.source_links.order_by("id").values_list("claim_id", flat=True), claim.pk]
+        sources = [*_source_ids(head), claim.pk]
     return _write_version(
         previous=head, sources=sources, stance=stance, made_by=steward, made_at=now, reason=reason, **fields
     )
@@ -381,15 +390,13 @@ def stance_revise(
             raise ValidationError({"stance": ["Only a live stance can be revised; promote a claim to it again."]})
         if text == head.text:
             raise ValidationError({"text": ["The text is unchanged; a revision says something new."]})
+        carried = {field: getattr(head, field) for field in CARRIED_BY_REVISION}
         return _write_version(
             previous=head,
-            sources=list(head.source_links.order_by("id").values_list("claim_id", flat=True)),
+            sources=_source_ids(head),
             stance=stance,
             text=text,
-            entity=head.entity,
-            transparency=head.transparency,
-            as_of=head.as_of,
-            evidence_refs=head.evidence_refs,
+            **carried,
             made_by=steward,
             made_at=now or timezone.now(),
             reason=reason,

@@ -29,6 +29,7 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from accounts.models import Organisation
 from admissions.models import LIVE_VERSION, StanceSource, StanceVersion, Status, SystemClaim
 from admissions.status import with_status
+from memories.db.predicates import current_q
 from memories.turns.sections import SectionLines
 
 SECTION_NAME = "system-recall"
@@ -48,13 +49,8 @@ def eligible_claims(*, today: date) -> QuerySet:
     oldest = today - timedelta(days=settings.SYSTEM_RECALL_FRESHNESS_DAYS)
     return (
         with_status(
-            SystemClaim.objects.filter(
-                stance__isnull=True,
-                superseded_by__isnull=True,
-                redacted_at__isnull=True,
-                as_of__gte=oldest,
-                as_of__lte=today,
-            )
+            # Current (not erased, not corrected), not a tombstone, and dated within the freshness window.
+            SystemClaim.objects.filter(current_q(), stance__isnull=True, as_of__range=(oldest, today))
         )
         .filter(derived_status=Status.ADMITTED)
         .defer("embedding", "search_vector")

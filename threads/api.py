@@ -125,16 +125,18 @@ class LearnedOutputSerializer(serializers.Serializer):
 class EpisodesOutputSerializer(serializers.Serializer):
     enabled = serializers.BooleanField(help_text="Both the organisation's policy and the thread keep episodes.")
     kept = serializers.IntegerField(help_text="Live episodes of this thread.")
-    bound_per_place = serializers.IntegerField()
+    bound_per_place = serializers.IntegerField(help_text="The most live episodes one place keeps.")
     expired_by_bound = serializers.IntegerField(help_text="Episodes expired early because a place was full.")
-    notice = serializers.CharField()
+    notice = serializers.CharField(help_text="Why episodes are off, or that some expired early; empty otherwise.")
 
 
 class ConflictOutputSerializer(serializers.Serializer):
     memory = serializers.UUIDField(help_text="The inferred fact, kept aside.")
     conflicts_with = serializers.UUIDField(help_text="The person's own fact it contradicts.")
     key = serializers.CharField(help_text="The normalised fact key both facts share.")
-    state = serializers.CharField(help_text="pending, accepted or dismissed.")
+    state = serializers.ChoiceField(
+        choices=[choice for choice in Learning.Conflict.choices if choice[0]], help_text="What the person decided."
+    )
 
 
 class ThreadOutputSerializer(serializers.Serializer):
