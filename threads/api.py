@@ -134,9 +134,7 @@ class ConflictOutputSerializer(serializers.Serializer):
     memory = serializers.UUIDField(help_text="The inferred fact, kept aside.")
     conflicts_with = serializers.UUIDField(help_text="The person's own fact it contradicts.")
     key = serializers.CharField(help_text="The normalised fact key both facts share.")
-    state = serializers.ChoiceField(
-        choices=[choice for choice in Learning.Conflict.choices if choice[0]], help_text="What the person decided."
-    )
+    state = serializers.CharField(help_text="pending, accepted or dismissed: what the person decided.")
 
 
 class ThreadOutputSerializer(serializers.Serializer):
