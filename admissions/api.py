@@ -20,7 +20,7 @@ from admissions.selectors import claim_history, claim_visible_to
 from admissions.services import claim_submit
 from lib.api.docs import answered, asked, read_schema, write_schema
 from lib.api.views import ApiView
-from lib.fields import ID_FORBIDDEN, StrictDateField
+from lib.fields import ID_FORBIDDEN, StrictDateField, optional_text
 from lib.text import invisible_problem
 from memories.api.serializers import StrictSerializer
 from memories.models import (
@@ -84,8 +84,8 @@ class ClaimInputSerializer(StrictSerializer):
         default=ClaimedAdmission.CANDIDATE,
         help_text="What you claim. Stored, shown, and never counted: only a steward's record decides.",
     )
-    source_ref = serializers.CharField(max_length=SOURCE_REF_MAX_CHARS, required=False, allow_blank=True, default="")
-    source_label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    source_ref = optional_text(SOURCE_REF_MAX_CHARS)
+    source_label = optional_text(200)
 
     def validate_slug(self, value: str) -> str:
         value = value.strip()

@@ -147,6 +147,11 @@ def _refuse_outside(field: serializers.Field, value: str, pattern: str, what: st
         raise serializers.ValidationError(f"{value[:40]!r} is not {what}, within {DATE_RANGE}.", code="invalid")
 
 
+def optional_text(max_length: int, **extra) -> serializers.CharField:
+    """A text field a caller may leave out or leave empty (it is then ""), at most `max_length` characters."""
+    return serializers.CharField(max_length=max_length, required=False, allow_blank=True, default="", **extra)
+
+
 @extend_schema_field(
     {
         "type": "string",

@@ -15,7 +15,7 @@ from rest_framework.response import Response
 
 from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, answered, asked, read_schema, write_schema
 from lib.api.views import ApiView
-from lib.fields import StrictDateTimeField
+from lib.fields import StrictDateTimeField, optional_text
 from memories.api.serializers import BatchErrorOutputSerializer, PlaceSerializer, StrictSerializer
 from memories.turns.idempotency import idempotent_response
 from threads.models import THREAD_ID_PATTERN, Learning, Thread, ThreadEvent
@@ -32,20 +32,12 @@ class EventInputSerializer(StrictSerializer):
 
     identifier_fields = ("id", "author")
 
-    id = serializers.CharField(
-        max_length=200,
-        required=False,
-        allow_blank=True,
-        default="",
-        help_text="Your id for the event; resent ids are skipped.",
-    )
+    id = optional_text(200, help_text="Your id for the event; resent ids are skipped.")
     role = serializers.ChoiceField(
         choices=ThreadEvent.Role.choices,
         error_messages={"invalid_choice": "{input!r} is not a role; use user, assistant, system or tool."},
     )
-    author = serializers.CharField(
-        max_length=200, required=False, allow_blank=True, default="", help_text="Who wrote it: a username for people."
-    )
+    author = optional_text(200, help_text="Who wrote it: a username for people.")
     text = serializers.CharField(
         max_length=settings.THREAD_EVENT_MAX_CHARS,
         trim_whitespace=False,
