@@ -6,7 +6,7 @@ people and places here. Turn calls only read these records.
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -80,16 +80,22 @@ class PersonListApi(DirectoryApi, PagedListApi):
         return self.answer_page(self.get_queryset())
 
 
+DIRECTORY_REFUSED = OpenApiResponse(description="Neither an owner nor a token with the directory right.")
+
+
+def put_answers(record, refusals: dict[int, str]) -> dict:
+    """A directory PUT's answers: the record (200 updated, 201 created), 403 without the right, and `refusals`."""
+    refused = {status: OpenApiResponse(description=text) for status, text in refusals.items()}
+    return dict(sorted({200: record, 201: record, 403: DIRECTORY_REFUSED, **refused}.items()))
+
+
 class PersonDetailApi(DirectoryApi):
     @write_schema(
         operation_id="people_put",
         request=s.PersonInputSerializer,
-        responses={
-            200: s.PersonOutputSerializer,
-            201: s.PersonOutputSerializer,
-            400: OpenApiResponse(description="The handle or the display name is malformed; it is named."),
-            403: OpenApiResponse(description="Neither an owner nor a token with the directory right."),
-        },
+        responses=put_answers(
+            s.PersonOutputSerializer, {400: "The handle or the display name is malformed; it is named."}
+        ),
         examples=[
             asked("A newcomer from chat", {"display_name": "Mona Lisa"}),
             answered("Created", PERSON_EXAMPLE, "201"),
@@ -130,18 +136,16 @@ class PlaceDetailApi(DirectoryApi):
     @write_schema(
         operation_id="places_put",
         request=s.PlaceInputSerializer,
-        responses={
-            200: s.PlaceOutputSerializer,
-            201: s.PlaceOutputSerializer,
-            400: OpenApiResponse(description="A field is wrong; it is named."),
-            403: OpenApiResponse(description="Neither an owner nor a token with the directory right."),
-            404: OpenApiResponse(description="The token is restricted to other channels."),
-            409: OpenApiResponse(description="A DM stays with the person it was first recorded with."),
-        },
+        responses=put_answers(
+            s.PlaceOutputSerializer,
+            {
+                400: "A field is wrong; it is named.",
+                404: "The token is restricted to other channels.",
+                409: "A DM stays with the person it was first recorded with.",
+            },
+        ),
         examples=[
-            OpenApiExample(
-                "A private channel", value={"kind": "private", "people": ["U024BE7LH", "max"]}, request_only=True
-            ),
+            asked("A private channel", {"kind": "private", "people": ["U024BE7LH", "max"]}),
             answered("Recorded", PLACE_RECORD_EXAMPLE, "201"),
         ],
     )
