@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.utils import timezone
+from drf_spectacular.utils import OpenApiResponse
 from rest_framework import exceptions
 from rest_framework.response import Response
 
@@ -13,12 +14,20 @@ from memories.api.docs import SUBJECT_ERASE_EXAMPLE, SUBJECT_EXPORT_EXAMPLE
 from memories.models import SubjectType
 from memories.scopes import subject_request_allowed
 from memories.subjects import subject_erase, subject_export_document
-from memories.turns.idempotency import (
-    plain_json,
-)
-from memories.turns.writes import (
-    user_subject_id,
-)
+from memories.turns.idempotency import plain_json
+from memories.turns.writes import user_subject_id
+
+# What a subject request may be answered instead of its result, for export and erasure alike.
+SUBJECT_REFUSALS = {
+    400: OpenApiResponse(
+        description="The subject type is neither `user` nor `candidate`, or a field is wrong; it is named."
+    ),
+    403: OpenApiResponse(
+        description="A person's data is exported by that person and erased by them or an owner; a candidate's by "
+        "owners and agents."
+    ),
+    404: OpenApiResponse(description="No such account in your organisation."),
+}
 
 
 class _SubjectApi(MemoryApi):
@@ -48,7 +57,7 @@ class SubjectMemoriesApi(_SubjectApi):
 
     @read_schema(
         operation_id="subjects_export",
-        responses={200: s.SubjectExportOutputSerializer},
+        responses={200: s.SubjectExportOutputSerializer, **SUBJECT_REFUSALS},
         examples=[answered("An export", SUBJECT_EXPORT_EXAMPLE)],
     )
     def get(self, request, subject_type, subject_id):
@@ -74,7 +83,7 @@ class SubjectEraseApi(_SubjectApi):
     @write_schema(
         operation_id="subjects_erase",
         request=s.SubjectEraseInputSerializer,
-        responses={200: s.SubjectEraseOutputSerializer},
+        responses={200: s.SubjectEraseOutputSerializer, **SUBJECT_REFUSALS},
         examples=[
             asked("Why", {"reason": "Subject access request #77"}),
             answered("Erased", SUBJECT_ERASE_EXAMPLE),
