@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 
-from drf_spectacular.utils import OpenApiExample, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 
 from lib.api.idempotency import IDEMPOTENCY_PARAMETER
 
@@ -49,12 +49,21 @@ def docstring_text(method, schema: dict) -> dict[str, str]:
     return {"summary": paragraphs[0].rstrip("."), "description": "\n\n".join(paragraphs[1:])}
 
 
-def write_schema(**schema):
-    """`extend_schema` for a write endpoint, described by its docstring; it shows the `Idempotency-Key` header."""
-    parameters = [IDEMPOTENCY_PARAMETER, *schema.pop("parameters", [])]
-    return lambda method: extend_schema(**{**docstring_text(method, schema), "parameters": parameters, **schema})(
-        method
-    )
+KEY_REUSED = OpenApiResponse(description="The Idempotency-Key was used for a different request.")
+
+
+def write_schema(*, conflict: str | None = None, **schema):
+    """`extend_schema` for a write endpoint, described by its docstring.
+
+    It shows the `Idempotency-Key` header and the 422 for a key reused on another request (every write
+    honours the header), and `conflict` as the write's 409.
+    """
+    schema["parameters"] = [IDEMPOTENCY_PARAMETER, *schema.get("parameters", [])]
+    responses = {422: KEY_REUSED, **schema.get("responses", {})}
+    if conflict:
+        responses[409] = OpenApiResponse(description=conflict)
+    schema["responses"] = dict(sorted(responses.items()))
+    return lambda method: extend_schema(**{**docstring_text(method, schema), **schema})(method)
 
 
 def read_schema(**schema):

@@ -136,14 +136,8 @@ class PlaceDetailApi(DirectoryApi):
     @write_schema(
         operation_id="places_put",
         request=s.PlaceInputSerializer,
-        responses=put_answers(
-            s.PlaceOutputSerializer,
-            {
-                400: "A field is wrong; it is named.",
-                404: "The token is restricted to other channels.",
-                409: "A DM stays with the person it was first recorded with.",
-            },
-        ),
+        conflict="A DM stays with the person it was first recorded with.",
+        responses=put_answers(s.PlaceOutputSerializer, {404: "The token is restricted to other channels."}),
         examples=[
             asked("A private channel", {"kind": "private", "people": ["U024BE7LH", "max"]}),
             answered("Recorded", PLACE_RECORD_EXAMPLE, "201"),

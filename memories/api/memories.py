@@ -80,12 +80,8 @@ class MemoryListApi(PagedListApi):
     @write_schema(
         operation_id="memories_remember",
         request=s.RememberInputSerializer,
-        responses={
-            201: s.RememberedOutputSerializer,
-            400: OpenApiResponse(description="A field is wrong; it is named."),
-            409: OpenApiResponse(description="The agent holds 2,000 live facts: forget before remembering."),
-            422: OpenApiResponse(description="The Idempotency-Key was used for a different request."),
-        },
+        responses={201: s.RememberedOutputSerializer},
+        conflict="The agent holds 2,000 live facts: forget before remembering.",
         examples=[
             asked("Remember in a DM", REMEMBER_EXAMPLE),
             answered(

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from rest_framework.response import Response
 
-from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, write_schema
+from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, answered, asked, read_schema, write_schema
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
 from memories.api.docs import MEMORY_EXAMPLE
@@ -15,26 +14,15 @@ from memories.turns.injections import injection_render
 
 
 class RecallApi(MemoryApi):
-    @extend_schema(
+    @read_schema(
         operation_id="turns_recall",
-        summary="Recall the facts most relevant to a question, among those recallable here",
-        description=(
-            "Ranks the facts recallable in `place` against `question`: a workspace fact anywhere, a channel fact "
-            "in its channel, a person fact only in a DM with that person. Modes: `auto` (contextual when the "
-            "question can be embedded, else lexical), `hybrid`, `semantic`, `lexical`, `recent`, `contextual`, "
-            "`reranked`; `ranking` reports what was used, `notice` what gave way. Read-only: nothing is recorded."
-        ),
         request=s.RecallInputSerializer,
-        responses={200: s.RecallOutputSerializer, 400: OpenApiResponse(description="A field is wrong; it is named.")},
+        responses={200: s.RecallOutputSerializer},
         examples=[
-            OpenApiExample(
-                "Ask in a DM",
-                value={"question": "What does Mona like to be called?", "place": PLACE_EXAMPLE, "limit": 5},
-                request_only=True,
-            ),
-            OpenApiExample(
+            asked("Ask in a DM", {"question": "What does Mona like to be called?", "place": PLACE_EXAMPLE, "limit": 5}),
+            answered(
                 "Recalled",
-                value={
+                {
                     "results": [
                         {
                             "id": MEMORY_EXAMPLE["id"],
@@ -69,12 +57,18 @@ class RecallApi(MemoryApi):
                     },
                     "notice": "",
                 },
-                response_only=True,
             ),
-            OpenApiExample("Refused", value=ERROR_EXAMPLE, response_only=True, status_codes=["400"]),
+            answered("Refused", ERROR_EXAMPLE, "400"),
         ],
     )
     def post(self, request):
+        """Recall the facts most relevant to a question, among those recallable here.
+
+        Ranks the facts recallable in `place` against `question`: a workspace fact anywhere, a channel fact in its
+        channel, a person fact only in a DM with that person. Modes: `auto` (contextual when the question can be
+        embedded, else lexical), `hybrid`, `semantic`, `lexical`, `recent`, `contextual`, `reranked`; `ranking`
+        reports what was used, `notice` what gave way. Read-only: nothing is recorded.
+        """
         principal = self.principal()
         data = self.validated(s.RecallInputSerializer)
         resolved = self.resolve_place(data["place"])
@@ -109,24 +103,16 @@ RENDER_TEXT_EXAMPLE = (
 class RenderApi(MemoryApi):
     @write_schema(
         operation_id="turns_render",
-        summary="Render the memory block for one turn, and record what it injected",
-        description=(
-            "Composes the fenced `<memory>` block for the turn in `place` (one paragraph per scope, profile then "
-            "recent, within each scope's caps; notes fade with age) and records the injection under `turn_id`, so"
-            " it can be read and replayed. The same turn id answers the recorded block again (`replayed`); "
-            "another question under it is a 409."
-        ),
         request=s.RenderInputSerializer,
-        responses={200: s.RenderOutputSerializer, 409: OpenApiResponse(description="Turn id used for another render.")},
+        responses={200: s.RenderOutputSerializer},
+        conflict="Turn id used for another render.",
         examples=[
-            OpenApiExample(
-                "Render a turn",
-                value={"place": PLACE_EXAMPLE, "turn_id": "turn-42", "question": "What should I call her?"},
-                request_only=True,
+            asked(
+                "Render a turn", {"place": PLACE_EXAMPLE, "turn_id": "turn-42", "question": "What should I call her?"}
             ),
-            OpenApiExample(
+            answered(
                 "Rendered",
-                value={
+                {
                     "turn_id": "turn-42",
                     "cutoff": "2026-11-30",
                     "text": RENDER_TEXT_EXAMPLE,
@@ -145,11 +131,17 @@ class RenderApi(MemoryApi):
                     "faded": [],
                     "replayed": False,
                 },
-                response_only=True,
             ),
         ],
     )
     def post(self, request):
+        """Render the memory block for one turn, and record what it injected.
+
+        Composes the fenced `<memory>` block for the turn in `place` (one paragraph per scope, profile then recent,
+        within each scope's caps; notes fade with age) and records the injection under `turn_id`, so it can be read
+        and replayed. The same turn id answers the recorded block again (`replayed`); another question under it is a
+        409.
+        """
         data = self.validated(s.RenderInputSerializer)
         # A turn id is rendered once and answered from its record after: the retry is the render again.
         return self.idempotent("render", lambda: (self.render(data), None, {}), lambda memory, extra: self.render(data))
