@@ -43,6 +43,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import harness  # noqa: E402
 
+from lib.scripts import unbound_script  # noqa: E402
+
 # The shared data folder sits beside the main checkout, so a worktree's is two levels up.
 LOCOMO = Path(
     os.environ.get(
@@ -223,8 +225,9 @@ def recall_timing(headers) -> float:
     return float(headers["Server-Timing"].split("recall;dur=")[1].split(",")[0])
 
 
-def old_token_authenticate(*, token_hash, now):
-    """The token's one round trip as it was: the ORM's query, compiled on every request."""
+def old_token_authenticate(*, token_hash, now, with_token=None):
+    """The token's one round trip as it was: the ORM's query, compiled on every request (a view's read sent
+    with the token now is sent after it, on its own)."""
     from django.db import connection
     from django.db.models.expressions import RawSQL
 
@@ -244,29 +247,46 @@ def old_token_authenticate(*, token_hash, now):
         return result
 
     with connection.execute_wrapper(with_token_hash):
-        return (
+        token = (
             AgentToken.objects.usable(now)
             .select_related("agent", "organisation")
             .filter(token_hash=token_hash)
             .annotate(tenant_set=tenant)
             .first()
         )
+    if token is not None and with_token is not None:
+        with connection.cursor() as cursor:
+            cursor.execute(with_token.sql, with_token.params)
+            with_token.take(cursor.fetchone())
+    return token
 
 
-def old_count_in_window(key, period):
-    """The gate's count as it was: the cache's add, then incr (SET NX, EXISTS, INCRBY: three round trips)."""
+def no_read_with_token(view, request):
+    """A view's place read as it was: nothing sent with the token, the place read on its own."""
+    return None
+
+
+# The rate gate's count alone, as it was: the throttle then checked the sliding log in a script of its own.
+_GATE_COUNT_SCRIPT = unbound_script(
+    """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+return count
+"""
+)
+
+
+def old_count_in_window(header, now):
+    """The gate's count as it was: one script of its own, and no verdict of the sliding log for the throttle."""
+    from django.conf import settings
     from django.core.cache import cache
 
-    cache.add(key, 0, timeout=period + 1)
-    return cache.incr(key)
+    from config.middleware import gate_key, parse_rate
 
-
-def old_place_record(*, organisation, channel):
-    """The place's read as it was: the ORM's annotated query, compiled on every request."""
-    from memories.places import place_records, record_of
-
-    row = place_records(organisation=organisation).filter(external_id=channel).first()
-    return record_of(row) if row is not None else None
+    period = parse_rate(settings.MEMORY_API_RATE)[1]
+    key = cache.make_key(gate_key(header, int(now // period)))
+    client = cache._cache.get_client(key, write=True)
+    return int(_GATE_COUNT_SCRIPT(keys=[key], args=[period + 1], client=client)), None
 
 
 def old_get_fields(serializer):
@@ -280,8 +300,18 @@ def old_get_fields(serializer):
 # What changed, each measured against what it replaced: (what, module or class, name, the old function).
 CHANGED_FUNCTIONS = [
     ("token read: ORM per request → made once", "accounts.auth", "token_authenticate", old_token_authenticate),
-    ("rate gate: SET NX + EXISTS + INCRBY → one script", "config.middleware", "count_in_window", old_count_in_window),
-    ("place read: ORM per request → made once", "memories.places", "place_record", old_place_record),
+    (
+        "rate gate and throttle: a script each → one script, the throttle answering from its verdict",
+        "config.middleware",
+        "count_in_window",
+        old_count_in_window,
+    ),
+    (
+        "place read: its own round trip → in the token's",
+        "memories.api.base.MemoryApi",
+        "read_with_token",
+        no_read_with_token,
+    ),
     (
         "serializers: fields deep-copied per instance → built once per process",
         "lib.api.prebuilt_fields.FieldsBuiltOnce",
