@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.db import connection
@@ -90,24 +91,37 @@ TOKEN_STATEMENT = (
 )
 
 
-def token_authenticate(*, token_hash: str, now) -> AgentToken | None:
+@dataclass(frozen=True)
+class ReadWithToken:
+    """A read a view sends in its token's round trip, after the token's statement and under the tenant that
+    statement set (`archivist_tenant()`): `take` is given its row (None when none) if the token was usable."""
+
+    sql: str
+    params: tuple
+    take: Callable[[Sequence | None], None]
+
+
+def token_authenticate(*, token_hash: str, now, with_token: ReadWithToken | None = None) -> AgentToken | None:
     """The usable token with this hash, its agent and organisation, with its tenant set: one round trip.
 
     Row-level security shows this transaction the one token whose hash it names
     (`archivist.token_hash`), and the statement that reads it names the token's
     organisation as the transaction's tenant as it reads it, so authentication,
-    tenant and token are one query: the setting, then the read, sent together.
-    The statement is a string made once (`TOKEN_STATEMENT`), so nothing is
-    compiled per request.
+    tenant and token are one query: the setting, then the read, sent together,
+    and `with_token` after them when a view has a read to add. The statement is
+    a string made once (`TOKEN_STATEMENT`), so nothing is compiled per request.
     """
     if not connection.in_atomic_block:
         raise TenancyError("The tenant is set per transaction; call this inside transaction.atomic().")
+    sql = TOKEN_STATEMENT if with_token is None else f"{TOKEN_STATEMENT}; {with_token.sql}"
+    params = (TOKEN_HASH_SETTING, token_hash, TENANT_SETTING, CROSS_TENANT_SETTING, token_hash, now)
     with connection.cursor() as cursor:
-        cursor.execute(
-            TOKEN_STATEMENT, (TOKEN_HASH_SETTING, token_hash, TENANT_SETTING, CROSS_TENANT_SETTING, token_hash, now)
-        )
+        cursor.execute(sql, params if with_token is None else (*params, *with_token.params))
         cursor.nextset()  # the token's row, after the setting's
         row = cursor.fetchone()
+        if row is not None and with_token is not None:
+            cursor.nextset()
+            with_token.take(cursor.fetchone())
     if row is None:
         return None
     token = _TOKEN.build(row, 1, connection)
@@ -132,8 +146,9 @@ class BearerTokenAuthentication(BaseAuthentication):
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("The token is not valid text.") from None
         now = timezone.now()
-        token_hash = hash_token(raw)
-        token = token_authenticate(token_hash=token_hash, now=now)
+        # A view with a read to send in the same round trip (the place its body names) offers it.
+        offer = getattr((getattr(request, "parser_context", None) or {}).get("view"), "read_with_token", None)
+        token = token_authenticate(token_hash=hash_token(raw), now=now, with_token=offer(request) if offer else None)
         if token is None:
             raise exceptions.AuthenticationFailed("The token is unknown, revoked or expired.")
         # Recording last use at most once a minute keeps a hot token from writing on every call.

@@ -15,7 +15,7 @@ from django.core.cache import cache
 from django.http import JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 
-from lib.scripts import unbound_script
+from lib.api.throttles import LogVerdict, gate_then_log
 
 logger = logging.getLogger(__name__)
 
@@ -58,15 +58,6 @@ class RefuseNulBytesMiddleware:
 
 _PERIODS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
-# Count this request in its token's window and give the count, the key expiring with its window: one
-# round trip, atomic across workers (two commands from two workers cannot interleave inside a script).
-_COUNT_IN_WINDOW = """
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-return count
-"""
-_COUNT_SCRIPT = unbound_script(_COUNT_IN_WINDOW)  # its SHA once; run on the client each call names
-
 
 @functools.lru_cache(maxsize=16)
 def parse_rate(rate: str) -> tuple[int, int]:
@@ -75,33 +66,50 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(number), _PERIODS[period[0]]
 
 
+def presented_digest(header: str) -> str:
+    """A hash of the token an Authorization header presents: the gate's and the log's keys name it."""
+    return hashlib.sha256(header[7:].strip().encode()).hexdigest()[:32]
+
+
 def gate_key(header: str, window: int) -> str:
     """The cache key counting one presented token's requests in one window (a hash: guesses count too)."""
-    return "gate:" + hashlib.sha256(header[7:].strip().encode()).hexdigest()[:32] + f":{window}"
+    return f"gate:{presented_digest(header)}:{window}"
 
 
-def count_in_window(key: str, period: int) -> int:
-    """This request counted under `key`: one script in Redis, else the cache's add and incr."""
+def log_key(header: str) -> str:
+    """The cache key of one presented token's sliding log (the DRF throttle's, checked here)."""
+    return f"throttle_bearer_{presented_digest(header)}"
+
+
+def count_in_window(header: str, now: float) -> tuple[int, LogVerdict | None]:
+    """This request counted in its token's window and, within the rate, in its sliding log: one script in
+    Redis, whose verdict the throttle then answers from. A cache without scripts: its add and incr, no verdict."""
+    rate = parse_rate(settings.MEMORY_API_RATE)
+    key = gate_key(header, int(now // rate[1]))
     client_of = getattr(getattr(cache, "_cache", None), "get_client", None)
-    if client_of is None:  # not Redis (a cache without scripts): two commands, still atomic per command
-        cache.add(key, 0, timeout=period + 1)
-        return cache.incr(key)
-    full_key = cache.make_key(key)
-    return int(_COUNT_SCRIPT(keys=[full_key], args=[period + 1], client=client_of(full_key, write=True)))
+    if client_of is None:  # still atomic per command; the throttle keeps the log itself
+        cache.add(key, 0, timeout=rate[1] + 1)
+        return cache.incr(key), None
+    gate = cache.make_key(key)
+    return gate_then_log(
+        gate=gate, log=cache.make_key(log_key(header)), rate=rate, now=now, client=client_of(gate, write=True)
+    )
 
 
 class TokenRateGateMiddleware:
     """Counts each presented Bearer token's requests in Redis before the database is touched.
 
     A flood from one token is refused here (429 with Retry-After) for the price
-    of one Redis round trip (one script: count and expiry together), instead of
-    a transaction, a token lookup and the DRF throttle's own check: the other
-    tenants' requests keep the workers. The count is per fixed window of
-    `MEMORY_API_RATE` (a token sends at most twice the rate across a window's
-    edge); the DRF throttle after it keeps the exact sliding count, and counts
-    signed-in people too. Keyed by a hash of whatever was presented, so guessed
-    tokens are counted as well. If Redis cannot be reached the request goes on:
-    the gate must not become an outage.
+    of one Redis round trip, instead of a transaction, a token lookup and the
+    DRF throttle's own check: the other tenants' requests keep the workers. The
+    count is per fixed window of `MEMORY_API_RATE` (a token sends at most twice
+    the rate across a window's edge). The same script checks and adds the
+    request in the token's exact sliding log (`lib.api.throttles`) and leaves
+    its verdict on the request: the DRF throttle answers a Bearer call from it
+    after authentication, with no round trip of its own, and checks signed-in
+    people itself. Keyed by a hash of whatever was presented, so guessed tokens
+    are counted as well. If Redis cannot be reached the request goes on: the
+    gate must not become an outage.
     """
 
     def __init__(self, get_response):
@@ -115,15 +123,14 @@ class TokenRateGateMiddleware:
             return self.get_response(request)
         limit, period = parse_rate(settings.MEMORY_API_RATE)
         now = time.time()
-        window = int(now // period)
         try:
-            count = count_in_window(gate_key(header, window), period)
+            count, request.log_verdict = count_in_window(header, now)
         except Exception as error:  # noqa: BLE001 - any cache failure lets the request through
             logger.warning("token rate gate unavailable, letting %s through: %s", request.path, error)
             return self.get_response(request)
         if count <= limit:
             return self.get_response(request)
-        wait = max(1, math.ceil((window + 1) * period - now))
+        wait = max(1, math.ceil((int(now // period) + 1) * period - now))
         detail = f"Request was throttled. Expected available in {wait} seconds."
         response = JsonResponse({"error": "throttled", "detail": detail, "fields": {}}, status=429)
         response["Retry-After"] = str(wait)

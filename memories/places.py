@@ -148,19 +148,40 @@ def record_of(channel: Channel) -> PlaceRecord:
 
 _CHANNEL = ModelColumns(Channel, "c")
 
-# `place_records` for one channel, as a string made once: every turn call reads its place with it.
-PLACE_STATEMENT = (
-    f"SELECT {_CHANNEL.select}, "
-    "COALESCE(array_agg(m.user_id ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}'), "
-    "COALESCE(array_agg(COALESCE(ms.handle, '') ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}'), "
-    "COALESCE(array_agg(u.username ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}') "
-    "FROM memories_channel c "
-    "LEFT JOIN memories_channelmember m ON m.channel_id = c.id "
-    "LEFT JOIN accounts_user u ON u.id = m.user_id "
-    "LEFT JOIN accounts_membership ms ON ms.user_id = u.id "
-    "WHERE c.organisation_id = %s AND c.external_id = %s "
-    "GROUP BY c.id"
-)
+
+def _place_statement(organisation: str) -> str:
+    """`place_records` for one channel, in the organisation `organisation` (SQL) names, as a string."""
+    return (
+        f"SELECT {_CHANNEL.select}, "
+        "COALESCE(array_agg(m.user_id ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}'), "
+        "COALESCE(array_agg(COALESCE(ms.handle, '') ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}'), "
+        "COALESCE(array_agg(u.username ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}') "
+        "FROM memories_channel c "
+        "LEFT JOIN memories_channelmember m ON m.channel_id = c.id "
+        "LEFT JOIN accounts_user u ON u.id = m.user_id "
+        "LEFT JOIN accounts_membership ms ON ms.user_id = u.id "
+        f"WHERE c.organisation_id = {organisation} AND c.external_id = %s "
+        "GROUP BY c.id"
+    )
+
+
+# Made once: every turn call reads its place with one of these. The second is for the tenant a statement
+# before it set in the same transaction: an agent's place is read in its token's round trip (`accounts.auth`).
+PLACE_STATEMENT = _place_statement("%s")
+PLACE_OF_TENANT_STATEMENT = _place_statement("archivist_tenant()")
+
+
+def record_from_row(row: Sequence, connection) -> PlaceRecord:
+    """The record a place statement's row holds."""
+    return PlaceRecord(channel=_CHANNEL.build(row, 0, connection), members=_members(*row[len(_CHANNEL) :]))
+
+
+@dataclass(frozen=True)
+class PlaceRead:
+    """A channel's record as this request already read it, with its tenant (None: the channel has no record)."""
+
+    channel: str
+    record: PlaceRecord | None
 
 
 def place_record(*, organisation: Organisation, channel: str) -> PlaceRecord | None:
@@ -169,9 +190,7 @@ def place_record(*, organisation: Organisation, channel: str) -> PlaceRecord | N
     with connection.cursor() as cursor:
         cursor.execute(PLACE_STATEMENT, (organisation.pk, channel))
         row = cursor.fetchone()
-    if row is None:
-        return None
-    return PlaceRecord(channel=_CHANNEL.build(row, 0, connection), members=_members(*row[len(_CHANNEL) :]))
+    return record_from_row(row, connection) if row is not None else None
 
 
 def token_allows(token: AgentToken | None, *, channel: str, kind: str, people: Sequence[str]) -> bool:
@@ -271,19 +290,23 @@ def place_for_turn(
     user: User | None = None,
     agent: Agent | None = None,
     token: AgentToken | None = None,
+    read: PlaceRead | None = None,
 ) -> PlaceInTurn:
     """The place a turn call names, from its record; never changes the record of a place that has one.
 
     `token` is the agent's token when the call came over the API: its
     directory right and its restriction apply. Raises `PlaceNotFound` when the caller may not act there, `PlaceConflict`
     when an agent names someone else for a bound DM, and `ValidationError`
-    naming the field for a malformed place.
+    naming the field for a malformed place; `read`, the place as this transaction read it with the token.
     """
     if (agent is None) == (user is None):
         raise ValueError("exactly one of agent and user acts in a place")
     names = _names(people)
     _validate(channel=channel, kind=kind, names=names)
-    record = place_record(organisation=organisation, channel=channel)
+    if read is not None and read.channel == channel:
+        record = read.record
+    else:
+        record = place_record(organisation=organisation, channel=channel)
     if record is None:
         # An agent acting through the services without a token (scripts, the suite) holds the right.
         if agent is None or (token is not None and not token.directory):

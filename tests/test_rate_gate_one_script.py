@@ -12,7 +12,7 @@ from django.core.cache import cache
 from django.http import HttpResponse
 from django.test import RequestFactory
 
-from config.middleware import TokenRateGateMiddleware, count_in_window, gate_key
+from config.middleware import TokenRateGateMiddleware, count_in_window, gate_key, log_key
 
 THREADS = 8
 REQUESTS_EACH = 25
@@ -49,12 +49,35 @@ def in_threads(work) -> list:
     return answers
 
 
-def test_concurrent_counts_are_exact_each_request_one_number():
-    key = gate_key("Bearer arch_concurrent", int(time.time() // 60))
-    counts = in_threads(lambda: count_in_window(key, 60))
-    # Atomic: no two requests were given the same count, and none was lost.
+def counted(header: str) -> int:
+    """One request presenting `header` counted now: its window's count."""
+    return count_in_window(header, time.time())[0]
+
+
+def test_concurrent_counts_are_exact_each_request_one_number_and_one_log_entry(settings):
+    settings.MEMORY_API_RATE = "1000/min"
+    while time.time() % 60 > 50:  # away from a minute's edge: one window
+        time.sleep(1)
+    header = "Bearer arch_concurrent"
+    counts = in_threads(lambda: counted(header))
+    # Atomic: no two requests were given the same count, and none was lost, in the window or the log.
     assert sorted(counts) == list(range(1, THREADS * REQUESTS_EACH + 1))
-    assert int(shared_redis().get(cache.make_key(key))) == THREADS * REQUESTS_EACH
+    assert int(shared_redis().get(cache.make_key(gate_key(header, int(time.time() // 60))))) == THREADS * REQUESTS_EACH
+    assert shared_redis().zcard(cache.make_key(log_key(header))) == THREADS * REQUESTS_EACH
+
+
+def test_the_log_refuses_what_the_next_window_lets_through_and_a_refusal_leaves_no_entry(settings):
+    settings.MEMORY_API_RATE = "3/min"
+    header, now = "Bearer arch_verdict", (int(time.time()) // 60) * 60 + 50.0
+    first = [count_in_window(header, now) for _ in range(3)]
+    assert [(count, verdict.allowed) for count, verdict in first] == [(1, True), (2, True), (3, True)]
+    # 20 s later: the gate's next window counts it first, but the sliding log still holds the three.
+    count, verdict = count_in_window(header, now + 20)
+    assert (count, verdict.allowed, verdict.oldest) == (1, False, now)
+    assert shared_redis().zcard(cache.make_key(log_key(header))) == 3
+    # Past the gate's own rate, the gate refuses and the log is not consulted.
+    assert [count_in_window(header, now + 21)[0] for _ in range(3)][-1] == 4
+    assert shared_redis().zcard(cache.make_key(log_key(header))) == 3
 
 
 def test_concurrent_requests_past_the_rate_are_refused_exactly(settings):
@@ -73,11 +96,11 @@ def test_concurrent_requests_past_the_rate_are_refused_exactly(settings):
 
 def test_the_count_expires_with_its_window_and_the_next_window_starts_again():
     window = int(time.time() // 60)
-    key = gate_key("Bearer arch_window", window)
-    assert [count_in_window(key, 60) for _ in range(3)] == [1, 2, 3]
+    header = "Bearer arch_window"
+    assert [count_in_window(header, window * 60 + 1)[0] for _ in range(3)] == [1, 2, 3]
     # The script sets the expiry with the first count only: a window's key never outlives it by more than 1 s.
-    assert 59 <= shared_redis().ttl(cache.make_key(key)) <= 61
-    assert count_in_window(gate_key("Bearer arch_window", window + 1), 60) == 1
+    assert 59 <= shared_redis().ttl(cache.make_key(gate_key(header, window))) <= 61
+    assert count_in_window(header, (window + 1) * 60 + 1)[0] == 1
 
 
 def commands_received(work) -> dict[str, int]:
@@ -95,13 +118,15 @@ def test_the_gate_is_one_redis_command_and_other_headers_send_none():
     gate(factory.get("/", HTTP_AUTHORIZATION="Bearer arch_warm"))  # the server learns the script once
     # Not a Bearer token: nothing counted.
     assert commands_received(lambda: gate(factory.get("/", HTTP_AUTHORIZATION="Basic bW9uYTpzZWNyZXQ="))) == {}
-    # The positive control: a token is counted by one script, whose INCR and EXPIRE run inside the server.
+    # The positive control: a token is counted by one script, whose commands run inside the server: the
+    # window's INCR and EXPIRE, the sliding log's trim, count, add and expiry.
     counted = commands_received(lambda: gate(factory.get("/", HTTP_AUTHORIZATION="Bearer arch_once")))
-    assert counted == {"evalsha": 1, "incr": 1, "expire": 1}
+    inside = {"incr": 1, "expire": 1, "zremrangebyscore": 1, "zcard": 1, "zadd": 1, "pexpire": 1}
+    assert counted == {"evalsha": 1, **inside}
 
 
 def test_a_flushed_script_cache_is_loaded_again_and_still_counts_once():
-    key = gate_key("Bearer arch_flushed", int(time.time() // 60))
-    assert count_in_window(key, 60) == 1
+    now = (int(time.time()) // 60) * 60 + 1.0
+    assert count_in_window("Bearer arch_flushed", now)[0] == 1
     shared_redis().script_flush()
-    assert count_in_window(key, 60) == 2
+    assert count_in_window("Bearer arch_flushed", now + 1)[0] == 2

@@ -16,12 +16,16 @@ from accounts.services import agent_create
 pytestmark = pytest.mark.django_db
 
 
+def bearer_client(token: str) -> APIClient:
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client
+
+
 @pytest.fixture
 def client(org):
     cache.clear()
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {agent_create(organisation=org, name='busy')[1]}")
-    yield client
+    yield bearer_client(agent_create(organisation=org, name="busy")[1])
     cache.clear()
 
 
@@ -59,5 +63,39 @@ def test_the_throttle_costs_one_redis_command_per_request(client, settings, monk
 
     monkeypatch.setattr(redis.Redis, "execute_command", counting)
     assert client.get("/api/v1/memories").status_code == 200
-    # The rate gate's fixed window first, then the throttle: one script each, no GET and SET.
-    assert sent == ["EVALSHA", "EVALSHA"], sent
+    # The rate gate's fixed window and the sliding log in one script; the throttle answers from its verdict.
+    assert sent == ["EVALSHA"], sent
+
+
+def test_a_signed_in_person_is_throttled_by_the_log_the_throttle_checks_itself(member, settings, monkeypatch):
+    settings.MEMORY_API_RATE = "3/min"
+    cache.clear()
+    client = APIClient()
+    client.force_login(member)
+    assert client.get("/api/v1/memories").status_code == 200  # the server learns the script
+    sent = []
+    original = redis.Redis.execute_command
+
+    def counting(self, *args, **options):
+        sent.append(args[0])
+        return original(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", counting)
+    assert [client.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 429]
+    assert sent == ["EVALSHA"] * 3  # no gate for a session: the throttle's own script, each request
+    cache.clear()
+
+
+def test_without_the_gate_a_bearer_call_is_throttled_all_the_same_and_says_why(org, settings, caplog):
+    settings.MEMORY_API_RATE = "2/min"
+    token = agent_create(organisation=org, name="ungated")[1]
+    cache.clear()
+    with caplog.at_level("INFO", logger="lib.api.throttles"):
+        assert bearer_client(token).get("/api/v1/memories").status_code == 200
+        assert "no rate gate verdict" not in caplog.text  # the positive control: with the gate there is one
+        settings.MIDDLEWARE = [path for path in settings.MIDDLEWARE if not path.endswith("TokenRateGateMiddleware")]
+        cache.clear()
+        ungated = bearer_client(token)  # a client loads the middleware on its first request
+        assert [ungated.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 429]
+    assert "no rate gate verdict" in caplog.text
+    cache.clear()

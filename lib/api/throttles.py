@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import dataclass
 
 from django.conf import settings
 from rest_framework.throttling import SimpleRateThrottle
@@ -13,19 +14,65 @@ from lib.scripts import unbound_script
 logger = logging.getLogger(__name__)
 
 
-# One principal's requests of the last window as a sorted set (score: the time): drop those that left
-# the window, count the rest, and add this request if it fits; a refusal answers the oldest time left.
-_SLIDING_LOG = """
-local key, now, window, limit = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-if redis.call('ZCARD', key) < limit then
-  redis.call('ZADD', key, ARGV[1], ARGV[4])
-  redis.call('PEXPIRE', key, math.ceil(window * 1000))
-  return {1, ''}
+# One principal's requests of the last window as a sorted set (score: the time): drop those that left the
+# window, count the rest, and add this request if it fits; a refusal answers the oldest time left.
+_SLIDE = """
+local function slide(key, now, window, limit, member)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', tonumber(now) - window)
+  if redis.call('ZCARD', key) < limit then
+    redis.call('ZADD', key, now, member)
+    redis.call('PEXPIRE', key, math.ceil(window * 1000))
+    return {1, ''}
+  end
+  return {0, redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]}
 end
-return {0, redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2]}
 """
-_SLIDING_LOG_SCRIPT = unbound_script(_SLIDING_LOG)  # its SHA once, not per request
+_SLIDING_LOG_SCRIPT = unbound_script(  # its SHA once, not per request
+    _SLIDE + "return slide(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])"
+)
+# The token rate gate's fixed window (count, the key expiring with its window), then, within it, the sliding
+# log: both of a Bearer request's checks in one round trip, atomic across workers.
+_GATE_THEN_LOG_SCRIPT = unbound_script(
+    _SLIDE
+    + """
+local count = redis.call('INCR', KEYS[1])
+if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+if count > tonumber(ARGV[2]) then return {count, 0, ''} end
+local verdict = slide(KEYS[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[2]), ARGV[5])
+return {count, verdict[1], verdict[2]}
+"""
+)
+
+
+@dataclass(frozen=True)
+class LogVerdict:
+    """What a request's sliding log said, checked before authentication: the throttle answers from it."""
+
+    now: float
+    rate: tuple[int, int]  # (requests, seconds) it was checked against
+    allowed: bool
+    oldest: float | None  # on a refusal, the time of the oldest request still in the window
+
+    @classmethod
+    def answered(cls, *, now: float, rate: tuple[int, int], allowed, oldest) -> LogVerdict:
+        """The verdict from the script's answer (1 or 0, and the oldest time as text, empty when allowed)."""
+        return cls(now=now, rate=rate, allowed=bool(allowed), oldest=float(oldest) if oldest else None)
+
+
+def log_entry(now: float) -> list[str]:
+    """A request's score and member in a sliding log: its time, and the time made unique."""
+    return [repr(now), f"{now!r}:{uuid.uuid4().hex}"]
+
+
+def gate_then_log(*, gate: str, log: str, rate: tuple[int, int], now: float, client) -> tuple[int, LogVerdict]:
+    """A Bearer request counted in its window under `gate` and, if within the rate, checked and added in its
+    sliding log under `log` (full cache keys): one script. The window's count, and the log's verdict."""
+    limit, period = rate
+    score, member = log_entry(now)
+    count, allowed, oldest = _GATE_THEN_LOG_SCRIPT(
+        keys=[gate, log], args=[period + 1, limit, score, period, member], client=client
+    )
+    return int(count), LogVerdict.answered(now=now, rate=rate, allowed=allowed, oldest=oldest)
 
 
 class PrincipalRateThrottle(SimpleRateThrottle):
@@ -61,24 +108,33 @@ class PrincipalRateThrottle(SimpleRateThrottle):
 
     def _allow_in_one_round_trip(self, request, view) -> bool:
         """DRF's exact sliding log, kept in Redis as a sorted set and checked by one script: one round trip,
-        atomic across web workers, and no history list read and rewritten on every request."""
+        atomic across web workers, and no history list read and rewritten on every request. A Bearer call's
+        log was checked with the rate gate's count, before authentication (`config.middleware`): its verdict."""
         if self.rate is None:
             return True
         self.key = self.get_cache_key(request, view)
         if self.key is None:
             return True
-        self.now = self.timer()
+        verdict = getattr(request, "log_verdict", None) if request.principal.agent is not None else None
+        if verdict is None or verdict.rate != (self.num_requests, self.duration):
+            if request.principal.agent is not None:
+                logger.info("no rate gate verdict for %s: the throttle checks the log itself", request.path)
+            verdict = self._checked_here()
+        self.now = verdict.now
+        if verdict.allowed:
+            return True
+        self.oldest = verdict.oldest
+        return self.throttle_failure()
+
+    def _checked_here(self) -> LogVerdict:
+        now = self.timer()
         key = self.cache.make_and_validate_key(self.key)
         client = self.cache._cache.get_client(key, write=True)  # type: ignore[attr-defined]  # RedisCache
+        score, member = log_entry(now)
         allowed, oldest = _SLIDING_LOG_SCRIPT(
-            keys=[key],
-            args=[repr(self.now), self.duration, self.num_requests, f"{self.now!r}:{uuid.uuid4().hex}"],
-            client=client,
+            keys=[key], args=[score, self.duration, self.num_requests, member], client=client
         )
-        if allowed:
-            return True
-        self.oldest = float(oldest)
-        return self.throttle_failure()
+        return LogVerdict.answered(now=now, rate=(self.num_requests, self.duration), allowed=allowed, oldest=oldest)
 
     def wait(self):
         oldest = getattr(self, "oldest", None)

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import abc
+import json
+import logging
 
-from django.db import models
+from django.db import connection, models
 from django.utils import timezone
 from rest_framework import exceptions, serializers
 from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
-from accounts.auth import Principal
+from accounts.auth import Principal, ReadWithToken
 from lib.api.views import ApiView
 from memories.models import Bucket, Memory
-from memories.places import PlaceInTurn, place_for_turn, token_reaches
+from memories.places import (
+    PLACE_OF_TENANT_STATEMENT,
+    PlaceInTurn,
+    PlaceRead,
+    channel_problem,
+    place_for_turn,
+    record_from_row,
+    token_reaches,
+)
 from memories.scopes import Viewer, changeable_by, visible_to
 from memories.selectors import (
     viewer_for,
@@ -23,9 +33,49 @@ from memories.turns.idempotency import (
     idempotent_response,
 )
 
+logger = logging.getLogger(__name__)
+
+
+READ_AHEAD_BYTES = 65536  # a turn's body is far smaller; a batch's is not read twice
+
+
+def content_length(request) -> int:
+    raw = request.META.get("CONTENT_LENGTH") or "0"
+    return int(raw) if raw.isdigit() else 0
+
+
+def channel_in_body(request) -> str | None:
+    """The channel a JSON body's `place` names, read ahead of the parser; None unless it plainly names a valid
+    one. Whatever else the body holds, the parser and the serializers refuse later, naming the field."""
+    if not request.content_type.startswith("application/json") or not 0 < content_length(request) <= READ_AHEAD_BYTES:
+        return None
+    try:
+        data = json.loads(request._request.body)
+    except Exception as error:  # noqa: BLE001 - any body read ahead in vain is left to the parser
+        logger.info("place not read with the token (%s): the body is read by the parser", type(error).__name__)
+        return None
+    place = data.get("place") if isinstance(data, dict) else None
+    channel = place.get("channel") if isinstance(place, dict) else None
+    # Printable: no lone surrogate, which the database could not even be sent (the serializer refuses it).
+    usable = isinstance(channel, str) and channel.isprintable() and not channel_problem(channel)
+    return channel if usable else None
+
 
 class MemoryApi(ApiView):
     """The memory endpoints: the place a call names, the viewer it makes, the memory it may see."""
+
+    place_read: PlaceRead | None = None  # the body's place, read with the token (`read_with_token`)
+
+    def read_with_token(self, request) -> ReadWithToken | None:
+        """The place the body names, read in the token's round trip (`accounts.auth`) for its tenant."""
+        channel = channel_in_body(request)
+        if channel is None:
+            return None
+
+        def take(row) -> None:
+            self.place_read = PlaceRead(channel, record_from_row(row, connection) if row is not None else None)
+
+        return ReadWithToken(sql=PLACE_OF_TENANT_STATEMENT, params=(channel,), take=take)
 
     def resolve_place(self, data: dict | None) -> PlaceInTurn | None:
         """The place the call names, from its record; 404 where the caller may not act."""
@@ -40,6 +90,7 @@ class MemoryApi(ApiView):
             user=principal.user,
             agent=principal.agent,
             token=principal.token,
+            read=self.place_read,
         )
 
     def viewer(self, resolved: PlaceInTurn | None = None) -> Viewer:

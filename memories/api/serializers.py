@@ -18,6 +18,7 @@ from rest_framework import serializers
 
 from accounts.auth import PRINCIPAL_FIELDS, refuse_principal_fields
 from accounts.people import DIRECTORY_USERNAME_PREFIX, people_labels
+from lib.api.prebuilt_fields import FieldsBuiltOnce
 from lib.fields import StrictDateField, StrictDateTimeField, harden, json_type_problem
 from lib.text import surrogate_path
 from memories.models import (
@@ -40,7 +41,7 @@ MAX_TTL_DAYS = 3650
 LONE_SURROGATE = "Holds a lone surrogate (an unpaired \\ud800-\\udfff escape); text must be valid Unicode."
 
 
-class StrictSerializer(serializers.Serializer):
+class StrictSerializer(FieldsBuiltOnce):
     """The base of every JSON input: strict about names, types and text, each refusal naming its field.
 
     - fields it does not know, and fields naming the tenant or owner, are refused by name;
@@ -53,11 +54,8 @@ class StrictSerializer(serializers.Serializer):
     identifier_fields: tuple[str, ...] = ()
     unknown_field_message = ""
 
-    def get_fields(self):
-        fields = super().get_fields()
-        for name, field in fields.items():
-            harden(field, identifier=name in self.identifier_fields)
-        return fields
+    def prepare_field(self, name: str, field: serializers.Field) -> serializers.Field:
+        return harden(field, identifier=name in self.identifier_fields)
 
     def to_internal_value(self, data):
         if self.parent is None:
@@ -301,14 +299,14 @@ def written_field(**kwargs) -> serializers.Field:
     return derived(serializers.CharField, lambda author, context: WHO.get(author, ""), source="author", **kwargs)
 
 
-class SourceOutputSerializer(serializers.Serializer):
+class SourceOutputSerializer(FieldsBuiltOnce):
     kind = serializers.CharField(source="source_kind")
     ref = serializers.CharField(source="source_ref")
     label = serializers.CharField(source="source_label")  # type: ignore[assignment]  # the API field is named `label`
     run_id = serializers.CharField(source="source_run_id")
 
 
-class ReceiptOutputSerializer(serializers.Serializer):
+class ReceiptOutputSerializer(FieldsBuiltOnce):
     # Who erased a memory, when and why; null while it is not erased.
     erased_at = serializers.DateTimeField(source="redacted_at")
     erased_by = serializers.CharField(
@@ -330,7 +328,7 @@ class ReceiptOutputSerializer(serializers.Serializer):
         return super().to_representation(memory) if memory.redacted_at is not None else None
 
 
-class MemoryOutputSerializer(serializers.Serializer):
+class MemoryOutputSerializer(FieldsBuiltOnce):
     # A memory as the API shows it; an erased one shows its receipt and nothing of what it said. Its context's `now`
     # decides whether it has expired.
     id = serializers.UUIDField()
@@ -380,7 +378,7 @@ class RememberedOutputSerializer(MemoryOutputSerializer):
     notice = serializers.CharField(help_text=PLACE_NOTICE_HELP)
 
 
-class InjectionUseOutputSerializer(serializers.Serializer):
+class InjectionUseOutputSerializer(FieldsBuiltOnce):
     turn_id = serializers.CharField(source="injection.turn_id")
     at = serializers.DateTimeField(source="injection.created_at")
     position = serializers.IntegerField()
@@ -394,7 +392,7 @@ class MemoryDetailOutputSerializer(MemoryOutputSerializer):
     injections = InjectionUseOutputSerializer(many=True, help_text="Turns it was injected into, newest first.")
 
 
-class RecallRankOutputSerializer(serializers.Serializer):
+class RecallRankOutputSerializer(FieldsBuiltOnce):
     pinned = derived(serializers.BooleanField, lambda row, context: row["pin_rank"] is not None)
     score = serializers.FloatField(allow_null=True)
     semantic_rank = serializers.IntegerField(allow_null=True)
@@ -402,7 +400,7 @@ class RecallRankOutputSerializer(serializers.Serializer):
     distance = serializers.FloatField(allow_null=True, help_text="Cosine distance, when ranked by meaning.")
 
 
-class RecallResultOutputSerializer(serializers.Serializer):
+class RecallResultOutputSerializer(FieldsBuiltOnce):
     # One recall row (a dict).
     id = serializers.UUIDField()
     body = serializers.CharField()
@@ -417,7 +415,7 @@ class RecallResultOutputSerializer(serializers.Serializer):
     rank = RecallRankOutputSerializer(source="*")
 
 
-class RankingOutputSerializer(serializers.Serializer):
+class RankingOutputSerializer(FieldsBuiltOnce):
     requested = serializers.CharField()
     used = serializers.CharField()
     lists = serializers.ListField(child=serializers.CharField())
@@ -433,7 +431,7 @@ class RankingOutputSerializer(serializers.Serializer):
     reranker = serializers.DictField(required=False, help_text="When an HTTP reranker ordered the results.")
 
 
-class RecallOutputSerializer(serializers.Serializer):
+class RecallOutputSerializer(FieldsBuiltOnce):
     # A `RecallResult`, annotated with the answer's `notice`.
     results = RecallResultOutputSerializer(many=True, source="rows")
     ranking = RankingOutputSerializer()
@@ -442,7 +440,7 @@ class RecallOutputSerializer(serializers.Serializer):
     )
 
 
-class RenderedFactOutputSerializer(serializers.Serializer):
+class RenderedFactOutputSerializer(FieldsBuiltOnce):
     # One fact's line a render injected, as its injection records it (an `InjectionLine`).
     id = serializers.UUIDField(source="memory_id")
     scope = serializers.CharField()
@@ -452,13 +450,13 @@ class RenderedFactOutputSerializer(serializers.Serializer):
     line = serializers.CharField(help_text="The exact line injected.")
 
 
-class CountOutputSerializer(serializers.Serializer):
+class CountOutputSerializer(FieldsBuiltOnce):
     scope = serializers.CharField()
     count = serializers.IntegerField()
     reason = serializers.CharField(required=False)
 
 
-class RenderOutputSerializer(serializers.Serializer):
+class RenderOutputSerializer(FieldsBuiltOnce):
     # A `RenderOutput`, annotated with the place's `notice`.
     turn_id = serializers.CharField(source="injection.turn_id")
     cutoff = serializers.DateField(source="injection.cutoff")
@@ -471,7 +469,7 @@ class RenderOutputSerializer(serializers.Serializer):
     notice = serializers.CharField(help_text=PLACE_NOTICE_HELP)
 
 
-class InjectionLineOutputSerializer(serializers.Serializer):
+class InjectionLineOutputSerializer(FieldsBuiltOnce):
     position = serializers.IntegerField()
     id = serializers.UUIDField(source="memory_id", allow_null=True)
     block = serializers.CharField()
@@ -491,7 +489,7 @@ def injection_place(injection: Injection, context: dict) -> dict:
     }
 
 
-class InjectionOutputSerializer(serializers.Serializer):
+class InjectionOutputSerializer(FieldsBuiltOnce):
     turn_id = serializers.CharField()
     agent = serializers.CharField(source="agent.name", allow_null=True)
     user = serializers.CharField(source="user.username", allow_null=True)
@@ -509,7 +507,7 @@ class InjectionOutputSerializer(serializers.Serializer):
     render_version = serializers.IntegerField()
 
 
-class UnavailableOutputSerializer(serializers.Serializer):
+class UnavailableOutputSerializer(FieldsBuiltOnce):
     id = serializers.UUIDField(allow_null=True, help_text="The fact's memory; null once its row is purged.")
     position = serializers.IntegerField(help_text="The line's position in the recorded block.")
     scope = serializers.CharField()
@@ -517,7 +515,7 @@ class UnavailableOutputSerializer(serializers.Serializer):
     erased_at = serializers.DateTimeField()
 
 
-class ReplayOutputSerializer(serializers.Serializer):
+class ReplayOutputSerializer(FieldsBuiltOnce):
     # A `memories.turns.injections.Replay`.
     turn_id = serializers.CharField()
     text = serializers.CharField(help_text="The block composed again from the recorded lines.")
@@ -528,12 +526,12 @@ class ReplayOutputSerializer(serializers.Serializer):
     render_version_matches = serializers.BooleanField()
 
 
-class ExportedPlaceOutputSerializer(serializers.Serializer):
+class ExportedPlaceOutputSerializer(FieldsBuiltOnce):
     channel = serializers.CharField()
     kind = serializers.CharField()
 
 
-class ExportedEventOutputSerializer(serializers.Serializer):
+class ExportedEventOutputSerializer(FieldsBuiltOnce):
     thread = serializers.CharField(help_text="The thread's id as its agent gave it.")
     sequence = serializers.IntegerField(help_text="The event's position in its thread, from 1.")
     id = serializers.CharField(help_text="The event's own id as the caller gave it; empty if it had none.")
@@ -545,7 +543,7 @@ class ExportedEventOutputSerializer(serializers.Serializer):
     erased_at = serializers.DateTimeField(allow_null=True)
 
 
-class SubjectExportOutputSerializer(serializers.Serializer):
+class SubjectExportOutputSerializer(FieldsBuiltOnce):
     subject_type = serializers.CharField()
     subject_id = serializers.CharField()
     exported_at = serializers.DateTimeField()
@@ -558,7 +556,7 @@ class SubjectExportOutputSerializer(serializers.Serializer):
     )
 
 
-class SubjectEraseOutputSerializer(serializers.Serializer):
+class SubjectEraseOutputSerializer(FieldsBuiltOnce):
     subject_type = serializers.CharField()
     subject_id = serializers.CharField()
     erased = serializers.IntegerField()
@@ -603,7 +601,7 @@ class BatchInputSerializer(StrictSerializer):
     )
 
 
-class BatchErrorOutputSerializer(serializers.Serializer):
+class BatchErrorOutputSerializer(FieldsBuiltOnce):
     error = serializers.CharField()
     detail = serializers.CharField()
     fields = serializers.DictField(child=serializers.ListField(child=serializers.CharField()))  # type: ignore[assignment]  # the error shape's `fields`
@@ -619,7 +617,7 @@ class BatchItem:
     error: dict | None = None
 
 
-class BatchItemOutputSerializer(serializers.Serializer):
+class BatchItemOutputSerializer(FieldsBuiltOnce):
     index = serializers.IntegerField(help_text="The item's position in `items`, from 0.")
     status = serializers.ChoiceField(choices=["created", "duplicate", "refused"])
     memory = RememberedOutputSerializer(allow_null=True, help_text="The memory written (or first written).")
@@ -630,7 +628,7 @@ def status_count(status: str) -> Callable[[list[BatchItem], dict], int]:
     return lambda items, context: sum(item.status == status for item in items)
 
 
-class BatchOutputSerializer(serializers.Serializer):
+class BatchOutputSerializer(FieldsBuiltOnce):
     # A batch's answer, from its items' `BatchItem`s in order.
     created = derived(serializers.IntegerField, status_count("created"))
     duplicates = derived(serializers.IntegerField, status_count("duplicate"))
@@ -656,7 +654,7 @@ def signs_in_as(user, context: dict) -> str | None:
     return None if user.username.startswith(DIRECTORY_USERNAME_PREFIX) else user.username
 
 
-class PersonOutputSerializer(serializers.Serializer):
+class PersonOutputSerializer(FieldsBuiltOnce):
     # A person of the directory, from their `Membership`.
     id = serializers.UUIDField(
         source="user.pk", help_text="The person's one stable id: what scopes, subjects and audits store."
@@ -682,7 +680,7 @@ class PlaceInputSerializer(StrictSerializer):
     people = people_field("Handles or usernames of everyone in the place: its whole membership (exactly one for a DM).")
 
 
-class PlaceOutputSerializer(serializers.Serializer):
+class PlaceOutputSerializer(FieldsBuiltOnce):
     # A place's record (`memories.places.PlaceRecord`).
     channel = serializers.CharField(source="channel.external_id")
     kind = serializers.CharField(source="channel.kind")
