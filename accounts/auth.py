@@ -48,6 +48,13 @@ class Principal:
         return self.role == Membership.Role.STEWARD
 
     @property
+    def writer(self) -> Agent | User:
+        """The agent or the person who is calling, as a write names its author."""
+        writer = self.agent or self.user
+        assert writer is not None  # a principal is an agent or a person
+        return writer
+
+    @property
     def label(self) -> str:
         if self.agent is not None:
             return f"agent:{self.agent.name}"

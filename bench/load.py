@@ -95,7 +95,7 @@ def seed(args) -> list[dict]:
                 organisation=organisation,
                 resolved=resolved,
                 body=f"Seeded fact {n} for tenant {index}: prefers {rng.choice(['tea', 'coffee', 'water'])}",
-                agent=agent,
+                writer=agent,
                 subject_type="workspace",
             )
         tenants.append({"index": index, "token": token, "places": places})

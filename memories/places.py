@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict, Unpack
 
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.core.exceptions import ValidationError
@@ -440,28 +440,24 @@ def _apply(record: Channel, *, created: bool, kind: str, wanted: list[str], curr
     )
 
 
+class PlaceWrite(TypedDict):
+    """What `place_write` is told of a place besides its organisation and people, and who writes it."""
+
+    channel: str
+    kind: str
+    actor: NotRequired[User | None]
+    agent: NotRequired[Agent | None]
+
+
 def place_put(
-    *,
-    organisation: Organisation,
-    channel: str,
-    kind: str,
-    people: Sequence[str],
-    actor: User | None = None,
-    agent: Agent | None = None,
+    *, organisation: Organisation, people: Sequence[str], **write: Unpack[PlaceWrite]
 ) -> tuple[PlaceRecord, bool]:
     """An explicit write of a place named by people's handles or usernames. Returns (record, created)."""
     names = _names(people)
     if len(names) > MAX_PEOPLE_IN_PLACE:
         raise ValidationError({"people": [f"A place names at most {MAX_PEOPLE_IN_PLACE} people."]})
     members = resolve_people(organisation=organisation, names=names, field="people")
-    return place_write(
-        organisation=organisation,
-        channel=channel,
-        kind=kind,
-        people=[member.user_id for member in members],
-        actor=actor,
-        agent=agent,
-    )
+    return place_write(organisation=organisation, people=[member.user_id for member in members], **write)
 
 
 def place_recorded(**fields) -> PlaceInTurn:

@@ -311,7 +311,7 @@ def _import_row(*, organisation, agent, row: dict, imported: dict, default_place
             organisation=organisation,
             resolved=resolved,
             body=body,
-            agent=agent,
+            writer=agent,
             scope=row.get("scope"),
             only_for=row.get("only_for"),
             subject_type=row.get("subject_type"),

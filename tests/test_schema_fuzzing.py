@@ -137,7 +137,7 @@ def test_stateful_runs_hold_the_checks_and_a_forgotten_memory_stays_forgotten(ap
     # (Written through the service: Django's test client would reconnect the signal the fixture took away.)
     place = place_recorded(organisation=org, channel="D-mona", kind="dm", people=[member.username])
     for body in ("Prefers tea", "Works from Leeds", "Allergic to nuts", "Calls the cat Miso"):
-        memory_remember_in_place(organisation=org, resolved=place, body=body, agent=Credentials.agent)
+        memory_remember_in_place(organisation=org, resolved=place, body=body, writer=Credentials.agent)
     calls: list[tuple[str, int]] = []
     machine = api_schema.as_state_machine()
 
@@ -162,6 +162,6 @@ def test_stateful_runs_hold_the_checks_and_a_forgotten_memory_stays_forgotten(ap
     # the schema's text reseeds, so that use after free is made once, deterministically, below.
     assert len(calls) >= STATEFUL_RUNS and any(200 <= code < 300 for _, code in calls), calls
     client = Client(HTTP_AUTHORIZATION=f"Bearer {Credentials.token}")
-    kept, _ = memory_remember_in_place(organisation=org, resolved=place, body="Forget me", agent=Credentials.agent)
+    kept, _ = memory_remember_in_place(organisation=org, resolved=place, body="Forget me", writer=Credentials.agent)
     assert client.delete(f"/api/v1/memories/{kept.id}").status_code == 200
     assert client.get(f"/api/v1/memories/{kept.id}").status_code == 410

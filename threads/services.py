@@ -479,11 +479,13 @@ class _Consolidator:
             )
             self.result.superseded.append((str(target.pk), str(memory.pk)))
             return memory
+        if last.agent is None:
+            raise ValueError("a learned fact is written by an agent, and the one that posted these events is gone")
         memory, _ = memory_remember_in_place(
             organisation=self.thread.organisation,
             resolved=where.resolved,
             body=candidate.body,
-            agent=last.agent,
+            writer=last.agent,
             scope=where.wanted,
             subject_type=where.subject[0],
             subject_id=where.subject[1],

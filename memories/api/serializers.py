@@ -402,16 +402,16 @@ class RecallRankOutputSerializer(FieldsBuiltOnce):
 
 class RecallResultOutputSerializer(FieldsBuiltOnce):
     # One recall row (a dict).
-    id = serializers.UUIDField()
-    body = serializers.CharField()
-    scope = serializers.CharField()
-    scope_label = serializers.CharField()
-    author = serializers.CharField()
+    id = serializers.UUIDField(help_text="The memory's id: read, correct, pin or forget it by this.")
+    body = serializers.CharField(help_text="The fact's text, as written.")
+    scope = serializers.CharField(help_text="workspace, channel or person: who the fact is recalled for.")
+    scope_label = serializers.CharField(help_text="The scope's place or person as people name it.")
+    author = serializers.CharField(help_text="person or model: who wrote it.")
     written = written_field()
-    tier = serializers.CharField()
+    tier = serializers.CharField(help_text="profile, log or note.")
     source = SourceOutputSerializer(source="*")  # type: ignore[assignment]  # the API field is named `source`
     created_at = serializers.DateTimeField()
-    occurred_at = serializers.DateTimeField(allow_null=True)
+    occurred_at = serializers.DateTimeField(allow_null=True, help_text="When what it records happened, if known.")
     rank = RecallRankOutputSerializer(source="*")
 
 
@@ -559,10 +559,13 @@ class SubjectExportOutputSerializer(FieldsBuiltOnce):
 class SubjectEraseOutputSerializer(FieldsBuiltOnce):
     subject_type = serializers.CharField()
     subject_id = serializers.CharField()
-    erased = serializers.IntegerField()
-    already_erased = serializers.IntegerField()
-    injection_lines_scrubbed = serializers.IntegerField()
-    receipts = serializers.ListField(child=serializers.DictField())
+    erased = serializers.IntegerField(help_text="Memories erased by this call.")
+    already_erased = serializers.IntegerField(help_text="Memories that were erased before; their receipts stay.")
+    injection_lines_scrubbed = serializers.IntegerField(help_text="Lines of recorded injections emptied.")
+    receipts = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="The receipts of the subject's memories: who erased each, when and why.",
+    )
     stores = serializers.DictField(
         child=serializers.IntegerField(),
         help_text=(

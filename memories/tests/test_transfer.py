@@ -25,7 +25,7 @@ def said(org, agent, place, body, **extra):
     resolved = place_for_turn(
         organisation=org, channel=place["channel"], kind=place["kind"], people=place["people"], agent=agent
     )
-    return memory_remember_in_place(organisation=org, resolved=resolved, body=body, agent=agent, **extra)[0]
+    return memory_remember_in_place(organisation=org, resolved=resolved, body=body, writer=agent, **extra)[0]
 
 
 @pytest.fixture

@@ -106,8 +106,7 @@ def memory_remember_in_place(
     organisation: Organisation,
     resolved: PlaceInTurn,
     body: str,
-    agent: Agent | None = None,
-    user: User | None = None,
+    writer: Agent | User,
     scope: str | None = None,
     only_for: str | None = None,
     subject_type: str | None = None,
@@ -126,14 +125,14 @@ def memory_remember_in_place(
 ) -> tuple[Memory, ScopeChoice]:
     """Remember one fact said in a place, in the narrowest scope the place allows.
 
-    An agent writes an inference (author `model`, bucket `learned`); a person
-    writes a note (author `person`, bucket `user`, owned by them). A person
+    The `writer` is an agent, who writes an inference (author `model`, bucket
+    `learned`), or a person, who writes a note (author `person`, bucket `user`,
+    owned by them). A person
     fact asked for outside a DM with one person is refused for an agent (it
     must say whom with `only_for`) and kept for the person themself when a
     person writes it.
     """
-    if (agent is None) == (user is None):
-        raise ValueError("exactly one of agent and user writes a memory")
+    agent, user = (writer, None) if isinstance(writer, Agent) else (None, writer)
     now = now or timezone.now()
     choice = _write_scope(organisation=organisation, resolved=resolved, scope=scope, only_for=only_for, user=user)
     expires_at = _expiry(expires_at=expires_at, ttl_days=ttl_days, now=now)

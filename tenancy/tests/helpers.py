@@ -83,7 +83,7 @@ def tenant_with_everything(slug: str, *, steward: User, decision: str) -> Tenant
 
     def write():
         memory, choice = memory_remember_in_place(
-            organisation=organisation, resolved=resolved, body=f"{slug} prefers tea", agent=agent
+            organisation=organisation, resolved=resolved, body=f"{slug} prefers tea", writer=agent
         )
         return memory, {"scope_reason": choice.reason}
 

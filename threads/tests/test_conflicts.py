@@ -28,7 +28,7 @@ def dm(org, member, agent):
 
 @pytest.fixture
 def own_fact(org, member, dm):
-    memory, _ = memory_remember_in_place(organisation=org, resolved=dm, body="My timezone is CET", user=member)
+    memory, _ = memory_remember_in_place(organisation=org, resolved=dm, body="My timezone is CET", writer=member)
     return memory
 
 
@@ -52,12 +52,12 @@ def inferred(own_fact, post_events, dm_with):
 )
 def test_a_persons_own_fact_gets_the_key_consolidation_computes(body, key, org, member, dm):
     assert user_fact_keyed(body, "mona").key == key
-    memory, _ = memory_remember_in_place(organisation=org, resolved=dm, body=body, user=member)
+    memory, _ = memory_remember_in_place(organisation=org, resolved=dm, body=body, writer=member)
     assert Learning.objects.get(memory=memory).key == key  # written with it
 
 
 def test_a_fact_with_no_known_shape_has_no_key(org, member, dm):
-    memory, _ = memory_remember_in_place(organisation=org, resolved=dm, body="Likes long walks", user=member)
+    memory, _ = memory_remember_in_place(organisation=org, resolved=dm, body="Likes long walks", writer=member)
     assert not Learning.objects.filter(memory=memory).exists()
 
 
