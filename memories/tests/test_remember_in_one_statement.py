@@ -1,0 +1,135 @@
+"""A remember's write is one round trip: the cap's lock, then the count, the row and its receipt in one statement.
+
+Exact under concurrency: writers at the cap get exactly the room through, and a writer that waited for the
+cap's lock counts what the writer before it committed (the count is a statement after the lock's).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from memories.errors import LimitReached
+from memories.models import Memory, MemoryAudit
+from memories.tests.test_live_fact_caps import agent_fact
+
+
+def in_own_connection(work):
+    """Run `work()` on this thread's own database connection, closed after."""
+    try:
+        return work()
+    finally:
+        connection.close()
+
+
+def waiting_on(locktype: str) -> int:
+    """How many sessions wait on a lock of this type (advisory, transactionid) now."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = %s AND NOT granted", [locktype])
+        return cursor.fetchone()[0]
+
+
+def second_waits_for_first(first, second, *, locktype: str, release: threading.Event):
+    """`first` and `second` on their own connections; once `second` waits on a lock of `locktype`, `release` lets
+    `first` end. Returns (what `first` raised or None, what `second` returned)."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        first_done = pool.submit(in_own_connection, first)
+        second_done = pool.submit(in_own_connection, second)
+        for _ in range(300):
+            if waiting_on(locktype):
+                break
+            time.sleep(0.02)
+        assert waiting_on(locktype) == 1, f"the second should wait on the first's {locktype} lock"
+        release.set()
+        return first_done.exception(timeout=30), second_done.result(timeout=30)
+
+
+@pytest.mark.django_db
+def test_a_remember_is_one_statement_with_its_receipt(agent):
+    with CaptureQueriesContext(connection) as statements:
+        memory = agent_fact(agent, "The stand-up is at nine")
+    assert len(statements) == 1
+    assert statements[0]["sql"].startswith("SELECT pg_advisory_xact_lock")
+    assert MemoryAudit.objects.filter(memory=memory, action=MemoryAudit.Action.REMEMBER).count() == 1
+    assert Memory.objects.get(pk=memory.pk).body == "The stand-up is at nine"
+    assert not memory._state.adding  # saved, as save() leaves it
+
+
+@pytest.mark.django_db
+def test_a_refused_write_leaves_no_row_no_receipt_and_the_transaction_usable(agent, settings):
+    settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT = 1
+    agent_fact(agent, "one")
+    with pytest.raises(LimitReached):
+        agent_fact(agent, "two")
+    # Positive control first: the row that fit has its receipt; the refused one has neither.
+    assert MemoryAudit.objects.filter(memory__body="one").count() == 1
+    assert not Memory.objects.filter(body="two").exists()
+    assert MemoryAudit.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_writers_at_the_cap_get_exactly_the_room_through(agent, settings):
+    settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT = 5
+    for index in range(3):
+        agent_fact(agent, f"held {index}")
+    start = threading.Barrier(8)
+
+    def write(index: int) -> str:
+        def attempt():
+            start.wait()
+            try:
+                agent_fact(agent, f"racing {index}")
+            except LimitReached:
+                return "refused"
+            return "written"
+
+        return in_own_connection(attempt)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(write, range(8)))
+    assert outcomes.count("written") == 2 and outcomes.count("refused") == 6
+    assert Memory.objects.filter(agent=agent).count() == 5
+    assert MemoryAudit.objects.filter(memory__agent=agent).count() == 5
+
+
+def _second_writer_after_the_first_commits(agent) -> str:
+    """The first writer holds the cap's lock with its row not yet committed; the second waits for the lock,
+    then the first commits: what the second's write does."""
+    first_wrote, first_may_commit = threading.Event(), threading.Event()
+
+    def first():
+        with transaction.atomic():
+            agent_fact(agent, "first")
+            first_wrote.set()
+            first_may_commit.wait(timeout=30)
+
+    def second() -> str:
+        first_wrote.wait(timeout=30)
+        try:
+            agent_fact(agent, "second")
+        except LimitReached:
+            return "refused"
+        return "written"
+
+    failed, second_did = second_waits_for_first(first, second, locktype="advisory", release=first_may_commit)
+    assert failed is None
+    return second_did
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_writer_that_waited_for_the_lock_counts_what_committed_before_it(agent, settings):
+    settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT = 1
+    assert _second_writer_after_the_first_commits(agent) == "refused"
+    assert list(Memory.objects.filter(agent=agent).values_list("body", flat=True)) == ["first"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_positive_control_with_room_for_both_the_waiting_writer_writes(agent, settings):
+    settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT = 2
+    assert _second_writer_after_the_first_commits(agent) == "written"
+    assert Memory.objects.filter(agent=agent).count() == 2
