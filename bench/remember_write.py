@@ -12,7 +12,8 @@ the turn's writes, idempotency, the remember view) are loaded beside this code's
    new one request by request: the whole request, and its database statements (BEGIN and COMMIT among
    them) and Redis commands. Half the requests carry an `Idempotency-Key`.
 2. With `--http`, two gunicorns (1 worker × 1 thread each): this checkout and the old one, remembers
-   alternating between them.
+   alternating between them, half with an `Idempotency-Key` too. Every remember adds a fact: with `--http`,
+   keep `--facts` + 4 × `--remembers` + 80 under the cap (2,000).
 
 Figures are printed with the load average; nothing is asserted.
 """
@@ -198,7 +199,10 @@ def over_http(args, data_dir, token):
         for index in range(2 * args.remembers + 40):
             label = ("new", "old")[index % 2]
             started = time.perf_counter()
-            response = sessions[label].post(f"{bases[label]}/api/v1/memories", json=remember_body(index), timeout=30)
+            keyed = {"Idempotency-Key": str(uuid.uuid4())} if (index // 2) % 2 else {}
+            response = sessions[label].post(
+                f"{bases[label]}/api/v1/memories", json=remember_body(index), headers=keyed, timeout=30
+            )
             elapsed = (time.perf_counter() - started) * 1000
             if response.status_code != 201:
                 raise SystemExit(f"remember answered {response.status_code}: {response.text[:200]}")

@@ -17,8 +17,6 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
 from django.db.models import QuerySet
-from django.db.models.constants import OnConflict
-from django.db.models.sql import InsertQuery
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
@@ -206,19 +204,35 @@ def _remember_receipt(memory: Memory) -> MemoryAudit:
     return _receipt(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
 
 
-def insert_statement(row: models.Model, *, ignore_conflicts: bool = False) -> tuple[str, list]:
-    """The ORM's INSERT of one new row, as SQL and parameters, with its automatic fields (times) set on it as
-    `save()` sets them: for a statement that writes more than the row, or reads with it, in one round trip."""
-    meta = row._meta
-    fields = [
+@functools.cache
+def _insert_sql(model: type[models.Model], *, with_pk: bool, ignore_conflicts: bool) -> tuple[str, tuple]:
+    """The INSERT of one row of `model` as the ORM writes it, made once: (its SQL, the fields of its parameters)."""
+    meta = model._meta
+    fields = tuple(
         field
         for field in meta.local_concrete_fields
-        if not field.generated and (field is not meta.auto_field or row.pk is not None)
+        if not field.generated and (field is not meta.auto_field or with_pk)
+    )
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(field.column)) for field in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})"
+    )
+    return sql + (" ON CONFLICT DO NOTHING" if ignore_conflicts else ""), fields
+
+
+def insert_statement(row: models.Model, *, ignore_conflicts: bool = False) -> tuple[str, list]:
+    """The INSERT of one new row, as SQL (made once per model) and parameters, with its automatic fields (times)
+    set on it as `save()` sets them: for a statement that writes more than the row, or reads with it, in one
+    round trip. Plain values only: an expression, or a field with its own placeholder, is refused."""
+    sql, fields = _insert_sql(type(row), with_pk=row.pk is not None, ignore_conflicts=ignore_conflicts)
+    values = [column.pre_save(row, True) for column in fields]
+    for column, value in zip(fields, values, strict=True):
+        if hasattr(value, "resolve_expression") or hasattr(column, "get_placeholder"):
+            raise ValueError(f"{column} is not a plain value; save() the row instead")
+    return sql, [
+        column.get_db_prep_save(value, connection=connection) for column, value in zip(fields, values, strict=True)
     ]
-    query = InsertQuery(type(row), on_conflict=OnConflict.IGNORE if ignore_conflicts else None)
-    query.insert_values(fields, [row])
-    [(statement, params)] = query.get_compiler(connection=connection).as_sql()
-    return statement, list(params)
 
 
 def inserted(row: models.Model) -> None:

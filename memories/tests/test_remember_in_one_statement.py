@@ -9,13 +9,15 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from memories.errors import LimitReached
-from memories.models import Memory, MemoryAudit
+from memories.models import Author, Bucket, IdempotencyKey, Memory, MemoryAudit, SourceKind
+from memories.services import insert_statement
 from memories.tests.test_live_fact_caps import agent_fact
 
 
@@ -133,3 +135,51 @@ def test_positive_control_with_room_for_both_the_waiting_writer_writes(agent, se
     settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT = 2
     assert _second_writer_after_the_first_commits(agent) == "written"
     assert Memory.objects.filter(agent=agent).count() == 2
+
+
+def orm_insert(row):
+    """The ORM's own compiled INSERT of one row (what `save()` sends, without its RETURNING)."""
+    from django.db.models.constants import OnConflict
+    from django.db.models.sql import InsertQuery
+
+    meta = row._meta
+    fields = [f for f in meta.local_concrete_fields if not f.generated and (f is not meta.auto_field or row.pk)]
+    query = InsertQuery(type(row), on_conflict=OnConflict.IGNORE if isinstance(row, IdempotencyKey) else None)
+    query.insert_values(fields, [row])
+    [(sql, params)] = query.get_compiler(connection=connection).as_sql()
+    return sql, list(params)
+
+
+def shown(params: list) -> list[str]:
+    """Parameters compared: the automatic times are set anew by each statement made, so only their type."""
+    return [type(value).__name__ if isinstance(value, datetime) else str(value) for value in params]
+
+
+@pytest.mark.django_db
+def test_the_insert_made_once_is_the_orms_for_each_row_written_so(agent):
+    memory = Memory(
+        organisation=agent.organisation,
+        agent=agent,
+        bucket=Bucket.LEARNED,
+        author=Author.MODEL,
+        source_kind=SourceKind.MESSAGE,
+        body="Lunch at noon",
+    )
+    receipt = MemoryAudit(organisation=agent.organisation, memory=memory, action="remember", actor_label="agent:x")
+    key = IdempotencyKey(organisation=agent.organisation, principal="p", key="k", endpoint="e", request_sha256="s")
+    for row, ignore_conflicts in ((memory, False), (receipt, False), (key, True)):
+        made_once = insert_statement(row, ignore_conflicts=ignore_conflicts)
+        assert made_once[0] == orm_insert(row)[0]
+        assert shown(made_once[1]) == shown(orm_insert(row)[1])
+    assert memory.created_at is not None and receipt.at is not None  # set on the row, as save() sets them
+
+
+@pytest.mark.django_db
+def test_an_expression_is_refused_by_the_made_once_insert_and_plain_values_pass(agent):
+    from django.db.models import Value
+    from django.db.models.functions import Upper
+
+    fields = dict(organisation=agent.organisation, memory_id=agent.pk, action="remember")
+    assert insert_statement(MemoryAudit(**fields, actor_label="agent:x"))  # the positive control: plain values
+    with pytest.raises(ValueError, match="not a plain value"):
+        insert_statement(MemoryAudit(**fields, actor_label=Upper(Value("agent:x"))))
