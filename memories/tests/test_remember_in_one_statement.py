@@ -157,14 +157,8 @@ def shown(params: list) -> list[str]:
 
 @pytest.mark.django_db
 def test_the_insert_made_once_is_the_orms_for_each_row_written_so(agent):
-    memory = Memory(
-        organisation=agent.organisation,
-        agent=agent,
-        bucket=Bucket.LEARNED,
-        author=Author.MODEL,
-        source_kind=SourceKind.MESSAGE,
-        body="Lunch at noon",
-    )
+    learned = {"bucket": Bucket.LEARNED, "author": Author.MODEL, "source_kind": SourceKind.MESSAGE}
+    memory = Memory(organisation=agent.organisation, agent=agent, body="Lunch at noon", **learned)
     receipt = MemoryAudit(organisation=agent.organisation, memory=memory, action="remember", actor_label="agent:x")
     key = IdempotencyKey(organisation=agent.organisation, principal="p", key="k", endpoint="e", request_sha256="s")
     for row, ignore_conflicts in ((memory, False), (receipt, False), (key, True)):
