@@ -17,8 +17,9 @@ from django.test.utils import CaptureQueriesContext
 
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, IdempotencyKey, Memory, MemoryAudit, SourceKind
-from memories.services import insert_statement
+from memories.services import insert_statement, memory_remember
 from memories.tests.test_live_fact_caps import agent_fact
+from threads.models import Learning
 
 
 def in_own_connection(work):
@@ -177,3 +178,33 @@ def test_an_expression_is_refused_by_the_made_once_insert_and_plain_values_pass(
     assert insert_statement(MemoryAudit(**fields, actor_label="agent:x"))  # the positive control: plain values
     with pytest.raises(ValueError, match="not a plain value"):
         insert_statement(MemoryAudit(**fields, actor_label=Upper(Value("agent:x"))))
+
+
+def person_fact(member, *, about, body: str) -> Memory:
+    return memory_remember(
+        organisation=member.memberships.first().organisation,
+        bucket=Bucket.USER,
+        author=Author.PERSON,
+        source_kind=SourceKind.PERSON,
+        owner=member,
+        written_by=member,
+        subject_type="user",
+        subject_id=str(about.pk),
+        body=body,
+    )
+
+
+def users_read(statements) -> int:
+    return sum('FROM "accounts_user"' in query["sql"] for query in statements.captured_queries)
+
+
+@pytest.mark.django_db
+def test_a_persons_own_fact_gets_its_key_without_reading_the_writer_again(member, second_member):
+    with CaptureQueriesContext(connection) as own:
+        mine = person_fact(member, about=member, body="I prefer tea")
+    assert users_read(own) == 0
+    assert Learning.objects.get(memory=mine).key == "prefers:tea"
+    # The positive control: a fact about someone else reads that person's name.
+    with CaptureQueriesContext(connection) as other:
+        person_fact(member, about=second_member, body="I prefer coffee")
+    assert users_read(other) == 1
