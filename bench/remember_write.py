@@ -142,7 +142,8 @@ def in_process(args, token, old):
     application = WSGIHandler()
     codes = {"new": views.MemoryListApi.post, "old": old["memories.api.memories"].MemoryListApi.post}
     times: dict[str, list[float]] = {"new": [], "old": []}
-    counted = {"new": [0, 0, 0], "old": [0, 0, 0]}  # database, Redis, requests
+    # (code, keyed): [database statements, Redis commands, requests]
+    counted = {(label, keyed): [0, 0, 0] for label in ("new", "old") for keyed in (False, True)}
 
     def remember(index: int, label: str, keyed: bool, shown: list | None = None):
         views.MemoryListApi.post = codes[label]
@@ -165,9 +166,10 @@ def in_process(args, token, old):
                 print("\n".join(f"  {sql[:160]}" for sql in shown))
         for index in range(2 * args.remembers):
             label = ("new", "old")[index % 2]
-            elapsed, counter = remember(1000 + index, label, keyed=(index // 2) % 2 == 1)
+            keyed = (index // 2) % 2 == 1
+            elapsed, counter = remember(1000 + index, label, keyed=keyed)
             times[label].append(elapsed)
-            totals = counted[label]
+            totals = counted[label, keyed]
             totals[0] += counter.database
             totals[1] += counter.redis
             totals[2] += 1
@@ -247,11 +249,13 @@ def main():
     print(f"\n## A remember's write: {args.facts} live facts held, the agent's cap 2,000, load at start {started_load}")
     alternating = "In process, as `archivist_app`, the view's code alternating request by request"
     print_times(alternating, times, in_process_load)
-    for label in ("old", "new"):
-        database, redis_commands, requests_made = counted[label]
+    print("\nPer remember, the whole request (BEGIN and COMMIT not counted: psycopg sends them itself):\n")
+    print("| code | Idempotency-Key | database statements | Redis commands |")
+    print("| --- | --- | --- | --- |")
+    for (label, keyed), (database, redis_commands, requests_made) in sorted(counted.items()):
         print(
-            f"\n{label}: {database / requests_made:.2f} database statements and {redis_commands / requests_made:.2f} "
-            "Redis commands per remember (half with an Idempotency-Key)"
+            f"| {label} | {'yes' if keyed else 'no'} | {database / requests_made:.2f} "
+            f"| {redis_commands / requests_made:.2f} |"
         )
     if http is not None:
         print_times("Over HTTP, two gunicorns alternating", http, load_average())
