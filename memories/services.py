@@ -6,18 +6,22 @@ principal by the caller; nothing here reads them from request data.
 
 from __future__ import annotations
 
+import functools
 import logging
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, models, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
 from lib.tasks import enqueue_after_commit
+from memories.db.locks import LIVE_CAP_LOCK, live_cap_lock_key
 from memories.db.predicates import live_q, unexpired_q
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
@@ -40,12 +44,44 @@ def default_expiry(*, tier: str, now: datetime) -> datetime:
     return now + timedelta(days=settings.MEMORY_DEFAULT_TTL_DAYS)
 
 
-def live_facts(*, organisation_id, now: datetime, agent: Agent | None = None, person: User | None = None) -> int:
-    """Live facts an agent wrote, or a person wrote: not erased, not corrected, not expired, not system claims,
-    not episodes (what was said, kept by consolidation under its own bound)."""
+def live_fact_rows(*, organisation_id, now: datetime, kind: str, writer_id) -> QuerySet[Memory]:
+    """Live facts an agent (`kind` agent) or a person wrote: not erased, not corrected, not expired, not system
+    claims, not episodes (what was said, kept by consolidation under its own bound)."""
     rows = Memory.objects.filter(live_q(), unexpired_q(now), organisation_id=organisation_id)
-    rows = rows.filter(agent=agent) if agent is not None else rows.filter(written_by=person, agent__isnull=True)
-    return rows.exclude(source_kind=SourceKind.EPISODE).count()
+    if kind == "agent":
+        rows = rows.filter(agent_id=writer_id)
+    else:
+        rows = rows.filter(written_by_id=writer_id, agent__isnull=True)
+    return rows.exclude(source_kind=SourceKind.EPISODE)
+
+
+def live_facts(*, organisation_id, now: datetime, agent: Agent | None = None, person: User | None = None) -> int:
+    """How many live facts an agent, or else a person, wrote (`live_fact_rows`)."""
+    kind, writer = ("agent", agent) if agent is not None else ("person", person)
+    assert writer is not None, "whose live facts: an agent or a person"
+    return live_fact_rows(organisation_id=organisation_id, now=now, kind=kind, writer_id=writer.pk).count()
+
+
+@dataclass(frozen=True)
+class _Given:
+    """A parameter of a statement made once that each write gives (`_held_count`)."""
+
+    name: str
+
+
+@functools.cache
+def _held_count(kind: str) -> tuple[str, tuple]:
+    """`live_fact_rows` counted up to a bound, as SQL compiled once per process: (SQL, its parameters, where
+    a name stands for a value each write gives: organisation_id, writer_id, now, bound)."""
+    given: dict[str, object] = {"organisation_id": uuid.uuid4(), "writer_id": uuid.uuid4()}
+    given["now"] = now = datetime(2000, 1, 1, tzinfo=UTC)
+    rows = live_fact_rows(organisation_id=given["organisation_id"], now=now, kind=kind, writer_id=given["writer_id"])
+    sql, params = rows.order_by().values("pk").query.sql_with_params()
+    named = {value: name for name, value in given.items()}
+    if sorted(name for name in map(named.get, params) if name) != sorted(given):
+        raise RuntimeError("the live-fact count does not name each of its values once")
+    template = (*(_Given(named[param]) if param in named else param for param in params), _Given("bound"))
+    return f"(SELECT count(*) FROM ({sql} LIMIT %s) AS held)", template
 
 
 def _capped_writer(*, agent: Agent | None, person: User | None, bucket: str) -> tuple[str, Agent | User, int] | None:
@@ -62,13 +98,9 @@ def _capped_writer(*, agent: Agent | None, person: User | None, bucket: str) -> 
 
 def _held_facts(*, organisation_id, kind: str, writer: Agent | User, now: datetime) -> int:
     """Lock the writer's cap for this transaction, then count its live facts."""
-    # Two writes at the cap would both count 1,999: a transaction-scoped advisory lock per writer
-    # serialises them without locking any row another writer needs (no deadlock with ingest).
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"memories.live-cap:{kind}:{writer.pk}"])
-    if isinstance(writer, Agent):
-        return live_facts(organisation_id=organisation_id, now=now, agent=writer)
-    return live_facts(organisation_id=organisation_id, now=now, person=writer)
+        cursor.execute(LIVE_CAP_LOCK, [live_cap_lock_key(kind=kind, writer_id=writer.pk)])
+    return live_fact_rows(organisation_id=organisation_id, now=now, kind=kind, writer_id=writer.pk).count()
 
 
 def _cap_reached(kind: str, limit: int) -> LimitReached:
@@ -77,21 +109,6 @@ def _cap_reached(kind: str, limit: int) -> LimitReached:
         f"{who} {limit} live facts, the most {'an agent' if kind == 'agent' else 'a person'} may: "
         "forget before remembering."
     )
-
-
-def _hold_live_cap(
-    *, organisation_id, agent: Agent | None, person: User | None, bucket: str, now: datetime, frees: int
-) -> None:
-    """Refuse a write that would take its writer past its live-fact cap (every path writes through here).
-
-    `frees` is 1 when the write replaces a live fact (a correction), which leaves the count as it was.
-    """
-    capped = _capped_writer(agent=agent, person=person, bucket=bucket)
-    if capped is None:
-        return
-    kind, writer, limit = capped
-    if _held_facts(organisation_id=organisation_id, kind=kind, writer=writer, now=now) - frees >= limit:
-        raise _cap_reached(kind, limit)
 
 
 @dataclass
@@ -115,7 +132,7 @@ class Together:
         return capped is not None and capped[0] == self.kind and capped[1].pk == self.writer_id
 
     def check(self, *, frees: int) -> None:
-        """Refuse a write the room has no place for, as `_hold_live_cap` would."""
+        """Refuse a write the room has no place for, as a write on its own would be (`_store_statement`)."""
         if self.room + frees <= 0:
             raise _cap_reached(self.kind, self.limit)
 
@@ -172,14 +189,93 @@ def _remembered(memories: list[Memory]) -> None:
     user facts among them, and one embedding task after commit."""
     if not memories:
         return
-    MemoryAudit.objects.bulk_create(
-        [
-            _receipt(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
-            for memory in memories
-        ]
-    )
+    MemoryAudit.objects.bulk_create([_remember_receipt(memory) for memory in memories])
+    _receipted(memories)
+
+
+def _receipted(memories: list[Memory]) -> None:
+    """What follows rows inserted with their receipts: the keys of the user facts among them, and one embedding
+    task after commit."""
     user_facts_remembered.send(sender=Memory, memories=[memory for memory in memories if memory.bucket == Bucket.USER])
     enqueue_embedding([memory.id for memory in memories])
+
+
+def _remember_receipt(memory: Memory) -> MemoryAudit:
+    return _receipt(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
+
+
+@functools.cache
+def _insert_sql(model: type[models.Model], *, with_pk: bool, ignore_conflicts: bool) -> tuple[str, tuple]:
+    """The INSERT of one row of `model` as the ORM writes it, made once: (its SQL, the fields of its parameters)."""
+    meta = model._meta
+    fields = tuple(
+        field
+        for field in meta.local_concrete_fields
+        if not field.generated and (field is not meta.auto_field or with_pk)
+    )
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(field.column)) for field in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))})"
+    )
+    return sql + (" ON CONFLICT DO NOTHING" if ignore_conflicts else ""), fields
+
+
+def insert_statement(row: models.Model, *, ignore_conflicts: bool = False) -> tuple[str, list]:
+    """The INSERT of one new row, as SQL (made once per model) and parameters, with its automatic fields (times)
+    set on it as `save()` sets them: for a statement that writes more than the row, or reads with it, in one
+    round trip. Plain values only: an expression, or a field with its own placeholder, is refused."""
+    sql, fields = _insert_sql(type(row), with_pk=row.pk is not None, ignore_conflicts=ignore_conflicts)
+    values = [column.pre_save(row, True) for column in fields]
+    for column, value in zip(fields, values, strict=True):
+        if hasattr(value, "resolve_expression") or hasattr(column, "get_placeholder"):
+            raise ValueError(f"{column} is not a plain value; save() the row instead")
+    return sql, [
+        column.get_db_prep_save(value, connection=connection) for column, value in zip(fields, values, strict=True)
+    ]
+
+
+def inserted(row: models.Model) -> None:
+    """Mark a row written by one of those statements as saved, as `save()` would."""
+    row._state.adding = False
+    row._state.db = connection.alias
+
+
+def _insert_where(statement: str, source: str) -> str:
+    """`INSERT INTO t (...) VALUES (...)` as `INSERT INTO t (...) SELECT ... <source>`: the row is inserted once
+    for each row `source` (a `FROM` or a `WHERE`) yields, so none when it yields none."""
+    head, values = statement.split(" VALUES ", 1)
+    if not (values.startswith("(") and values.endswith(")")):
+        raise ValueError(f"not a one-row INSERT: {statement[:200]}")
+    return f"{head} SELECT {values[1:-1]} {source}"
+
+
+def _store_statement(memory: Memory, *, now: datetime, frees: int) -> tuple[str, list, bool]:
+    """The memory and its receipt as one statement, counted against its writer's cap in it (after the cap's lock,
+    sent with it): (SQL, parameters, whether the lock's result comes first). It answers 1 when it wrote, 0 when
+    the cap held the write back."""
+    capped = (
+        None
+        if memory.source_kind == SourceKind.EPISODE
+        else _capped_writer(agent=memory.agent, person=memory.written_by, bucket=memory.bucket)
+    )
+    memory_sql, memory_params = insert_statement(memory)
+    receipt_sql, receipt_params = insert_statement(_remember_receipt(memory))
+    lock, lock_params, room, room_params = "", [], "", []
+    if capped is not None:
+        kind, writer, limit = capped
+        lock, lock_params = f"{LIVE_CAP_LOCK}; ", [live_cap_lock_key(kind=kind, writer_id=writer.pk)]
+        # Whether the writer has room needs at most limit + frees of its live facts read, not all of them.
+        held, template = _held_count(kind)
+        given = {"organisation_id": memory.organisation_id, "writer_id": writer.pk, "now": now, "bound": limit + frees}
+        room = f"WHERE {held} - %s < %s"
+        room_params = [*(given[p.name] if isinstance(p, _Given) else p for p in template), frees, limit]
+    statement = (
+        f"{lock}WITH memory AS ({_insert_where(memory_sql, room)} RETURNING 1), "
+        f"receipt AS ({_insert_where(receipt_sql, 'FROM memory')}) "
+        "SELECT count(*) FROM memory"
+    )
+    return statement, [*lock_params, *memory_params, *room_params, *receipt_params], capped is not None
 
 
 def _actor_label(*, actor: User | None, agent: Agent | None) -> str:
@@ -338,18 +434,28 @@ def _memory_store(memory: Memory, *, replaces_live: bool, now: datetime, togethe
         # Its savepoint (`Together.savepoint`), or the batch's one insert, holds the row and its receipt as one.
         together.keep(memory, frees=frees)
         return
-    with transaction.atomic():
-        if memory.source_kind != SourceKind.EPISODE:  # episodes are not facts: they have their own bound per place
-            _hold_live_cap(
-                organisation_id=memory.organisation_id,
-                agent=memory.agent,
-                person=memory.written_by,
-                bucket=memory.bucket,
-                now=now,
-                frees=frees,
-            )
-        memory.save(force_insert=True)
-        _remembered([memory])
+    if memory.bucket == Bucket.SYSTEM:
+        # A steward's receipt of a claim is allowed by a policy that reads the claim's row, which a statement
+        # does not see of its own inserts: the row first, then its receipt (a claim has no cap to count).
+        with transaction.atomic():
+            memory.save(force_insert=True)
+            _remembered([memory])
+        return
+    statement, params, locked_first = _store_statement(memory, now=now, frees=frees)
+    # One round trip: the cap's lock, then the count, the row and its receipt in one statement (all or none),
+    # so the caller's transaction needs no savepoint; an error after it (a receiver's) still rolls it back.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        cursor.execute(statement, params)
+        if locked_first:
+            cursor.nextset()
+        written = cursor.fetchone()[0]
+        if written:
+            inserted(memory)
+            _receipted([memory])
+    if not written:  # refused outside the block: nothing was written, and the caller's transaction goes on
+        capped = _capped_writer(agent=memory.agent, person=memory.written_by, bucket=memory.bucket)
+        assert capped is not None  # only a capped write is held back
+        raise _cap_reached(capped[0], capped[2])
 
 
 def memory_supersede(

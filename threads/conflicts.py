@@ -69,8 +69,9 @@ def user_fact_keyed(body: str, name: str) -> Keyed | None:
 
 
 def user_fact_keys_write(*, memories: Sequence[Memory]) -> list[Learning]:
-    """Give each person's own fact about themself its key, as it is written: one read of the subjects' usernames
-    and one insert, however many facts a write (or a batch's one insert) brought."""
+    """Give each person's own fact about themself its key, as it is written: at most one read of the subjects'
+    usernames (none when each fact's writer is its subject) and one insert, however many facts a write (or a
+    batch's one insert) brought."""
     about_self = [
         memory
         for memory in memories
@@ -78,8 +79,17 @@ def user_fact_keys_write(*, memories: Sequence[Memory]) -> list[Learning]:
     ]
     if not about_self:
         return []
-    subjects = {memory.subject_id for memory in about_self}
-    names = {str(pk): name for pk, name in User.objects.filter(pk__in=subjects).values_list("pk", "username")}
+    # A person's own fact is mostly written by its subject, whose row the write holds already: no read for them.
+    names = {
+        memory.subject_id: memory.written_by.username
+        for memory in about_self
+        if Memory.written_by.is_cached(memory)
+        and memory.written_by is not None
+        and str(memory.written_by.pk) == memory.subject_id
+    }
+    unread = {memory.subject_id for memory in about_self} - names.keys()
+    if unread:
+        names.update({str(pk): name for pk, name in User.objects.filter(pk__in=unread).values_list("pk", "username")})
     keys = []
     for memory in about_self:
         keyed = user_fact_keyed(memory.body, names.get(str(memory.subject_id), ""))

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 from rest_framework.response import Response
 
@@ -26,6 +26,7 @@ from lib.api.errors import error_response
 from lib.api.idempotency import IDEMPOTENCY_HEADER, idempotency_key_of
 from memories.errors import TurnConflict
 from memories.models import IdempotencyKey, Memory
+from memories.services import insert_statement
 
 REUSED_KEY_MESSAGE = "This Idempotency-Key was used for a different request; use a new key for a new write."
 T = TypeVar("T")
@@ -43,28 +44,32 @@ def idempotent_call(
 ) -> tuple[T, bool]:
     """Run `write()` once per key. `write` returns (result, memory or None, extra); a retry gets
     `replay(memory, extra)`. Returns (result, replayed)."""
-    with transaction.atomic():
-        row, created = IdempotencyKey.objects.get_or_create(
-            organisation=organisation,
-            principal=principal,
-            key=key,
-            defaults={"endpoint": endpoint, "request_sha256": fingerprint},
-        )
-        if not created:
-            if row.endpoint != endpoint or row.request_sha256 != fingerprint:
-                raise TurnConflict(
-                    IDEMPOTENCY_HEADER,
-                    "This Idempotency-Key was used for a different request; use a new key for a new write.",
-                )
-            memory = (
-                Memory.objects.filter(pk=row.memory_id, organisation=organisation).first() if row.memory_id else None
-            )
-            return replay(memory, row.response_extra), True
-        result, memory, extra = write()
-        row.memory = memory
-        row.response_extra = extra
-        row.save(update_fields=["memory", "response_extra"])
-        return result, False
+    claim = IdempotencyKey(
+        organisation=organisation, principal=principal, key=key, endpoint=endpoint, request_sha256=fingerprint
+    )
+    # The key row and the write are kept or undone together; in the caller's transaction no savepoint is
+    # needed for that: an error inside marks it for rollback.
+    with transaction.atomic(savepoint=False):
+        claimed = _claimed(claim)
+        if claimed is not None:
+            result, memory, extra = write()
+            IdempotencyKey.objects.filter(pk=claimed).update(memory=memory, response_extra=extra)
+            return result, False
+        row = IdempotencyKey.objects.get(organisation=organisation, principal=principal, key=key)
+    if row.endpoint != endpoint or row.request_sha256 != fingerprint:
+        raise TurnConflict(IDEMPOTENCY_HEADER, REUSED_KEY_MESSAGE)
+    memory = Memory.objects.filter(pk=row.memory_id, organisation=organisation).first() if row.memory_id else None
+    return replay(memory, row.response_extra), True
+
+
+def _claimed(claim: IdempotencyKey) -> int | None:
+    """Insert the key row, one round trip: its id, or None when the key is taken. A concurrent first use of the
+    key waits on the unique index until that transaction ends (then it is taken, or free again)."""
+    statement, params = insert_statement(claim, ignore_conflicts=True)
+    with connection.cursor() as cursor:
+        cursor.execute(f"{statement} RETURNING id", params)
+        row = cursor.fetchone()
+    return row[0] if row is not None else None
 
 
 def request_fingerprint(*, endpoint: str, data) -> str:
