@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
 from lib.tasks import enqueue_after_commit
+from memories.db.inserts import insert_statement, insert_where, inserted
 from memories.db.locks import LIVE_CAP_LOCK, live_cap_lock_key
 from memories.db.predicates import live_q, unexpired_q
 from memories.errors import LimitReached
@@ -204,52 +205,6 @@ def _remember_receipt(memory: Memory) -> MemoryAudit:
     return _receipt(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
 
 
-@functools.cache
-def _insert_sql(model: type[models.Model], *, with_pk: bool, ignore_conflicts: bool) -> tuple[str, tuple]:
-    """The INSERT of one row of `model` as the ORM writes it, made once: (its SQL, the fields of its parameters)."""
-    meta = model._meta
-    fields = tuple(
-        field
-        for field in meta.local_concrete_fields
-        if not field.generated and (field is not meta.auto_field or with_pk)
-    )
-    quote = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {quote(meta.db_table)} ({', '.join(quote(str(field.column)) for field in fields)}) "
-        f"VALUES ({', '.join(['%s'] * len(fields))})"
-    )
-    return sql + (" ON CONFLICT DO NOTHING" if ignore_conflicts else ""), fields
-
-
-def insert_statement(row: models.Model, *, ignore_conflicts: bool = False) -> tuple[str, list]:
-    """The INSERT of one new row, as SQL (made once per model) and parameters, with its automatic fields (times)
-    set on it as `save()` sets them: for a statement that writes more than the row, or reads with it, in one
-    round trip. Plain values only: an expression, or a field with its own placeholder, is refused."""
-    sql, fields = _insert_sql(type(row), with_pk=row.pk is not None, ignore_conflicts=ignore_conflicts)
-    values = [column.pre_save(row, True) for column in fields]
-    for column, value in zip(fields, values, strict=True):
-        if hasattr(value, "resolve_expression") or hasattr(column, "get_placeholder"):
-            raise ValueError(f"{column} is not a plain value; save() the row instead")
-    return sql, [
-        column.get_db_prep_save(value, connection=connection) for column, value in zip(fields, values, strict=True)
-    ]
-
-
-def inserted(row: models.Model) -> None:
-    """Mark a row written by one of those statements as saved, as `save()` would."""
-    row._state.adding = False
-    row._state.db = connection.alias
-
-
-def _insert_where(statement: str, source: str) -> str:
-    """`INSERT INTO t (...) VALUES (...)` as `INSERT INTO t (...) SELECT ... <source>`: the row is inserted once
-    for each row `source` (a `FROM` or a `WHERE`) yields, so none when it yields none."""
-    head, values = statement.split(" VALUES ", 1)
-    if not (values.startswith("(") and values.endswith(")")):
-        raise ValueError(f"not a one-row INSERT: {statement[:200]}")
-    return f"{head} SELECT {values[1:-1]} {source}"
-
-
 def _store_statement(memory: Memory, *, now: datetime, frees: int) -> tuple[str, list, bool]:
     """The memory and its receipt as one statement, counted against its writer's cap in it (after the cap's lock,
     sent with it): (SQL, parameters, whether the lock's result comes first). It answers 1 when it wrote, 0 when
@@ -271,8 +226,8 @@ def _store_statement(memory: Memory, *, now: datetime, frees: int) -> tuple[str,
         room = f"WHERE {held} - %s < %s"
         room_params = [*(given[p.name] if isinstance(p, _Given) else p for p in template), frees, limit]
     statement = (
-        f"{lock}WITH memory AS ({_insert_where(memory_sql, room)} RETURNING 1), "
-        f"receipt AS ({_insert_where(receipt_sql, 'FROM memory')}) "
+        f"{lock}WITH memory AS ({insert_where(memory_sql, room)} RETURNING 1), "
+        f"receipt AS ({insert_where(receipt_sql, 'FROM memory')}) "
         "SELECT count(*) FROM memory"
     )
     return statement, [*lock_params, *memory_params, *room_params, *receipt_params], capped is not None

@@ -1,6 +1,8 @@
-"""Examples the schema shows for the memory endpoints: requests, answers and records."""
+"""Examples the schema shows for the memory endpoints (requests, answers and records), and their refusals."""
 
 from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiResponse
 
 from lib.api.docs import PLACE_EXAMPLE
 
@@ -123,3 +125,9 @@ REPLAY_EXAMPLE = {
     ],
     "render_version_matches": True,
 }
+
+# The live-fact caps (MEMORY_MAX_LIVE_FACTS_PER_AGENT and _PER_PERSON, 2,000 by default) refuse a remember.
+LIMIT_REACHED = OpenApiResponse(
+    description="`limit_reached`: the writing agent or person holds the most live facts allowed (2,000 by "
+    "default); forget, or let some expire, before remembering."
+)

@@ -14,7 +14,7 @@ from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, answered, asked, read_sch
 from lib.api.idempotency import IDEMPOTENCY_PARAMETER, idempotency_key_of
 from memories.api import serializers as s
 from memories.api.base import MemoryApi, PagedListApi
-from memories.api.docs import FORGOTTEN_EXAMPLE, MEMORY_EXAMPLE, REMEMBER_EXAMPLE
+from memories.api.docs import FORGOTTEN_EXAMPLE, LIMIT_REACHED, MEMORY_EXAMPLE, REMEMBER_EXAMPLE
 from memories.api.filters import MemoryFilter
 from memories.models import Memory
 from memories.places import PlaceInTurn
@@ -80,8 +80,7 @@ class MemoryListApi(PagedListApi):
     @write_schema(
         operation_id="memories_remember",
         request=s.RememberInputSerializer,
-        responses={201: s.RememberedOutputSerializer},
-        conflict="The agent holds 2,000 live facts: forget before remembering.",
+        responses={201: s.RememberedOutputSerializer, 409: LIMIT_REACHED},
         examples=[
             asked("Remember in a DM", REMEMBER_EXAMPLE),
             answered(

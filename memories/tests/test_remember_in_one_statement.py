@@ -15,9 +15,10 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
+from memories.db.inserts import insert_statement
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, IdempotencyKey, Memory, MemoryAudit, SourceKind
-from memories.services import insert_statement, memory_remember
+from memories.services import memory_remember
 from memories.tests.test_live_fact_caps import agent_fact
 from threads.models import Learning
 

@@ -24,9 +24,9 @@ from accounts.auth import Principal
 from accounts.models import Organisation
 from lib.api.errors import error_response
 from lib.api.idempotency import IDEMPOTENCY_HEADER, idempotency_key_of
+from memories.db.inserts import insert_statement
 from memories.errors import TurnConflict
 from memories.models import IdempotencyKey, Memory
-from memories.services import insert_statement
 
 REUSED_KEY_MESSAGE = "This Idempotency-Key was used for a different request; use a new key for a new write."
 T = TypeVar("T")
