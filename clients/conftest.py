@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import pytest
 from django.core.cache import cache
 
-from accounts.models import AgentToken, Membership
+from accounts.models import Membership
 from accounts.services import agent_create, organisation_create, user_create
 
 
@@ -30,16 +30,18 @@ class LiveApi:
     team: dict
     general: dict
 
-    def throttle_token(self, *, seconds_left: float = 1.0, scope: str = "turn") -> None:
-        """Fill this token's shared request count (Redis, as every web worker reads it) so the real server
+    def throttle_token(self, *, seconds_left: float = 1.0) -> None:
+        """Fill this token's shared request log (Redis, as every web worker reads it) so the real server
         answers 429 until `seconds_left` have passed."""
         from django.conf import settings
 
-        token = AgentToken.objects.get(agent=self.agent)
+        from config.middleware import log_key
+
         count = int(settings.MEMORY_API_RATE.split("/")[0])
         oldest = time.time() - 60 + seconds_left
-        # The throttle keeps each principal's requests as a Redis sorted set scored by time (lib/api/throttles.py).
-        key = cache.make_and_validate_key(f"throttle_{scope}_token:{token.pk}")
+        # A Bearer call's sliding log is a Redis sorted set scored by time, keyed by the presented token's hash
+        # (config/middleware.py), which the rate gate's script checks before the throttle answers.
+        key = cache.make_and_validate_key(log_key(f"Bearer {self.token}"))
         client = cache._cache.get_client(key, write=True)
         client.delete(key)
         client.zadd(key, {f"{oldest!r}:{index}": oldest for index in range(count)})
