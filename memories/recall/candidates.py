@@ -20,7 +20,11 @@ too, both would read every recallable row of the place, and so would the
 pinned list and the unembedded count: the place's rows are then read once
 (`place`, one scan under row-level security) and every list reads that.
 With an HNSW index the vector list reads the index and the other lists read
-the table, bounded by their own indexes (issue 15).
+the table, bounded by their own indexes (issue 15): the word list through
+`memories_word_list` (the GIN index, which an inline `@@` cannot use under
+the policies), the unembedded and other-model counts over their partial
+indexes. Candidates' rows are found by key (`by_key`), never by hashing the
+tenant's rows.
 """
 
 from __future__ import annotations
