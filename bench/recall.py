@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -70,6 +71,16 @@ def arguments() -> argparse.Namespace:
         action="store_true",
         help="measure the data folder's completed seed of the same --n/--orgs/--seed/--real-sample instead of"
         " seeding again (its marker is written only once seeding and indexes are done); otherwise seed",
+    )
+    parser.add_argument(
+        "--before-ref",
+        default="main",
+        help="git ref whose recall statement is the raw SQL's interleaved baseline (default main)",
+    )
+    parser.add_argument(
+        "--raw-only",
+        action="store_true",
+        help="only the raw statement now against --before-ref, by size class (no HTTP, no quality): minutes",
     )
     parser.add_argument(
         "--mode",
@@ -506,32 +517,65 @@ def http_remember(args, tokens: dict, ranks: list[int], count: int) -> list[floa
     return latencies
 
 
-def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid") -> dict[str, list[float]]:
+def statement_builders_at(ref: str) -> tuple[types.ModuleType, types.ModuleType]:
+    """`memories.recall.candidates` and `memories.recall.contextual` as they are at git `ref`, loaded from
+    `git show` under names of their own: the statement recall built there, for the "before" baseline.
+
+    Contextual imports the candidates' names from `memories.recall.candidates`, so while it loads that
+    name points at `ref`'s candidates; everything else (predicates, ranking, scopes) is the live code."""
+
+    def load(name: str) -> types.ModuleType:
+        path = f"memories/recall/{name}.py"
+        source = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{ref}:{path}"], check=True, capture_output=True, text=True
+        ).stdout
+        module = types.ModuleType(f"bench_{name}_at_{abs(hash(ref))}")
+        sys.modules[module.__name__] = module  # dataclasses look their module up
+        exec(compile(source, f"{ref}:{path}", "exec"), module.__dict__)  # noqa: S102 - our own history
+        return module
+
+    candidates = load("candidates")
+    live = sys.modules["memories.recall.candidates"]
+    sys.modules["memories.recall.candidates"] = candidates
+    try:
+        contextual = load("contextual")
+    finally:
+        sys.modules["memories.recall.candidates"] = live
+    return candidates, contextual
+
+
+def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid", before_ref: str = "main") -> dict:
     """The statement recall builds for `mode`, through psycopg with client-side binding as Django sends it,
     as the web role `archivist_app` with the tenant set (row-level security, as the API runs it).
 
-    Each job runs it twice, the order alternating: as recall builds it now (`now`), and with every list
-    reading the table itself (`per list`, as before issue 15's one read of the place; the same statement for
-    a tenant with an HNSW index). For `auto` and `contextual` that is the contextual statement (candidates,
-    neighbours, BM25 statistics); its ranking in Python and the winners' full rows are not part of it."""
+    Each job runs it twice, the order alternating: as recall builds it now (`now`), and as git `before_ref`
+    (main) builds it (`before`, `statement_builders_at`), with the same request. For `auto` and
+    `contextual` that is the contextual statement (candidates, neighbours, BM25 statistics); its ranking
+    in Python and the winners' full rows are not part of it. `rank` is each job's tenant, for the ratios
+    by size class."""
     import psycopg
     from django.utils import timezone
 
-    from memories.recall import contextual
-    from memories.recall.candidates import RecallRequest, build_plan
+    from memories.recall import candidates, contextual
     from memories.recall.query import run_plan
     from memories.scopes import Place
     from tenancy.sql import APP_ROLE, TENANT_SETTING
 
     place = Place(PLACE["channel"], PLACE["kind"], ())
     contextual_mode = mode in ("auto", "contextual", "reranked")
-    planner = contextual.build_plan if contextual_mode else build_plan
-    latencies: dict[str, list[float]] = {"now": [], "per list": []}
+    old_candidates, old_contextual = statement_builders_at(before_ref)
+    builders = {
+        "now": (candidates, contextual.build_plan if contextual_mode else candidates.build_plan),
+        "before": (old_candidates, old_contextual.build_plan if contextual_mode else old_candidates.build_plan),
+    }
+    latencies: dict[str, list] = {"now": [], "before": [], "rank": []}
     with psycopg.connect(os.environ["DATABASE_URL"], cursor_factory=psycopg.ClientCursor) as raw:
         for index, (rank, question) in enumerate(jobs):
-            for variant in ("now", "per list") if index % 2 == 0 else ("per list", "now"):
+            latencies["rank"].append(rank)
+            for variant in ("now", "before") if index % 2 == 0 else ("before", "now"):
+                module, planner = builders[variant]
                 plan = planner(
-                    RecallRequest(
+                    module.RecallRequest(
                         organisation_id=org_ids[rank],
                         place=place,
                         limit=max(10, contextual.CANDIDATES) if contextual_mode else 10,
@@ -543,7 +587,6 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid") -> d
                         now=timezone.now(),
                         hnsw_index=hnsw.get(rank),
                         count_unembedded=True,
-                        shared_read=False if variant == "per list" else None,
                     )
                 )
                 with raw.transaction(), raw.cursor() as cursor:
@@ -555,6 +598,21 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid") -> d
                     run_plan(plan, cursor)
                     latencies[variant].append((time.perf_counter() - started) * 1000)
     return latencies
+
+
+def before_and_after(raw: dict, classes: dict[str, list[int]]) -> list[str]:
+    """Table rows: the raw statement now and as before, p50 / p95 / p99, and the median of the per-call
+    ratios, for every call and for each size class (the same calls, paired)."""
+    lines = []
+    for name, ranks in (("every call", None), *classes.items()):
+        chosen = [i for i, rank in enumerate(raw["rank"]) if ranks is None or rank in ranks]
+        if not chosen:
+            continue
+        now = [raw["now"][i] for i in chosen]
+        before = [raw["before"][i] for i in chosen]
+        ratio = statistics.median(new / old for old, new in zip(before, now, strict=True))
+        lines.append(f"| {name} | {len(chosen)} | {fmt(summary(before))} | {fmt(summary(now))} | {ratio:.3f} |")
+    return lines
 
 
 def quality(org_ids, ranks: list[int], queries: list[list[float]], hnsw: dict, k: int = 10) -> list[float]:
@@ -670,9 +728,11 @@ def run(args, data_dir: Path, recorded: dict | None) -> None:
     _, questions = locomo_texts()
     # Calls go to tenants chosen uniformly (most are small), plus every large one, as a fleet of agents would.
     targets = sorted(set(rng.sample(range(args.orgs), 60)) | set(large) | {seeded["real_rank"]})
-    tokens = issue_tokens(org_ids, targets)
     jobs = [(rng.choice(targets), rng.choice(questions)) for _ in range(args.requests)]
     large_jobs = [(rank, rng.choice(questions)) for rank in large for _ in range(20)]
+    # The largest tenants without an HNSW index: where the one read of the place costs most.
+    medium_jobs = [(rank, rng.choice(questions)) for rank in medium[:9] for _ in range(20)]
+    tokens = {} if args.raw_only else issue_tokens(org_ids, targets)
 
     import torch
 
@@ -681,7 +741,7 @@ def run(args, data_dir: Path, recorded: dict | None) -> None:
     explain = explain_large(org_ids, large, hnsw, model)
     step("embedding the questions in-process (the embedding baseline)")
     embed_ms, vectors = [], {}
-    for _, question in jobs + large_jobs:
+    for _, question in jobs + large_jobs + medium_jobs:
         if question in vectors:
             continue
         started = time.perf_counter()
@@ -702,10 +762,14 @@ def run(args, data_dir: Path, recorded: dict | None) -> None:
     except Exception as error:  # noqa: BLE001 - the server then falls back to torch, and says so
         step(f"no ONNX baseline: {error}")
 
-    step("raw SQL through psycopg")
-    raw_sql(jobs[:50], vectors, org_ids, hnsw, args.mode)  # warm the cache as the HTTP runs will find it
-    raw_all = raw_sql(jobs, vectors, org_ids, hnsw, args.mode)
-    raw_large = raw_sql(large_jobs, vectors, org_ids, hnsw, args.mode) if large_jobs else []
+    step(f"raw SQL through psycopg, now and as at {args.before_ref}, interleaved")
+    raw_sql(jobs[:50], vectors, org_ids, hnsw, args.mode, args.before_ref)  # warm the cache as HTTP will find it
+    raw_all = raw_sql(jobs, vectors, org_ids, hnsw, args.mode, args.before_ref)
+    raw_large = raw_sql(large_jobs, vectors, org_ids, hnsw, args.mode, args.before_ref) if large_jobs else []
+    classes = {"small": small, "medium": medium, "large": large}
+    if args.raw_only:
+        raw_only_report(args, raw_all, raw_large, classes, medium_jobs, vectors, org_ids, hnsw)
+        return
 
     log = data_dir / "gunicorn.log"
     step("starting gunicorn")
@@ -775,6 +839,23 @@ def run(args, data_dir: Path, recorded: dict | None) -> None:
     print(f"Load average during the run: {os.getloadavg()[0]:.1f} (2 cores shared with other work).")
 
 
+def raw_only_report(args, raw_all, raw_large, classes, medium_jobs, vectors, org_ids, hnsw) -> None:
+    """`--raw-only`: the raw statement now against `--before-ref`'s, paired, by size class; nothing over HTTP."""
+    raw_medium = raw_sql(medium_jobs, vectors, org_ids, hnsw, args.mode, args.before_ref)
+    print()
+    print(f"## Raw statement, mode `{args.mode}`: now against `{args.before_ref}`, interleaved, as archivist_app")
+    print()
+    print("| calls | n | before p50 / p95 / p99 ms | now p50 / p95 / p99 ms | median now / before |")
+    print("| --- | --- | --- | --- | --- |")
+    for line in before_and_after(raw_all, classes):
+        print(line.replace("| ", "| the fleet's calls: ", 1))
+    for name, raw in (("large tenants, 20 calls each", raw_large), ("largest medium tenants, 20 each", raw_medium)):
+        for line in before_and_after(raw, {}) if raw else []:
+            print(line.replace("every call", name, 1))
+    load = " / ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"Load average (1 / 5 / 15 min): {load} (2 cores shared with other work).")
+
+
 def report(
     args,
     seeded,
@@ -834,8 +915,8 @@ def report(
         onnx = fmt(summary(list(onnx_ms)))
         print(f"| baseline: ONNX Runtime encoder in-process (what the server uses) | | {onnx} | | |")
     print(f"| baseline: the same SQL via psycopg, as archivist_app | | | {fmt(raw)} | |")
-    before = fmt(summary(raw_all["per list"]))
-    print(f"| baseline: the statement as before (every list reads the table), interleaved | | | {before} | |")
+    before = fmt(summary(raw_all["before"]))
+    print(f"| baseline: the statement as `{args.before_ref}` builds it, interleaved | | | {before} | |")
     if c1_large:
         large_total = summary(column(c1_large, "total"))
         large_sql = summary(column(c1_large, "sql"))
@@ -861,11 +942,15 @@ def report(
         f"{(http1['total']['p50'] - http1['embed']['p50']) / raw['p50']:.2f} | "
         f"{(http1['total']['p99'] - http1['embed']['p99']) / raw['p99']:.2f} |"
     )
-    paired = [new / old for old, new in zip(raw_all["per list"], raw_all["now"], strict=True)]
-    paired_ratio = statistics.median(paired)
+    print()
     print(
-        f"| raw statement now / as before (one read of the place), median of per-call ratios | {paired_ratio:.2f} | |"
+        f"| raw statement, now against `{args.before_ref}` | n | before p50 / p95 / p99 | now | median now / before |"
     )
+    print("| --- | --- | --- | --- | --- |")
+    for line in before_and_after(raw_all, {"small": small, "medium": medium, "large": large}):
+        print(line)
+    for line in before_and_after(raw_large, {}) if raw_large else []:
+        print(line.replace("every call", "large tenants, 20 calls each", 1))
     print()
     print("| vector list overlap, approximate vs exact | queries | mean | worst |")
     print("| --- | --- | --- | --- |")

@@ -5,7 +5,7 @@ frozen copy, so a change here needs a migration of its own.
 """
 
 from lib.sql import row_trigger
-from memories.db.predicates import live_sql
+from memories.db.predicates import live_sql, recallable_sql
 
 # The live, non-system rows recall may return. Every recall index is partial on
 # exactly this, so the planner can prove a recall query implies it.
@@ -88,3 +88,62 @@ CREATE INDEX IF NOT EXISTS memories_recall_pinned_idx ON memories_memory (organi
   WHERE pinned AND {LIVE_PREDICATE};
 """
 DROP_PINNED_INDEX = "DROP INDEX IF EXISTS memories_recall_pinned_idx;"
+
+# "N facts here are embedded by another model": a B-tree the count ranges over on both sides of the current
+# model (`<` and `>`; `<>` is no index condition), so finding none reads no row (issue 15).
+MODEL_INDEX = f"""
+CREATE INDEX IF NOT EXISTS memories_recall_model_idx ON memories_memory (organisation_id, embedding_model)
+  WHERE {LIVE_PREDICATE} AND embedding IS NOT NULL;
+"""
+DROP_MODEL_INDEX = "DROP INDEX IF EXISTS memories_recall_model_idx;"
+
+# The word list of a recall, served by the GIN index. Under row-level security `@@` (not leakproof) can
+# never be an index condition, so a large tenant's word list read every row of the place. This function
+# runs as the table's owner (whose policy is `true`) and applies the tenant itself, taken from the same
+# transaction setting the policies read (`archivist_tenant()`), never from an argument: with no tenant set
+# it returns nothing. The rest of the recall predicate (liveness, tombstones, expiry, the place's scopes,
+# the agent, the time filters) is applied here as in `memories.recall.candidates.base_predicate`; NULL
+# `person`, `agent` and bounds mean none. The tenant goes in as a literal so the planner sees it (as
+# recall's own statements do). `search_path` is pinned: a definer function must not resolve names
+# through a caller's schemas.
+_RECALLABLE_QUOTED = recallable_sql("m").replace("'", "''")  # inside the quoted statement text
+WORD_LIST_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION memories_word_list(
+  question tsquery, now timestamptz, channel text, person text, agent uuid,
+  occurred_after timestamptz, occurred_before timestamptz, pool integer
+) RETURNS TABLE (id uuid, score real, created_at timestamptz)
+LANGUAGE plpgsql STABLE SECURITY DEFINER AS $$
+DECLARE
+  tenant uuid := archivist_tenant();
+BEGIN
+  IF tenant IS NULL THEN
+    RETURN;
+  END IF;
+  RETURN QUERY EXECUTE format(
+    'SELECT m.id, ts_rank(m.search_vector, $1), m.created_at FROM memories_memory m'
+    ' WHERE m.organisation_id = %L AND m.search_vector @@ $1'
+    ' AND {_RECALLABLE_QUOTED} AND m.expires_at > $2'
+    ' AND (m.scope = ''workspace'' OR (m.scope = ''channel'' AND m.scope_ref = $3)'
+    ' OR (m.scope = ''person'' AND m.scope_ref = $4))'
+    ' AND ($5 IS NULL OR m.agent_id IS NULL OR m.agent_id = $5)'
+    ' AND ($6 IS NULL OR coalesce(m.occurred_at, m.created_at) >= $6)'
+    ' AND ($7 IS NULL OR coalesce(m.occurred_at, m.created_at) < $7)'
+    ' ORDER BY 2 DESC, m.created_at DESC, m.id LIMIT $8', tenant)
+  USING question, now, channel, person, agent, occurred_after, occurred_before, pool;
+END
+$$;
+DO $$
+BEGIN
+  EXECUTE format('ALTER FUNCTION memories_word_list(tsquery, timestamptz, text, text, uuid, timestamptz,'
+    ' timestamptz, integer) SET search_path = pg_catalog, %I, pg_temp', current_schema());
+END
+$$;
+REVOKE ALL ON FUNCTION memories_word_list(tsquery, timestamptz, text, text, uuid, timestamptz, timestamptz, integer)
+  FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION memories_word_list(tsquery, timestamptz, text, text, uuid, timestamptz, timestamptz,
+  integer) TO archivist_app, archivist_maintenance;
+"""
+DROP_WORD_LIST_FUNCTION = (
+    "DROP FUNCTION IF EXISTS memories_word_list(tsquery, timestamptz, text, text, uuid, timestamptz, timestamptz,"
+    " integer);"
+)

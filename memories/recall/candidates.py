@@ -20,7 +20,11 @@ too, both would read every recallable row of the place, and so would the
 pinned list and the unembedded count: the place's rows are then read once
 (`place`, one scan under row-level security) and every list reads that.
 With an HNSW index the vector list reads the index and the other lists read
-the table, bounded by their own indexes (issue 15).
+the table, bounded by their own indexes (issue 15): the word list through
+`memories_word_list` (the GIN index, which an inline `@@` cannot use under
+the policies), the unembedded and other-model counts over their partial
+indexes. Candidates' rows are found by key (`by_key`), never by hashing the
+tenant's rows.
 """
 
 from __future__ import annotations
@@ -169,6 +173,14 @@ TSQUERY = r"""tsq AS (
 )"""
 
 
+def by_key(cte: str, alias: str = "m") -> str:
+    """`alias`'s rows that are `cte`'s, found by their primary key: the ids as one array, so the planner
+    looks each up rather than hashing every row of the tenant to join them (issue 15: a join on
+    `m.id = c.id` alone read all 134,072 rows of the largest tenant; a `LATERAL` per id became a bitmap
+    scan of the tenant per id under the policies)."""
+    return f"{alias}.id = ANY(ARRAY(SELECT id FROM {cte}))"
+
+
 def statement(ctes: list[str], chosen: str) -> str:
     """The common table expressions, then the `chosen` rows beside `stats`: one row even when none is chosen."""
     return (
@@ -184,7 +196,7 @@ def build_plan(request: RecallRequest) -> RecallPlan:
     ranks = ", ".join(f"c.{name}" for name in RANK_COLUMNS)
     chosen = (
         f"  SELECT {columns}, {ranks} FROM cand c JOIN memories_memory m\n"
-        f"    ON m.id = c.id AND m.organisation_id = {tenant_literal(request.organisation_id)}\n"
+        f"    ON m.id = c.id AND {by_key('cand')} AND m.organisation_id = {tenant_literal(request.organisation_id)}\n"
         "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
         "  LIMIT %(limit)s"
     )
@@ -240,7 +252,7 @@ def candidate_ctes(request: RecallRequest) -> CandidateCtes:
         ranked.append("SELECT id, rank, 'semantic' AS list, distance FROM vec")
     if "lexical" in request.lists:
         params["question"] = request.question
-        ctes += [TSQUERY, _lexical_cte(rows)]
+        ctes += [TSQUERY, _lexical_cte(rows, through_function=not shared)]
         ranked.append("SELECT id, rank, 'lexical' AS list, NULL::float8 AS distance FROM lex")
     if "recent" in request.lists:
         ctes.append(_newest_cte("rec", rows, limit="pool"))
@@ -322,16 +334,38 @@ def _hnsw_vector_source(request: RecallRequest, base: str) -> str:
     )
 
 
-def _lexical_cte(rows: str) -> str:
-    """`lex`: the rows holding a word of the question, by `ts_rank`; `rows` is where the place's rows are read."""
+def _lexical_cte(rows: str, *, through_function: bool = False) -> str:
+    """`lex`: the rows holding a word of the question, by `ts_rank`; `rows` is where the place's rows are read.
+
+    `through_function` (the table, not the shared read): from `memories_word_list` (memories/db/indexes.py),
+    which applies the tenant of the transaction's setting and the rest of `base_predicate` itself, so the
+    GIN index serves `@@`, which under row-level security it cannot (`@@` is not leakproof: the word list
+    read every row of the place; issue 15). The function needs that setting; a caller without one (the
+    owner in a job, to which no policy applies) gets the same list inline, in a branch the setting gates.
+    """
     table, where = rows.split(" WHERE ", 1)
+    if through_function:
+        where = f"archivist_tenant() IS NULL AND {where}"
+    source = (
+        "SELECT m.id, ts_rank(m.search_vector, tsq.query) AS score, m.created_at\n"
+        f"    FROM {table}, tsq WHERE {where} AND m.search_vector @@ tsq.query\n"
+        "    ORDER BY score DESC, m.created_at DESC LIMIT %(pool)s"
+    )
+    if through_function:
+        source = f"{_WORD_LIST}\n    UNION ALL\n    ({source})"
     return (
         "lex AS MATERIALIZED (\n"
         "  SELECT id, row_number() OVER (ORDER BY score DESC, created_at DESC, id) AS rank FROM (\n"
-        "    SELECT m.id, ts_rank(m.search_vector, tsq.query) AS score, m.created_at\n"
-        f"    FROM {table}, tsq WHERE {where} AND m.search_vector @@ tsq.query\n"
-        "    ORDER BY score DESC, m.created_at DESC LIMIT %(pool)s) s\n)"
+        f"    {source}) s\n)"
     )
+
+
+# The word list of the tenant the transaction names, in the same order; nothing without one.
+_WORD_LIST = (
+    "SELECT w.id, w.score, w.created_at FROM tsq, memories_word_list(tsq.query, %(now)s::timestamptz,"
+    " %(channel)s::text, nullif(%(person)s::text, ''), %(agent)s::uuid, %(occurred_after)s::timestamptz,"
+    " %(occurred_before)s::timestamptz, %(pool)s::integer) w"
+)
 
 
 def _newest_cte(name: str, rows: str, *, limit: str) -> str:
@@ -375,8 +409,12 @@ def _stats_cte(request: RecallRequest, base: str) -> str:
             "(SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE "
             f"{base} AND m.embedding IS NULL LIMIT {UNEMBEDDED_COUNT_CAP}) n)"
             # A vector of another embedding model cannot be compared: such a row is not searchable yet either.
+            # Below and above the current model rather than `<>`, so `memories_recall_model_idx` ranges over
+            # both sides and finding none reads no row.
             " + (SELECT count(*) FROM (SELECT 1 FROM memories_memory m WHERE "
-            f"{base} AND m.embedding IS NOT NULL AND m.embedding_model <> %(model)s LIMIT {UNEMBEDDED_COUNT_CAP}) o)"
+            f"{base} AND m.embedding IS NOT NULL"
+            " AND (m.embedding_model < %(model)s OR m.embedding_model > %(model)s)"
+            f" LIMIT {UNEMBEDDED_COUNT_CAP}) o)"
             " AS unembedded"
         )
     else:

@@ -36,6 +36,7 @@ from memories.recall.candidates import (
     TSQUERY,
     RecallPlan,
     RecallRequest,
+    by_key,
     candidate_ctes,
     statement,
     tenant_literal,
@@ -104,7 +105,7 @@ def _anchor_cte(tenant: str) -> str:
         "anchor AS MATERIALIZED (\n"
         "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank,\n"
         "    m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id, m.source_event_id\n"
-        f"  FROM cand c JOIN memories_memory m ON m.id = c.id AND m.organisation_id = {tenant}\n"
+        f"  FROM cand c JOIN memories_memory m ON m.id = c.id AND {by_key('cand')} AND m.organisation_id = {tenant}\n"
         "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
         "  LIMIT %(candidates)s\n)"
     )
