@@ -223,6 +223,7 @@ def explain(conversations, organisations, vectors) -> dict[str, str]:
                 cursor.execute(
                     f"SET LOCAL ROLE {APP_ROLE}; SELECT set_config(%s, %s, true)", [TENANT_SETTING, organisation_id]
                 )
+                cursor.execute(plan.planner_settings[0])  # as run_plan runs it
                 cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + plan.sql, plan.params)
                 shown[variant] = "\n".join(row[0] for row in cursor.fetchall())
     return shown

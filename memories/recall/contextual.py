@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import connection
@@ -62,7 +63,24 @@ _SAME_PLACE = (
 _ONLY_QUESTION = "ts_delete({v}, tsvector_to_array(ts_delete({v}, qwords.words)))"
 
 
-def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG) -> RecallPlan:
+# Planner settings for a tenant without an HNSW index: its estimates are small (a few hundred rows,
+# fewer still past the policies' filters), so without this the planner may read the rows before or
+# after a candidate by bitmap and sort them, for each candidate and side, rather than walk the
+# newest-first index, which gives them in order and stops after a few. Every other sort of the
+# statement has no sort-free alternative and stays as it was. Set before the statement, reset after
+# it, so the rest of the request's transaction plans as before.
+WALK_THE_INDEX = ("SET LOCAL enable_sort = off; ", "; SET LOCAL enable_sort TO DEFAULT")
+
+
+@dataclass(frozen=True)
+class ContextualPlan(RecallPlan):
+    """A contextual statement and the planner settings it runs under: set before it, reset after it
+    (`query.run_plan` applies them)."""
+
+    planner_settings: tuple[str, str] = ("", "")
+
+
+def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG) -> ContextualPlan:
     """One statement: the hybrid candidates, their neighbours, and what ranking reads of each.
 
     Each row is one fact of the pool (a candidate or a neighbour) with its
@@ -95,7 +113,13 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
         _bm25_cte(found.rows),
     ]
     chosen = _pool_rows(tenant, with_vector="semantic" in request.lists)
-    return RecallPlan(sql=statement(ctes, chosen), params=params, lists=request.lists, hnsw_index=request.hnsw_index)
+    return ContextualPlan(
+        sql=statement(ctes, chosen),
+        params=params,
+        lists=request.lists,
+        hnsw_index=request.hnsw_index,
+        planner_settings=("", "") if request.hnsw_index else WALK_THE_INDEX,
+    )
 
 
 def _anchor_cte(tenant: str) -> str:
@@ -114,23 +138,26 @@ def _neighbours_written(direction: str, tenant: str, base: str) -> str:
     """Each anchor's neighbours in its place written just `before` or `after` it, within the gap."""
     before = direction == "before"
     cmp, order = ("<=", "DESC") if before else (">=", "ASC")
-    bound = "m.created_at >= a.created_at - %(gap)s" if before else "m.created_at <= a.created_at + %(gap)s"
+    bound = "w.created_at >= a.created_at - %(gap)s" if before else "w.created_at <= a.created_at + %(gap)s"
     sign = "-" if before else ""
     columns_read = ", ".join(f"w.{name}" for name in _NEIGHBOUR_COLUMNS)
     # The inner scan walks the tenant's newest-first index from the anchor
     # and stops after `scan` rows whatever the place, so a quiet channel in
-    # a busy tenant costs no more than a busy one; the place, the recall
-    # predicate and the time gap are checked on those rows. (A range on the
-    # gap alone lets the planner pick a bitmap scan of the whole window.)
+    # a busy tenant costs no more than a busy one; the place and the recall
+    # predicate are checked on those rows. The time gap bounds the inner scan
+    # (the same rows pass as when it was checked after: those within the gap
+    # come first): bounded on one side only, a small tenant's estimate fell
+    # below `scan` rows and the planner read the tenant by bitmap and sorted it,
+    # for each anchor and side. (The gap without the LIMIT lets it bitmap-scan the window.)
     return (
         f"SELECT a.id AS anchor, x.id, {sign}row_number() OVER (PARTITION BY a.id ORDER BY x.created_at {order},"
         f" x.id {order}) AS step\n"
         "  FROM anchor a CROSS JOIN LATERAL (\n"
         "    SELECT m.id, m.created_at FROM (\n"
         f"      SELECT {columns_read} FROM memories_memory w WHERE w.organisation_id = {tenant} AND {live_sql('w')}\n"
-        f"        AND w.created_at {cmp} a.created_at AND w.id <> a.id\n"
+        f"        AND w.created_at {cmp} a.created_at AND {bound} AND w.id <> a.id\n"
         f"      ORDER BY w.created_at {order} LIMIT %(scan)s) m\n"
-        f"    WHERE {base} AND {_SAME_PLACE} AND {bound}\n"
+        f"    WHERE {base} AND {_SAME_PLACE}\n"
         f"    ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s) x"
     )
 
