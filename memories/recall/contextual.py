@@ -25,10 +25,14 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import connection
+from psycopg import postgres
+from psycopg.pq import Format
 
 from memories.db.predicates import live_sql
 from memories.recall import ranking
@@ -212,6 +216,16 @@ def _bm25_cte(rows: str) -> str:
     )
 
 
+# What a recall row shows of a fact rides on every row of the pool, so the few that win need no second
+# read. Their times come as text and are loaded for the winners only: loading a time is the costly part.
+_TIMES = ("created_at", "occurred_at", "expires_at")
+_WINNER_COLUMNS = ", ".join(
+    f"m.{name}::text AS {name}" if name in _TIMES else f"m.{name}"
+    for name in RESULT_COLUMNS
+    if name not in ("id", "body")  # read already
+)
+
+
 def _pool_rows(tenant: str, *, with_vector: bool) -> str:
     """What ranking reads of each fact of the pool; the statistics and the neighbour links on the first row."""
     similarity = (
@@ -222,6 +236,7 @@ def _pool_rows(tenant: str, *, with_vector: bool) -> str:
     )
     return (
         "  SELECT m.id::text AS id, m.body, coalesce(m.occurred_at, m.created_at) AS happened,\n"
+        f"    {_WINNER_COLUMNS},\n"
         f"    {similarity} AS similarity, length(m.search_vector) AS length,\n"
         "    ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
         f"    CASE WHEN m.search_vector @@ tsq.query THEN {_ONLY_QUESTION.format(v='m.search_vector')}::text END"
@@ -270,7 +285,6 @@ def _link_neighbours(candidates: dict[str, ranking.Candidate], links: dict[str, 
 def rank_rows(
     rows: list[dict],
     *,
-    organisation_id,
     question: str,
     limit: int,
     config: ranking.RankingConfig = ranking.DEFAULT_CONFIG,
@@ -296,8 +310,8 @@ def rank_rows(
     )
     pinned = sorted((c for c in ordered if by_id[c.id]["pin_rank"] is not None), key=lambda c: by_id[c.id]["pin_rank"])
     chosen = (pinned + [c for c in ordered if by_id[c.id]["pin_rank"] is None])[:limit]
-    full = _rows_by_id(organisation_id, [c.id for c in chosen])
-    return [_recall_row(full[candidate.id], by_id[candidate.id], candidate) for candidate in chosen]
+    load_time = _time_loader()
+    return [_recall_row(by_id[candidate.id], candidate, load_time) for candidate in chosen]
 
 
 def _statistics(rows: list[dict]) -> tuple[dict[str, int], int, float, dict[str, list[tuple[str, int]]]]:
@@ -327,9 +341,12 @@ def _candidate(key: str, row: dict) -> ranking.Candidate:
     )
 
 
-def _recall_row(full: dict, found: dict, candidate: ranking.Candidate) -> dict:
-    """A recall row: the fact's columns, its hybrid ranks, and its contextual score."""
-    row = {name: full[name] for name in RESULT_COLUMNS}
+def _recall_row(found: dict, candidate: ranking.Candidate, load_time: Callable[[str], datetime]) -> dict:
+    """A recall row: the fact's columns (as a read of the table gives them), its hybrid ranks, its contextual score."""
+    row = {name: found[name] for name in RESULT_COLUMNS}
+    row["id"] = uuid.UUID(found["id"])
+    for name in _TIMES:
+        row[name] = None if found[name] is None else load_time(found[name])
     row.update(
         pin_rank=found["pin_rank"],
         score=candidate.score,
@@ -341,16 +358,13 @@ def _recall_row(full: dict, found: dict, candidate: ranking.Candidate) -> dict:
     return row
 
 
-def _rows_by_id(organisation_id, ids: list[str]) -> dict[str, dict]:
-    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
+def _time_loader() -> Callable[[str], datetime]:
+    """A `timestamptz` in text form loaded as this connection's cursors load one (Django's time zone)."""
+    oid = postgres.types["timestamptz"].oid
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns} FROM memories_memory m"
-            f" WHERE m.organisation_id = {tenant_literal(organisation_id)} AND m.id = ANY(%s::uuid[])",
-            [ids],
-        )
-        names = [column.name for column in cursor.description]
-        return {str(record[0]): dict(zip(names, record, strict=True)) for record in cursor.fetchall()}
+        raw = cursor.cursor
+        loader = raw.adapters.get_loader(oid, Format.TEXT)(oid, raw)
+    return lambda text: loader.load(text.encode())
 
 
 # What the recall predicate and the place test read of a neighbour.

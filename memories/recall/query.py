@@ -260,7 +260,6 @@ def _ranked_rows(
     if how.contextual:
         rows = contextual.rank_rows(
             rows,
-            organisation_id=request.organisation_id,
             question=request.question,
             limit=max(limit, settings.RERANKER_CANDIDATES) if how.reranked else limit,
             config=config,
