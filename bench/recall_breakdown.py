@@ -108,9 +108,11 @@ def precompute_questions(vectors: dict[str, list[float]]) -> None:
     """Make the configured embedder answer each question with its vector computed beforehand."""
     from memories.embeddings import embedders
 
+    by_text = {text.strip(): vector for text, vector in vectors.items()}  # recall strips the question
+
     class PrecomputedQuestions(embedders.LocalEmbedder):
         def embed_one(self, text: str) -> list[float]:
-            return vectors[text]
+            return by_text[text]
 
     real = embedders.get_embedder()
     key = next(key for key, value in embedders._embedders.items() if value is real)
