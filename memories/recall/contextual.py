@@ -28,7 +28,7 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection
 from psycopg import postgres
@@ -235,7 +235,10 @@ def _pool_rows(tenant: str, *, with_vector: bool) -> str:
         else "NULL::float8"
     )
     return (
-        "  SELECT m.id::text AS id, m.body, coalesce(m.occurred_at, m.created_at) AS happened,\n"
+        # When it happened, as seconds since the epoch: a float loads in C, a time in Python, and the
+        # date cue reads it for every row of the pool (a double keeps the microseconds at these magnitudes).
+        "  SELECT m.id::text AS id, m.body, extract(epoch FROM coalesce(m.occurred_at, m.created_at))::float8"
+        " AS happened,\n"
         f"    {_WINNER_COLUMNS},\n"
         f"    {similarity} AS similarity, length(m.search_vector) AS length,\n"
         "    ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
@@ -333,7 +336,7 @@ def _candidate(key: str, row: dict) -> ranking.Candidate:
     return ranking.Candidate(
         id=key,
         body=row["body"],
-        when=row["happened"],
+        when=datetime.fromtimestamp(row["happened"], UTC),
         similarity=row["similarity"],
         lexeme_counts=lexeme_counts(row["lexemes"]),
         length=float(row["length"] or 0),

@@ -13,9 +13,9 @@ from django.utils import timezone
 from accounts.services import organisation_create
 from memories.models import Author, Bucket, Memory, SourceKind
 from memories.recall import contextual
-from memories.recall.candidates import RecallRequest
 from memories.recall.query import run_plan
 from memories.scopes import Place
+from memories.tests.recall_plans import contextual_plan
 from memories.tests.turn_api.helpers import stub_vector
 from tenancy.context import tenant_activate
 from tenancy.sql import APP_ROLE
@@ -48,20 +48,7 @@ def written(org, rows: list[tuple[str, object, str]]) -> dict[str, str]:
 
 
 def plan(org):
-    return contextual.build_plan(
-        RecallRequest(
-            organisation_id=org.pk,
-            place=PLACE,
-            limit=contextual.CANDIDATES,
-            pool=contextual.CANDIDATES,
-            lists=("semantic", "lexical"),
-            question=QUESTION,
-            query_vector=stub_vector(QUESTION),
-            model="stand-in",
-            now=timezone.now(),
-            count_unembedded=True,
-        )
-    )
+    return contextual_plan(org, place=PLACE, question=QUESTION)
 
 
 def links_as_app(org) -> set[tuple[str, str, int]]:

@@ -14,8 +14,9 @@ from django.utils import timezone
 from accounts.services import organisation_create
 from memories.models import Author, Bucket, Memory, SourceKind
 from memories.recall import contextual, query
-from memories.recall.candidates import RESULT_COLUMNS, RecallRequest
+from memories.recall.candidates import RESULT_COLUMNS
 from memories.scopes import Place
+from memories.tests.recall_plans import contextual_plan
 from memories.tests.turn_api.helpers import stub_vector
 from tenancy.context import tenant_activate
 from tenancy.sql import APP_ROLE
@@ -27,7 +28,7 @@ QUESTION = "when is the kettle descaled"
 @pytest.fixture
 def facts(db):
     org = organisation_create(slug="winner-rows")
-    written = timezone.now() - timedelta(days=2)
+    written = (timezone.now() - timedelta(days=2)).replace(microsecond=0)
     rows = [
         Memory(
             organisation=org,
@@ -59,20 +60,7 @@ def recalled(org, settings) -> tuple[list[dict], list[str]]:
         with connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL ROLE {APP_ROLE}")
         tenant_activate(organisation_id=org.pk)
-        plan = contextual.build_plan(
-            RecallRequest(
-                organisation_id=org.pk,
-                place=PLACE,
-                limit=contextual.CANDIDATES,
-                pool=contextual.CANDIDATES,
-                lists=("semantic", "lexical"),
-                question=QUESTION,
-                query_vector=stub_vector(QUESTION),
-                model="stand-in",
-                now=timezone.now(),
-                count_unembedded=True,
-            )
-        )
+        plan = contextual_plan(org, place=PLACE, question=QUESTION)
         rows, _, _ = query._execute(plan)
         ranked = contextual.rank_rows(rows, question=QUESTION, limit=10)
     return ranked, [entry["sql"] for entry in sent.captured_queries]
@@ -97,3 +85,16 @@ def test_the_winners_need_no_second_read(facts, settings):
     ranked, sent = recalled(facts, settings)
     reads = [sql for sql in sent if "memories_memory" in sql]
     assert ranked and len(reads) == 1, reads  # the statement itself; positive control: it is captured
+
+
+def test_every_candidate_keeps_the_exact_time_it_happened(facts, settings):
+    """The date cue reads when each fact happened (or was written, if that is unknown) to the microsecond."""
+    settings.EMBEDDER = "none"
+    plan = contextual_plan(facts, place=PLACE, question=QUESTION)
+    rows, _, _ = query._execute(plan)
+    table = {
+        str(memory.pk): memory.occurred_at or memory.created_at for memory in Memory.objects.filter(organisation=facts)
+    }
+    whens = {row["id"]: contextual._candidate(row["id"], row).when for row in rows}
+    assert len(whens) == 12 and whens == table
+    assert {when.microsecond for when in whens.values()} >= {7, 123456}  # both sources, to the microsecond
