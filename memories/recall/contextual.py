@@ -169,13 +169,7 @@ def _neighbours_written(direction: str, tenant: str, base: str) -> str:
 def _neighbours_in_thread(tenant: str, base: str) -> str:
     """Issue 16: a thread's episodes are neighbours by their events' order in the thread, not by
     when they were written (a thread consolidated in several runs, or events posted late).
-    Parts of one split event are each other's nearest neighbours (step 1, never 0).
-
-    An event's facts are read by their event alone, fenced (`OFFSET 0`), and the recall predicate
-    is checked on what they give: as a condition of the scan itself, the predicate and the
-    policies were matched against every partial index of the table while planning, which was
-    half of the whole statement's planning time."""
-    columns_read = ", ".join(f"w.{name}" for name in (*_NEIGHBOUR_COLUMNS, "source_event_id"))
+    Parts of one split event are each other's nearest neighbours (step 1, never 0)."""
     return (
         "SELECT a.id AS anchor, x.id, x.step FROM anchor a\n"
         f"  JOIN threads_threadevent e ON e.id = a.source_event_id AND e.organisation_id = {tenant}\n"
@@ -183,8 +177,7 @@ def _neighbours_in_thread(tenant: str, base: str) -> str:
         "    SELECT m.id, (CASE WHEN f.sequence = e.sequence THEN 1"
         " ELSE f.sequence::bigint - e.sequence::bigint END) AS step\n"
         "    FROM threads_threadevent f\n"
-        f"    CROSS JOIN LATERAL (SELECT {columns_read} FROM memories_memory w\n"
-        f"      WHERE w.source_event_id = f.id AND w.organisation_id = {tenant} OFFSET 0) m\n"
+        f"    JOIN memories_memory m ON m.source_event_id = f.id AND m.organisation_id = {tenant}\n"
         f"    WHERE f.organisation_id = {tenant} AND f.thread_id = e.thread_id AND %(window)s > 0\n"
         "      AND f.sequence BETWEEN e.sequence - %(window)s AND e.sequence + %(window)s\n"
         f"      AND m.id <> a.id AND {base} AND {_SAME_PLACE}) x"
