@@ -165,10 +165,10 @@ def timed(raw, plan, organisation_id: str, as_app: bool) -> tuple[float, list[di
         return (time.perf_counter() - started) * 1000, rows
 
 
-def top_ten(rows: list[dict], organisation_id: str, question: str) -> list[str]:
+def top_ten(rows: list[dict], question: str) -> list[str]:
     from memories.recall import contextual
 
-    ranked = contextual.rank_rows(rows, organisation_id=organisation_id, question=question, limit=10)
+    ranked = contextual.rank_rows(rows, question=question, limit=10)
     return [row["source_ref"] for row in ranked]
 
 
@@ -197,7 +197,7 @@ def measure(args, conversations, organisations, vectors) -> dict:
                             found[variant] = rows
                     for variant in VARIANTS:
                         results[(variant, role)].append(best[variant])
-                tops = {variant: top_ten(found[variant], organisation_id, question.text) for variant in VARIANTS}
+                tops = {variant: top_ten(found[variant], question.text) for variant in VARIANTS}
                 same += tops[VARIANTS[0]] == tops[VARIANTS[1]]
                 for variant in VARIANTS:
                     hits[variant][0] += bool(set(tops[variant][:5]) & set(question.evidence))
@@ -223,6 +223,7 @@ def explain(conversations, organisations, vectors) -> dict[str, str]:
                 cursor.execute(
                     f"SET LOCAL ROLE {APP_ROLE}; SELECT set_config(%s, %s, true)", [TENANT_SETTING, organisation_id]
                 )
+                cursor.execute(plan.planner_settings[0])  # as run_plan runs it
                 cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + plan.sql, plan.params)
                 shown[variant] = "\n".join(row[0] for row in cursor.fetchall())
     return shown

@@ -25,9 +25,14 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import timedelta
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from django.db import connection
+from psycopg import postgres
+from psycopg.pq import Format
 
 from memories.db.predicates import live_sql
 from memories.recall import ranking
@@ -63,7 +68,24 @@ _SAME_PLACE = (
 _ONLY_QUESTION = "ts_delete({v}, tsvector_to_array(ts_delete({v}, qwords.words)))"
 
 
-def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG) -> RecallPlan:
+# Planner settings for a tenant without an HNSW index: its estimates are small (a few hundred rows,
+# fewer still past the policies' filters), so without this the planner may read the rows before or
+# after a candidate by bitmap and sort them, for each candidate and side, rather than walk the
+# newest-first index, which gives them in order and stops after a few. Every other sort of the
+# statement has no sort-free alternative and stays as it was. Set before the statement, reset after
+# it, so the rest of the request's transaction plans as before.
+WALK_THE_INDEX = ("SET LOCAL enable_sort = off; ", "; SET LOCAL enable_sort TO DEFAULT")
+
+
+@dataclass(frozen=True)
+class ContextualPlan(RecallPlan):
+    """A contextual statement and the planner settings it runs under: set before it, reset after it
+    (`query.run_plan` applies them)."""
+
+    planner_settings: tuple[str, str] = ("", "")
+
+
+def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG) -> ContextualPlan:
     """One statement: the hybrid candidates, their neighbours, and what ranking reads of each.
 
     Each row is one fact of the pool (a candidate or a neighbour) with its
@@ -96,7 +118,13 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
         _bm25_cte(found.rows),
     ]
     chosen = _pool_rows(tenant, with_vector="semantic" in request.lists)
-    return RecallPlan(sql=statement(ctes, chosen), params=params, lists=request.lists, hnsw_index=request.hnsw_index)
+    return ContextualPlan(
+        sql=statement(ctes, chosen),
+        params=params,
+        lists=request.lists,
+        hnsw_index=request.hnsw_index,
+        planner_settings=("", "") if request.hnsw_index else WALK_THE_INDEX,
+    )
 
 
 def _anchor_cte(tenant: str) -> str:
@@ -115,23 +143,26 @@ def _neighbours_written(direction: str, tenant: str, base: str) -> str:
     """Each anchor's neighbours in its place written just `before` or `after` it, within the gap."""
     before = direction == "before"
     cmp, order = ("<=", "DESC") if before else (">=", "ASC")
-    bound = "m.created_at >= a.created_at - %(gap)s" if before else "m.created_at <= a.created_at + %(gap)s"
+    bound = "w.created_at >= a.created_at - %(gap)s" if before else "w.created_at <= a.created_at + %(gap)s"
     sign = "-" if before else ""
     columns_read = ", ".join(f"w.{name}" for name in _NEIGHBOUR_COLUMNS)
     # The inner scan walks the tenant's newest-first index from the anchor
     # and stops after `scan` rows whatever the place, so a quiet channel in
-    # a busy tenant costs no more than a busy one; the place, the recall
-    # predicate and the time gap are checked on those rows. (A range on the
-    # gap alone lets the planner pick a bitmap scan of the whole window.)
+    # a busy tenant costs no more than a busy one; the place and the recall
+    # predicate are checked on those rows. The time gap bounds the inner scan
+    # (the same rows pass as when it was checked after: those within the gap
+    # come first): bounded on one side only, a small tenant's estimate fell
+    # below `scan` rows and the planner read the tenant by bitmap and sorted it,
+    # for each anchor and side. (The gap without the LIMIT lets it bitmap-scan the window.)
     return (
         f"SELECT a.id AS anchor, x.id, {sign}row_number() OVER (PARTITION BY a.id ORDER BY x.created_at {order},"
         f" x.id {order}) AS step\n"
         "  FROM anchor a CROSS JOIN LATERAL (\n"
         "    SELECT m.id, m.created_at FROM (\n"
         f"      SELECT {columns_read} FROM memories_memory w WHERE w.organisation_id = {tenant} AND {live_sql('w')}\n"
-        f"        AND w.created_at {cmp} a.created_at AND w.id <> a.id\n"
+        f"        AND w.created_at {cmp} a.created_at AND {bound} AND w.id <> a.id\n"
         f"      ORDER BY w.created_at {order} LIMIT %(scan)s) m\n"
-        f"    WHERE {base} AND {_SAME_PLACE} AND {bound}\n"
+        f"    WHERE {base} AND {_SAME_PLACE}\n"
         f"    ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s) x"
     )
 
@@ -186,6 +217,16 @@ def _bm25_cte(rows: str) -> str:
     )
 
 
+# What a recall row shows of a fact rides on every row of the pool, so the few that win need no second
+# read. Their times come as text and are loaded for the winners only: loading a time is the costly part.
+_TIMES = ("created_at", "occurred_at", "expires_at")
+_WINNER_COLUMNS = ", ".join(
+    f"m.{name}::text AS {name}" if name in _TIMES else f"m.{name}"
+    for name in RESULT_COLUMNS
+    if name not in ("id", "body")  # read already
+)
+
+
 def _pool_rows(tenant: str, *, with_vector: bool) -> str:
     """What ranking reads of each fact of the pool; the statistics and the neighbour links on the first row."""
     similarity = (
@@ -195,7 +236,11 @@ def _pool_rows(tenant: str, *, with_vector: bool) -> str:
         else "NULL::float8"
     )
     return (
-        "  SELECT m.id::text AS id, m.body, coalesce(m.occurred_at, m.created_at) AS happened,\n"
+        # When it happened, as seconds since the epoch: a float loads in C, a time in Python, and the
+        # date cue reads it for every row of the pool (a double keeps the microseconds at these magnitudes).
+        "  SELECT m.id::text AS id, m.body, extract(epoch FROM coalesce(m.occurred_at, m.created_at))::float8"
+        " AS happened,\n"
+        f"    {_WINNER_COLUMNS},\n"
         f"    {similarity} AS similarity, length(m.search_vector) AS length,\n"
         "    ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
         f"    CASE WHEN m.search_vector @@ tsq.query THEN {_ONLY_QUESTION.format(v='m.search_vector')}::text END"
@@ -244,7 +289,6 @@ def _link_neighbours(candidates: dict[str, ranking.Candidate], links: dict[str, 
 def rank_rows(
     rows: list[dict],
     *,
-    organisation_id,
     question: str,
     limit: int,
     config: ranking.RankingConfig = ranking.DEFAULT_CONFIG,
@@ -270,8 +314,8 @@ def rank_rows(
     )
     pinned = sorted((c for c in ordered if by_id[c.id]["pin_rank"] is not None), key=lambda c: by_id[c.id]["pin_rank"])
     chosen = (pinned + [c for c in ordered if by_id[c.id]["pin_rank"] is None])[:limit]
-    full = _rows_by_id(organisation_id, [c.id for c in chosen])
-    return [_recall_row(full[candidate.id], by_id[candidate.id], candidate) for candidate in chosen]
+    load_time = _time_loader()
+    return [_recall_row(by_id[candidate.id], candidate, load_time) for candidate in chosen]
 
 
 def _statistics(rows: list[dict]) -> tuple[dict[str, int], int, float, dict[str, list[tuple[str, int]]]]:
@@ -293,7 +337,7 @@ def _candidate(key: str, row: dict) -> ranking.Candidate:
     return ranking.Candidate(
         id=key,
         body=row["body"],
-        when=row["happened"],
+        when=datetime.fromtimestamp(row["happened"], UTC),
         similarity=row["similarity"],
         lexeme_counts=lexeme_counts(row["lexemes"]),
         length=float(row["length"] or 0),
@@ -301,9 +345,12 @@ def _candidate(key: str, row: dict) -> ranking.Candidate:
     )
 
 
-def _recall_row(full: dict, found: dict, candidate: ranking.Candidate) -> dict:
-    """A recall row: the fact's columns, its hybrid ranks, and its contextual score."""
-    row = {name: full[name] for name in RESULT_COLUMNS}
+def _recall_row(found: dict, candidate: ranking.Candidate, load_time: Callable[[str], datetime]) -> dict:
+    """A recall row: the fact's columns (as a read of the table gives them), its hybrid ranks, its contextual score."""
+    row = {name: found[name] for name in RESULT_COLUMNS}
+    row["id"] = uuid.UUID(found["id"])
+    for name in _TIMES:
+        row[name] = None if found[name] is None else load_time(found[name])
     row.update(
         pin_rank=found["pin_rank"],
         score=candidate.score,
@@ -315,16 +362,13 @@ def _recall_row(full: dict, found: dict, candidate: ranking.Candidate) -> dict:
     return row
 
 
-def _rows_by_id(organisation_id, ids: list[str]) -> dict[str, dict]:
-    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
+def _time_loader() -> Callable[[str], datetime]:
+    """A `timestamptz` in text form loaded as this connection's cursors load one (Django's time zone)."""
+    oid = postgres.types["timestamptz"].oid
     with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT {columns} FROM memories_memory m"
-            f" WHERE m.organisation_id = {tenant_literal(organisation_id)} AND m.id = ANY(%s::uuid[])",
-            [ids],
-        )
-        names = [column.name for column in cursor.description]
-        return {str(record[0]): dict(zip(names, record, strict=True)) for record in cursor.fetchall()}
+        raw = cursor.cursor
+        loader = raw.adapters.get_loader(oid, Format.TEXT)(oid, raw)
+    return lambda text: loader.load(text.encode())
 
 
 # What the recall predicate and the place test read of a neighbour.

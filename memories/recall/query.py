@@ -106,7 +106,10 @@ def run_plan(plan: RecallPlan, cursor) -> tuple[list[dict], int | None, int | No
     settings_sql = "SET LOCAL max_parallel_workers_per_gather = 0; "
     if plan.hnsw_index:
         settings_sql += f"SET LOCAL hnsw.ef_search = {int(plan.params['ef'])}; "
-    cursor.execute(settings_sql + plan.sql, plan.params)
+    reset_sql = ""
+    if isinstance(plan, contextual.ContextualPlan):
+        settings_sql, reset_sql = settings_sql + plan.planner_settings[0], plan.planner_settings[1]
+    cursor.execute(settings_sql + plan.sql + reset_sql, plan.params)
     while cursor.description is None and cursor.nextset():
         pass
     names = [column.name for column in cursor.description]
@@ -257,7 +260,6 @@ def _ranked_rows(
     if how.contextual:
         rows = contextual.rank_rows(
             rows,
-            organisation_id=request.organisation_id,
             question=request.question,
             limit=max(limit, settings.RERANKER_CANDIDATES) if how.reranked else limit,
             config=config,

@@ -100,10 +100,7 @@ def test_the_contextual_statement_finds_the_same_rows_reading_the_place_once(ten
     assert rows and vec_n == contextual.CANDIDATES
     assert unembedded == 2  # one not embedded, one by another model
     assert once == per_list  # every column: ranks, similarity, lexemes, BM25 statistics and neighbour links
-    ranked = [
-        contextual.rank_rows(result[0], organisation_id=org.pk, question=QUESTION, limit=10)
-        for result in (per_list, once)
-    ]
+    ranked = [contextual.rank_rows(result[0], question=QUESTION, limit=10) for result in (per_list, once)]
     assert [row["id"] for row in ranked[0]] == [row["id"] for row in ranked[1]]
 
 

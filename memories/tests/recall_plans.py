@@ -1,0 +1,27 @@
+"""The contextual statement for a test tenant: the hybrid lists over a stand-in vector, as recall builds it."""
+
+from __future__ import annotations
+
+from django.utils import timezone
+
+from memories.recall import contextual
+from memories.recall.candidates import RecallRequest
+from memories.scopes import Place
+from memories.tests.turn_api.helpers import stub_vector
+
+
+def contextual_plan(org, *, place: Place, question: str) -> contextual.ContextualPlan:
+    return contextual.build_plan(
+        RecallRequest(
+            organisation_id=org.pk,
+            place=place,
+            limit=contextual.CANDIDATES,
+            pool=contextual.CANDIDATES,
+            lists=("semantic", "lexical"),
+            question=question,
+            query_vector=stub_vector(question),
+            model="stand-in",
+            now=timezone.now(),
+            count_unembedded=True,
+        )
+    )
