@@ -51,10 +51,9 @@ def test_the_log_slides_a_refusal_is_not_counted_and_retry_after_names_the_oldes
         assert throttle_log() == (b"zset", 1)
 
 
-def test_the_throttle_costs_one_redis_command_per_request(client, settings, monkeypatch):
-    settings.MEMORY_API_RATE = "100/min"
-    client.get("/api/v1/memories")
-    sent = []
+def redis_commands_sent(monkeypatch) -> list:
+    """The names of the Redis commands sent from now on (the real server still answers each)."""
+    sent: list = []
     original = redis.Redis.execute_command
 
     def counting(self, *args, **options):
@@ -62,6 +61,13 @@ def test_the_throttle_costs_one_redis_command_per_request(client, settings, monk
         return original(self, *args, **options)
 
     monkeypatch.setattr(redis.Redis, "execute_command", counting)
+    return sent
+
+
+def test_the_throttle_costs_one_redis_command_per_request(client, settings, monkeypatch):
+    settings.MEMORY_API_RATE = "100/min"
+    client.get("/api/v1/memories")
+    sent = redis_commands_sent(monkeypatch)
     assert client.get("/api/v1/memories").status_code == 200
     # The rate gate's fixed window and the sliding log in one script; the throttle answers from its verdict.
     assert sent == ["EVALSHA"], sent
@@ -73,14 +79,7 @@ def test_a_signed_in_person_is_throttled_by_the_log_the_throttle_checks_itself(m
     client = APIClient()
     client.force_login(member)
     assert client.get("/api/v1/memories").status_code == 200  # the server learns the script
-    sent = []
-    original = redis.Redis.execute_command
-
-    def counting(self, *args, **options):
-        sent.append(args[0])
-        return original(self, *args, **options)
-
-    monkeypatch.setattr(redis.Redis, "execute_command", counting)
+    sent = redis_commands_sent(monkeypatch)
     assert [client.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 429]
     assert sent == ["EVALSHA"] * 3  # no gate for a session: the throttle's own script, each request
     cache.clear()
