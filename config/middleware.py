@@ -1,7 +1,6 @@
 """Middleware: response headers every page carries, and requests refused before any view runs."""
 
 import functools
-import hashlib
 import logging
 import math
 import time
@@ -15,7 +14,7 @@ from django.core.cache import cache
 from django.http import JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 
-from lib.api.throttles import LogVerdict, gate_then_log
+from lib.api.throttles import LogVerdict, gate_then_log, log_key, presented_digest
 
 logger = logging.getLogger(__name__)
 
@@ -66,19 +65,9 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(number), _PERIODS[period[0]]
 
 
-def presented_digest(header: str) -> str:
-    """A hash of the token an Authorization header presents: the gate's and the log's keys name it."""
-    return hashlib.sha256(header[7:].strip().encode()).hexdigest()[:32]
-
-
 def gate_key(header: str, window: int) -> str:
     """The cache key counting one presented token's requests in one window (a hash: guesses count too)."""
     return f"gate:{presented_digest(header)}:{window}"
-
-
-def log_key(header: str) -> str:
-    """The cache key of one presented token's sliding log (the DRF throttle's, checked here)."""
-    return f"throttle_bearer_{presented_digest(header)}"
 
 
 def count_in_window(header: str, now: float) -> tuple[int, LogVerdict | None]:

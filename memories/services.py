@@ -205,10 +205,12 @@ def _remember_receipt(memory: Memory) -> MemoryAudit:
     return _receipt(memory=memory, action=MemoryAudit.Action.REMEMBER, actor=memory.written_by, agent=memory.agent)
 
 
-def _store_statement(memory: Memory, *, now: datetime, frees: int) -> tuple[str, list, bool]:
+def _store_statement(
+    memory: Memory, *, now: datetime, frees: int
+) -> tuple[str, list, tuple[str, Agent | User, int] | None]:
     """The memory and its receipt as one statement, counted against its writer's cap in it (after the cap's lock,
-    sent with it): (SQL, parameters, whether the lock's result comes first). It answers 1 when it wrote, 0 when
-    the cap held the write back."""
+    sent with it): (SQL, parameters, the cap it counts against, whose lock's result then comes first). It
+    answers 1 when it wrote, 0 when the cap held the write back."""
     capped = (
         None
         if memory.source_kind == SourceKind.EPISODE
@@ -230,7 +232,7 @@ def _store_statement(memory: Memory, *, now: datetime, frees: int) -> tuple[str,
         f"receipt AS ({insert_where(receipt_sql, 'FROM memory')}) "
         "SELECT count(*) FROM memory"
     )
-    return statement, [*lock_params, *memory_params, *room_params, *receipt_params], capped is not None
+    return statement, [*lock_params, *memory_params, *room_params, *receipt_params], capped
 
 
 def _actor_label(*, actor: User | None, agent: Agent | None) -> str:
@@ -396,19 +398,18 @@ def _memory_store(memory: Memory, *, replaces_live: bool, now: datetime, togethe
             memory.save(force_insert=True)
             _remembered([memory])
         return
-    statement, params, locked_first = _store_statement(memory, now=now, frees=frees)
+    statement, params, capped = _store_statement(memory, now=now, frees=frees)
     # One round trip: the cap's lock, then the count, the row and its receipt in one statement (all or none),
     # so the caller's transaction needs no savepoint; an error after it (a receiver's) still rolls it back.
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         cursor.execute(statement, params)
-        if locked_first:
+        if capped is not None:  # the lock's result first
             cursor.nextset()
         written = cursor.fetchone()[0]
         if written:
             inserted(memory)
             _receipted([memory])
     if not written:  # refused outside the block: nothing was written, and the caller's transaction goes on
-        capped = _capped_writer(agent=memory.agent, person=memory.written_by, bucket=memory.bucket)
         assert capped is not None  # only a capped write is held back
         raise _cap_reached(capped[0], capped[2])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from dataclasses import dataclass
@@ -42,6 +43,17 @@ local verdict = slide(KEYS[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[2]), AR
 return {count, verdict[1], verdict[2]}
 """
 )
+
+
+def presented_digest(header: str) -> str:
+    """A hash of the token an Authorization header presents: the rate gate's and the log's keys name it."""
+    return hashlib.sha256(header[7:].strip().encode()).hexdigest()[:32]
+
+
+def log_key(header: str) -> str:
+    """The cache key of one presented Bearer token's sliding log: the rate gate checks it before
+    authentication (`config.middleware`) and the throttle after, so both keep one log."""
+    return f"throttle_bearer_{presented_digest(header)}"
 
 
 @dataclass(frozen=True)
@@ -94,8 +106,9 @@ class PrincipalRateThrottle(SimpleRateThrottle):
         principal = getattr(request, "principal", None)
         if principal is None:
             return None
-        ident = f"token:{request.auth.pk}" if principal.agent is not None else f"user:{principal.user.pk}"
-        return self.cache_format % {"scope": self.scope, "ident": ident}
+        if principal.agent is not None:
+            return log_key(request.META.get("HTTP_AUTHORIZATION", ""))  # the log the rate gate checks too
+        return self.cache_format % {"scope": self.scope, "ident": f"user:{principal.user.pk}"}
 
     def allow_request(self, request, view):
         try:

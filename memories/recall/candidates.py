@@ -100,6 +100,8 @@ class RecallPlan:
     params: dict
     lists: tuple[str, ...]
     hnsw_index: str | None
+    # Planner settings set just before the statement and reset just after it (`query.run_plan`).
+    planner_settings: tuple[str, str] = ("", "")
 
 
 def tenant_literal(organisation_id) -> str:

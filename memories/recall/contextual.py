@@ -27,7 +27,6 @@ import json
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.db import connection
@@ -77,15 +76,7 @@ _ONLY_QUESTION = "ts_delete({v}, tsvector_to_array(ts_delete({v}, qwords.words))
 WALK_THE_INDEX = ("SET LOCAL enable_sort = off; ", "; SET LOCAL enable_sort TO DEFAULT")
 
 
-@dataclass(frozen=True)
-class ContextualPlan(RecallPlan):
-    """A contextual statement and the planner settings it runs under: set before it, reset after it
-    (`query.run_plan` applies them)."""
-
-    planner_settings: tuple[str, str] = ("", "")
-
-
-def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG) -> ContextualPlan:
+def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG) -> RecallPlan:
     """One statement: the hybrid candidates, their neighbours, and what ranking reads of each.
 
     Each row is one fact of the pool (a candidate or a neighbour) with its
@@ -118,7 +109,7 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
         _bm25_cte(found.rows),
     ]
     chosen = _pool_rows(tenant, with_vector="semantic" in request.lists)
-    return ContextualPlan(
+    return RecallPlan(
         sql=statement(ctes, chosen),
         params=params,
         lists=request.lists,

@@ -106,10 +106,8 @@ def run_plan(plan: RecallPlan, cursor) -> tuple[list[dict], int | None, int | No
     settings_sql = "SET LOCAL max_parallel_workers_per_gather = 0; "
     if plan.hnsw_index:
         settings_sql += f"SET LOCAL hnsw.ef_search = {int(plan.params['ef'])}; "
-    reset_sql = ""
-    if isinstance(plan, contextual.ContextualPlan):
-        settings_sql, reset_sql = settings_sql + plan.planner_settings[0], plan.planner_settings[1]
-    cursor.execute(settings_sql + plan.sql + reset_sql, plan.params)
+    before, after = plan.planner_settings
+    cursor.execute(settings_sql + before + plan.sql + after, plan.params)
     while cursor.description is None and cursor.nextset():
         pass
     names = [column.name for column in cursor.description]

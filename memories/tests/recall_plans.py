@@ -5,12 +5,12 @@ from __future__ import annotations
 from django.utils import timezone
 
 from memories.recall import contextual
-from memories.recall.candidates import RecallRequest
+from memories.recall.candidates import RecallPlan, RecallRequest
 from memories.scopes import Place
 from memories.tests.turn_api.helpers import stub_vector
 
 
-def contextual_plan(org, *, place: Place, question: str) -> contextual.ContextualPlan:
+def contextual_plan(org, *, place: Place, question: str) -> RecallPlan:
     return contextual.build_plan(
         RecallRequest(
             organisation_id=org.pk,
