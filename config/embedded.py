@@ -60,7 +60,7 @@ def database_settings_from_url(url: str) -> dict:
     host = query.pop("host", [parsed.hostname or ""])[0]
     options = {key: values[-1] for key, values in query.items()}
     return {
-        "ENGINE": "django.db.backends.postgresql",
+        "ENGINE": "lib.postgres",  # Django's, with a health check that needs no round trip
         "NAME": parsed.path.lstrip("/") or DATABASE_NAME,
         "USER": parsed.username or "",
         "PASSWORD": parsed.password or "",

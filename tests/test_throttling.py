@@ -70,7 +70,7 @@ def test_an_unreachable_cache_lets_requests_through_and_says_so(token, settings,
     settings.MEMORY_API_RATE = "1/min"
     settings.CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "lib.cache.RedisCache",
             "LOCATION": f"unix://{tmp_path / 'no-redis-here.socket'}?db=1",
             "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
         }

@@ -343,7 +343,7 @@ def cache_url(redis_url: str) -> str:
 
 CACHES = {
     "default": {
-        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "BACKEND": "lib.cache.RedisCache",  # Django's, one client per pool
         "LOCATION": cache_url(REDIS_URL),
         # An unreachable Redis costs a request half a second at most (the limiter then lets it through).
         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
