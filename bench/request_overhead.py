@@ -121,13 +121,14 @@ def remember_all(bases, token, turns):
 
 
 def over_http(bases, token, questions, count):
-    """`count` recalls over HTTP, alternating between the servers at `bases`: {base: (call ms, recall() ms)}."""
+    """`count` recalls over HTTP, alternating between the servers at `bases`:
+    {base: (call ms, recall() ms, the application's ms or None where the server does not say it)}."""
     import requests
 
     sessions = {base: requests.Session() for base in bases}
     for session in sessions.values():
         session.headers["Authorization"] = f"Bearer {token}"
-    times = {base: ([], []) for base in bases}
+    times = {base: ([], [], []) for base in bases}
     for index in range(count):
         base = bases[index % len(bases)]
         question = questions[index % len(questions)]
@@ -140,6 +141,7 @@ def over_http(bases, token, questions, count):
             raise SystemExit(f"recall answered {response.status_code}: {response.text[:200]}")
         times[base][0].append(elapsed)
         times[base][1].append(recall_timing(response.headers))
+        times[base][2].append(app_timing(response.headers))
     return times
 
 
@@ -224,6 +226,12 @@ def wsgi_call(application, token, path, payload, expected):
 def recall_timing(headers) -> float:
     """The server's own `recall()` in ms, from its Server-Timing header."""
     return float(headers["Server-Timing"].split("recall;dur=")[1].split(",")[0])
+
+
+def app_timing(headers) -> float | None:
+    """The application's whole time in ms (Server-Timing `app`, from the outermost middleware), if it says it."""
+    timing = headers.get("Server-Timing", "")
+    return float(timing.split("app;dur=")[1].split(",")[0]) if "app;dur=" in timing else None
 
 
 def old_token_authenticate(*, token_hash, now, with_token=None):
@@ -372,6 +380,59 @@ def pairwise(request, count, compared):
     return figures
 
 
+# Where an in-process recall request's time goes, by wall clock (a section includes those nested in it).
+SECTIONS = (
+    ("rate gate and sliding log (one Redis script)", "config.middleware", "count_in_window"),
+    ("the transaction opened (health check, no round trip)", "django.db.transaction.Atomic", "__enter__"),
+    ("DRF's dispatch (all of the view below)", "rest_framework.views.APIView", "dispatch"),
+    ("  authentication: token, tenant, place", "accounts.auth.BearerTokenAuthentication", "authenticate"),
+    ("  the body validated (`RecallInputSerializer`)", "lib.api.views.ApiView", "validated"),
+    ("  the place resolved from its record", "memories.api.base", "place_for_turn"),
+    ("  `recall()` (the work the request calls)", "memories.api.recall", "recall"),
+    ("  the answer serialized (`RecallOutputSerializer`)", "rest_framework.serializers.Serializer", "data"),
+    ("  the answer rendered as JSON", "rest_framework.renderers.JSONRenderer", "render"),
+    ("the transaction committed", "django.db.transaction.Atomic", "__exit__"),
+)
+
+
+def sections(request, count):
+    """Each of `SECTIONS` timed inside `count` requests: {label: ms per request}, with the whole request's."""
+    import importlib
+
+    spent: dict[str, list[float]] = {}
+    patched = []
+    for label, dotted, name in SECTIONS:
+        try:
+            owner = importlib.import_module(dotted)
+        except ModuleNotFoundError:  # a class: its module, then the attribute
+            module, attribute = dotted.rsplit(".", 1)
+            owner = getattr(importlib.import_module(module), attribute)
+        original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+        function = original.fget if isinstance(original, property) else original
+
+        def timed(*args, __function=function, __label=label, **kwargs):
+            started = time.perf_counter()
+            try:
+                return __function(*args, **kwargs)
+            finally:
+                spent[__label][-1] += (time.perf_counter() - started) * 1000
+
+        setattr(owner, name, property(timed) if isinstance(original, property) else timed)
+        patched.append((owner, name, original))
+    whole = []
+    try:
+        for index in range(count):
+            for label, _, _ in SECTIONS:
+                spent.setdefault(label, []).append(0.0)
+            started = time.perf_counter()
+            request(index)
+            whole.append((time.perf_counter() - started) * 1000)
+    finally:
+        for owner, name, original in reversed(patched):
+            setattr(owner, name, original)
+    return {"the whole request (Django's WSGI handler)": whole, **spent}
+
+
 def profiled(request, count):
     profiler = cProfile.Profile()
     profiler.enable()
@@ -459,6 +520,7 @@ def in_process(args, token, questions, turns):
             service = remember_request(1000 + index)
             remembers.append(((time.perf_counter() - started) * 1000, service))
         result["remembers"] = remembers
+        result["sections"] = sections(recall_request, args.requests)
         if args.profile:
             result["recall profile"] = profiled(recall_request, 200)
             result["remember profile"] = profiled(lambda index: remember_request(5000 + index), 100)
@@ -485,21 +547,32 @@ def report(args, turns, http, result):
     print("| --- | --- | --- | --- | --- | --- |")
     rows = {}
     for label in ("old", "new"):
-        (total, server_ms), remember_ms = http[label]
+        (total, server_ms, app_ms), remember_ms = http[label]
+        said = None not in app_ms  # code from before the `app` timing does not say it
         rows[label] = {
             "recall: whole call": total,
             "recall: the server's `recall()` (Server-Timing)": server_ms,
             "**recall: per-request work (the call minus `recall()`)**": [
                 t - s for t, s in zip(total, server_ms, strict=True)
             ],
+            "recall: the application's time (Server-Timing `app`)": app_ms if said else [],
+            "recall: per-request work inside the application (`app` minus `recall()`)": [
+                a - s for a, s in zip(app_ms, server_ms, strict=True)
+            ]
+            if said
+            else [],
+            "recall: the HTTP exchange (the call minus `app`)": [t - a for t, a in zip(total, app_ms, strict=True)]
+            if said
+            else [],
             "**remember: whole call**": remember_ms,
         }
+
+    def cell(values, share):
+        return f"{pct(values, share):.2f}" if values else "not said"
+
     for what, new in rows["new"].items():
         old = rows["old"][what]
-        print(
-            f"| {what} | {pct(old, 0.5):.2f} | {pct(new, 0.5):.2f} | {pct(old, 0.95):.2f} | {pct(new, 0.95):.2f} "
-            f"| {len(new)} |"
-        )
+        print(f"| {what} | {cell(old, 0.5)} | {cell(new, 0.5)} | {cell(old, 0.95)} | {cell(new, 0.95)} | {len(new)} |")
     for name in ("recall", "remember"):
         database, redis = result[f"{name} round trips"]
         print(f"\nIn process, per {name}: {database:.1f} database round trips, {redis:.1f} Redis commands.")
@@ -511,6 +584,8 @@ def report(args, turns, http, result):
             f"| {what} | {pct(old, 0.5):.2f} | {pct(new, 0.5):.2f} | {pct(old, 0.95):.2f} | {pct(new, 0.95):.2f} "
             f"| {statistics.median(old) - statistics.median(new):.2f} | {len(new)} |"
         )
+    print("\nIn process, where a recall request's time goes (wall clock; indented: inside DRF's dispatch):\n")
+    table(list(result["sections"].items()))
     remembers = result["remembers"]
     print(f"\nIn process, {len(remembers)} remembers:\n")
     table(

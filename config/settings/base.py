@@ -31,6 +31,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so the time it reports spans every other middleware (Server-Timing `app`).
+    "config.middleware.ServerTimingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Outside the middlewares that answer early, so their answers carry the policy too.
     "config.middleware.ContentSecurityPolicyMiddleware",

@@ -146,6 +146,17 @@ def test_recall_says_where_the_time_went(agent_api, make_memory, general):
     make_memory(body="fact")
     response = recall(agent_api, general, "fact")
     assert "sql;dur=" in response["Server-Timing"] and "embed;dur=" in response["Server-Timing"]
+    # And the application's whole time, which spans the recall's (config.middleware.ServerTimingMiddleware).
+    timings = dict(part.strip().split(";dur=") for part in response["Server-Timing"].split(","))
+    assert float(timings["app"]) >= float(timings["recall"]) > 0
+
+
+def test_every_answer_says_the_applications_time(agent_api, client):
+    refused = agent_api.post("/api/v1/recall", {"question": ""}, format="json")
+    page = client.get("/accounts/login/")
+    for response in (refused, page):
+        assert response.status_code in (200, 400)
+        assert response["Server-Timing"].startswith("app;dur=")
 
 
 @pytest.fixture
