@@ -262,19 +262,22 @@ def lexeme_counts(tsvector_text: str | None) -> dict[str, int]:
 
 
 def _link_neighbours(candidates: dict[str, ranking.Candidate], links: dict[str, list[tuple[str, int]]]) -> None:
-    """Offsets between every two facts of one anchor's window, both ways, so a neighbour sees its anchor too."""
-    seen: dict[str, set[tuple[str, int]]] = {}
+    """Offsets between every two facts of one anchor's window, both ways, so a neighbour sees its anchor too;
+    each (neighbour, offset) once per fact, in the order first met."""
+    linked: dict[str, dict[tuple[str, int], None]] = {}
     for anchor, steps in links.items():
         window = [(anchor, 0), *steps]
         for first, first_step in window:
             if first not in candidates:
                 continue
-            known = seen.setdefault(first, set(candidates[first].neighbours))
+            pairs = linked.get(first)
+            if pairs is None:
+                pairs = linked[first] = dict.fromkeys(candidates[first].neighbours)
             for second, second_step in window:
-                pair = (second, second_step - first_step)
-                if first != second and pair not in known:
-                    known.add(pair)
-                    candidates[first].neighbours.append(pair)
+                if first != second:
+                    pairs[(second, second_step - first_step)] = None
+    for key, pairs in linked.items():
+        candidates[key].neighbours = list(pairs)
 
 
 def rank_rows(

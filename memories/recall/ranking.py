@@ -270,9 +270,9 @@ def _named_speaker(labels: set[str], cues: QuestionCues) -> str | None:
 def _context(candidate: Candidate, own: dict[str, float], floor: float, config: RankingConfig) -> float:
     """The best score a neighbour lends: a farther one lends less, its lead over the pool's floor
     shrinking by `context_decay` a step."""
-    near = [
-        floor + config.context_decay ** (abs(offset) - 1) * (own[nid] - floor)
-        for nid, offset in candidate.neighbours
-        if abs(offset) <= config.context_window and nid in own
-    ]
-    return max(near) if near else floor
+    best = floor
+    for nid, offset in candidate.neighbours:
+        distance = abs(offset)
+        if distance <= config.context_window and nid in own:
+            best = max(best, floor + config.context_decay ** (distance - 1) * (own[nid] - floor))
+    return best
