@@ -42,7 +42,9 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if connection is None or connection.closed or connection.broken:
             return False
         try:
-            readable, _, _ = select.select([connection.fileno()], [], [], 0)
+            poller = select.poll()  # not select(): a process may hold descriptors past its 1,024 limit
+            poller.register(connection.fileno(), select.POLLIN)
+            events = poller.poll(0)
         except (OSError, ValueError):  # a socket already gone: let the probe say so
             return False
-        return not readable
+        return not events
