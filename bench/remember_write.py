@@ -62,6 +62,7 @@ def arguments():
     parser.add_argument("--http", action="store_true", help="also over HTTP, one gunicorn per code")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top entries of 100 new remembers")
     parser.add_argument("--statements", action="store_true", help="print the statements of one keyed remember each")
+    parser.add_argument("--commit", type=int, default=0, help="rounds of the commit's and BEGIN's costs (below)")
     parser.add_argument("--port", type=int, default=8795)
     parser.add_argument("--data-dir", type=Path, default=ROOT / "var" / "bench-remember-write")
     return parser.parse_args()
@@ -237,6 +238,77 @@ def over_http(args, data_dir, token):
     return times
 
 
+COMMIT_PROBE = "bench_commit_probe"
+# Each round runs every row once, in turn: a remember-sized write's COMMIT as served (synchronous_commit on)
+# and with the flush skipped (measured only, never served: its share is the WAL flush), a COMMIT with nothing
+# to flush (the round trip alone), and a transaction's first statement against the same in autocommit and in a
+# pipeline with its BEGIN (psycopg sends BEGIN on its own round trip before a transaction's first statement).
+COMMIT_ROWS = (
+    "COMMIT of a write, synchronous_commit on",
+    "COMMIT of a write, synchronous_commit off",
+    "COMMIT of a read-only transaction",
+    "SELECT 1 in autocommit (no BEGIN)",
+    "SELECT 1 opening a transaction (BEGIN its own round trip)",
+    "SELECT 1 opening a transaction, BEGIN in a pipeline with it",
+)
+
+
+def commit_costs(rounds: int) -> dict[str, list[float]]:
+    """ms of each of COMMIT_ROWS, `rounds` each, on a scratch table shaped like a memory's words (GIN)."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.autocommit = True
+    raw.execute(f"CREATE TABLE {COMMIT_PROBE} (id bigserial PRIMARY KEY, body text, words tsvector)")
+    raw.execute(f"CREATE INDEX ON {COMMIT_PROBE} USING gin (words)")
+    times: dict[str, list[float]] = {row: [] for row in COMMIT_ROWS}
+    try:
+        for index in range(rounds):
+            for row in COMMIT_ROWS:
+                times[row].append(_commit_round(raw, row, remember_body(index)["body"]))
+    finally:
+        raw.rollback()
+        raw.autocommit = True
+        raw.execute(f"DROP TABLE {COMMIT_PROBE}")
+    return times
+
+
+def _commit_round(raw, row: str, body: str) -> float:
+    if row == COMMIT_ROWS[3]:
+        started = time.perf_counter()
+        raw.execute("SELECT 1")
+        return (time.perf_counter() - started) * 1000
+    raw.autocommit = False
+    started = time.perf_counter()
+    if row == COMMIT_ROWS[4]:
+        raw.execute("SELECT 1")
+    elif row == COMMIT_ROWS[5]:
+        with raw.pipeline():
+            raw.execute("SELECT 1")
+    else:
+        if row == COMMIT_ROWS[1]:
+            raw.execute("SET LOCAL synchronous_commit = off")
+        if row != COMMIT_ROWS[2]:
+            raw.execute(f"INSERT INTO {COMMIT_PROBE} (body, words) VALUES (%s, to_tsvector('english', %s))", [body] * 2)
+        else:
+            raw.execute("SELECT 1")
+        started = time.perf_counter()
+        raw.commit()
+    elapsed = (time.perf_counter() - started) * 1000
+    raw.rollback()  # nothing left open after the first-statement rows; a no-op after a commit
+    raw.autocommit = True
+    return elapsed
+
+
+def print_commit_costs(times: dict[str, list[float]], load: str) -> None:
+    print(f"\nThe commit and BEGIN, every row once a round in turn, as the owner (load average {load})\n")
+    print("| ms | p50 | p95 | n |")
+    print("| --- | --- | --- | --- |")
+    for row, values in times.items():
+        print(f"| {row} | {pct(values, 0.5):.3f} | {pct(values, 0.95):.3f} | {len(values)} |")
+
+
 def print_times(title: str, rows: dict[str, dict[str, list[float]]], load: str) -> None:
     print(f"\n{title} (load average {load})\n")
     print("| remember, ms | old p50 | new p50 | old p95 | new p95 | new/old at p50 | n each |")
@@ -262,6 +334,7 @@ def main():
         times, counted = in_process(args, token, old)
         in_process_load = load_average()
         http = over_http(args, data_dir, token) if args.http else None
+        commits = commit_costs(args.commit) if args.commit else None
     finally:
         from django.db import connections
 
@@ -280,6 +353,8 @@ def main():
         )
     if http is not None:
         print_times("Over HTTP, two gunicorns alternating", {"whole call": http}, load_average())
+    if commits is not None:
+        print_commit_costs(commits, load_average())
     print(json.dumps({"load_at_end": load_average()}))
 
 
