@@ -1,3 +1,5 @@
+"""The WSGI application gunicorn serves (`config.wsgi:application`), and what the web process wires around it."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application
