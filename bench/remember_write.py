@@ -9,8 +9,9 @@ the turn's writes, idempotency, the remember view) are loaded beside this code's
 
 1. In this process, `POST /api/v1/memories` through Django's WSGI handler as `archivist_app` (under
    row-level security, as the web server runs), the remember view switched between the old code and the
-   new one request by request: the whole request, and its database statements (BEGIN and COMMIT among
-   them) and Redis commands. Half the requests carry an `Idempotency-Key`.
+   new one request by request: the request to its response and to the server's close (the sends this code
+   holds until the close included), and its database statements and Redis commands. Half the requests
+   carry an `Idempotency-Key`.
 2. With `--http`, two gunicorns (1 worker × 1 thread each): this checkout and the old one, remembers
    alternating between them, half with an `Idempotency-Key` too. Every remember adds a fact: with `--http`,
    keep `--facts` + 4 × `--remembers` + 80 under the cap (2,000).
@@ -37,10 +38,20 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import harness  # noqa: E402
-from request_overhead import PLACE, Counted, base_checkout, pct, profiled, wsgi_call  # noqa: E402
+from request_overhead import PLACE, Counted, base_checkout, pct, profiled  # noqa: E402
 
 # The modules a remember's write runs through, in import order: each old one imports the old ones before it.
-WRITE_MODULES = ["memories.services", "memories.turns.idempotency", "memories.turns.writes", "memories.api.memories"]
+WRITE_MODULES = [
+    "lib.tasks",
+    "memories.services",
+    "memories.turns.idempotency",
+    "memories.turns.writes",
+    "memories.api.memories",
+]
+
+# In process: until the body is read (what a caller waits for), and until the server's close (the sends held
+# to it included: what the worker's thread is busy with).
+IN_PROCESS_ROWS = ("to the response", "to the close")
 
 
 def arguments():
@@ -51,6 +62,7 @@ def arguments():
     parser.add_argument("--http", action="store_true", help="also over HTTP, one gunicorn per code")
     parser.add_argument("--profile", action="store_true", help="print cProfile's top entries of 100 new remembers")
     parser.add_argument("--statements", action="store_true", help="print the statements of one keyed remember each")
+    parser.add_argument("--commit", type=int, default=0, help="rounds of the commit's and BEGIN's costs (below)")
     parser.add_argument("--port", type=int, default=8795)
     parser.add_argument("--data-dir", type=Path, default=ROOT / "var" / "bench-remember-write")
     return parser.parse_args()
@@ -136,24 +148,31 @@ def in_process(args, token, old):
     from django.db import connections
 
     import memories.api.memories as views
+    from lib import after_response
+    from memories.tests.wsgi_requests import served
 
     connections.close_all()
     settings.DATABASE_ROLE = "archivist_app"
     application = WSGIHandler()
+    after_response.connect()  # as config/wsgi.py wires the web server (the old code sends at commit)
     codes = {"new": views.MemoryListApi.post, "old": old["memories.api.memories"].MemoryListApi.post}
-    times: dict[str, list[float]] = {"new": [], "old": []}
+    times: dict[str, dict[str, list[float]]] = {row: {"new": [], "old": []} for row in IN_PROCESS_ROWS}
     # (code, keyed): [database statements, Redis commands, requests]
     counted = {(label, keyed): [0, 0, 0] for label in ("new", "old") for keyed in (False, True)}
 
     def remember(index: int, label: str, keyed: bool, shown: list | None = None):
         views.MemoryListApi.post = codes[label]
         key = {"HTTP_IDEMPOTENCY_KEY": str(uuid.uuid4())} if keyed else {}
-        served = (lambda environ, respond: application({**environ, **key}, respond)) if key else application
+        keyed_application = (lambda environ, respond: application({**environ, **key}, respond)) if key else application
         with Counted() as counter, shown_statements(shown):
             started = time.perf_counter()
-            wsgi_call(served, token, "/api/v1/memories", remember_body(index), "201")
-            elapsed = (time.perf_counter() - started) * 1000
-        return elapsed, counter
+            status, answer, response = served(keyed_application, token, remember_body(index))
+            responded = (time.perf_counter() - started) * 1000
+            response.close()  # as gunicorn does once it has written the body: the held sends go now
+            closed = (time.perf_counter() - started) * 1000
+        if not status.startswith("201"):
+            raise SystemExit(f"in-process remember answered {status}: {answer}")
+        return (responded, closed), counter
 
     try:
         for index in range(40):  # each code's statements, plans and caches
@@ -168,7 +187,8 @@ def in_process(args, token, old):
             label = ("new", "old")[index % 2]
             keyed = (index // 2) % 2 == 1
             elapsed, counter = remember(1000 + index, label, keyed=keyed)
-            times[label].append(elapsed)
+            for row, ms in zip(IN_PROCESS_ROWS, elapsed, strict=True):
+                times[row][label].append(ms)
             totals = counted[label, keyed]
             totals[0] += counter.database
             totals[1] += counter.redis
@@ -177,6 +197,7 @@ def in_process(args, token, old):
             print(profiled(lambda index: remember(5000 + index, "new", keyed=False), 100))
     finally:
         views.MemoryListApi.post = codes["new"]
+        after_response.disconnect()
         settings.DATABASE_ROLE = ""
         connections.close_all()
     return times, counted
@@ -217,15 +238,87 @@ def over_http(args, data_dir, token):
     return times
 
 
-def print_times(title: str, times: dict[str, list[float]], load: str) -> None:
-    old, new = times["old"], times["new"]
+COMMIT_PROBE = "bench_commit_probe"
+# Each round runs every row once, in turn: a remember-sized write's COMMIT as served (synchronous_commit on)
+# and with the flush skipped (measured only, never served: its share is the WAL flush), a COMMIT with nothing
+# to flush (the round trip alone), and a transaction's first statement against the same in autocommit and in a
+# pipeline with its BEGIN (psycopg sends BEGIN on its own round trip before a transaction's first statement).
+COMMIT_ROWS = (
+    "COMMIT of a write, synchronous_commit on",
+    "COMMIT of a write, synchronous_commit off",
+    "COMMIT of a read-only transaction",
+    "SELECT 1 in autocommit (no BEGIN)",
+    "SELECT 1 opening a transaction (BEGIN its own round trip)",
+    "SELECT 1 opening a transaction, BEGIN in a pipeline with it",
+)
+
+
+def commit_costs(rounds: int) -> dict[str, list[float]]:
+    """ms of each of COMMIT_ROWS, `rounds` each, on a scratch table shaped like a memory's words (GIN)."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    raw = connection.connection
+    raw.autocommit = True
+    raw.execute(f"CREATE TABLE {COMMIT_PROBE} (id bigserial PRIMARY KEY, body text, words tsvector)")
+    raw.execute(f"CREATE INDEX ON {COMMIT_PROBE} USING gin (words)")
+    times: dict[str, list[float]] = {row: [] for row in COMMIT_ROWS}
+    try:
+        for index in range(rounds):
+            for row in COMMIT_ROWS:
+                times[row].append(_commit_round(raw, row, remember_body(index)["body"]))
+    finally:
+        raw.rollback()
+        raw.autocommit = True
+        raw.execute(f"DROP TABLE {COMMIT_PROBE}")
+    return times
+
+
+def _commit_round(raw, row: str, body: str) -> float:
+    if row == COMMIT_ROWS[3]:
+        started = time.perf_counter()
+        raw.execute("SELECT 1")
+        return (time.perf_counter() - started) * 1000
+    raw.autocommit = False
+    started = time.perf_counter()
+    if row == COMMIT_ROWS[4]:
+        raw.execute("SELECT 1")
+    elif row == COMMIT_ROWS[5]:
+        with raw.pipeline():
+            raw.execute("SELECT 1")
+    else:
+        if row == COMMIT_ROWS[1]:
+            raw.execute("SET LOCAL synchronous_commit = off")
+        if row != COMMIT_ROWS[2]:
+            raw.execute(f"INSERT INTO {COMMIT_PROBE} (body, words) VALUES (%s, to_tsvector('english', %s))", [body] * 2)
+        else:
+            raw.execute("SELECT 1")
+        started = time.perf_counter()
+        raw.commit()
+    elapsed = (time.perf_counter() - started) * 1000
+    raw.rollback()  # nothing left open after the first-statement rows; a no-op after a commit
+    raw.autocommit = True
+    return elapsed
+
+
+def print_commit_costs(times: dict[str, list[float]], load: str) -> None:
+    print(f"\nThe commit and BEGIN, every row once a round in turn, as the owner (load average {load})\n")
+    print("| ms | p50 | p95 | n |")
+    print("| --- | --- | --- | --- |")
+    for row, values in times.items():
+        print(f"| {row} | {pct(values, 0.5):.3f} | {pct(values, 0.95):.3f} | {len(values)} |")
+
+
+def print_times(title: str, rows: dict[str, dict[str, list[float]]], load: str) -> None:
     print(f"\n{title} (load average {load})\n")
     print("| remember, ms | old p50 | new p50 | old p95 | new p95 | new/old at p50 | n each |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    print(
-        f"| whole request | {pct(old, 0.5):.2f} | {pct(new, 0.5):.2f} | {pct(old, 0.95):.2f} | {pct(new, 0.95):.2f} "
-        f"| {statistics.median(new) / statistics.median(old):.2f} | {len(new)} |"
-    )
+    for row, times in rows.items():
+        old, new = times["old"], times["new"]
+        print(
+            f"| {row} | {pct(old, 0.5):.2f} | {pct(new, 0.5):.2f} | {pct(old, 0.95):.2f} | {pct(new, 0.95):.2f} "
+            f"| {statistics.median(new) / statistics.median(old):.2f} | {len(new)} |"
+        )
 
 
 def main():
@@ -241,6 +334,7 @@ def main():
         times, counted = in_process(args, token, old)
         in_process_load = load_average()
         http = over_http(args, data_dir, token) if args.http else None
+        commits = commit_costs(args.commit) if args.commit else None
     finally:
         from django.db import connections
 
@@ -258,7 +352,9 @@ def main():
             f"| {redis_commands / requests_made:.2f} |"
         )
     if http is not None:
-        print_times("Over HTTP, two gunicorns alternating", http, load_average())
+        print_times("Over HTTP, two gunicorns alternating", {"whole call": http}, load_average())
+    if commits is not None:
+        print_commit_costs(commits, load_average())
     print(json.dumps({"load_at_end": load_average()}))
 
 

@@ -1,6 +1,12 @@
+"""The WSGI application gunicorn serves (`config.wsgi:application`), and what the web process wires around it."""
+
 import os
 
 from django.core.wsgi import get_wsgi_application
 
+from lib import after_response
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
 application = get_wsgi_application()
+# The tasks a request's commits queue are sent once its response has gone (gunicorn closes it after the body).
+after_response.connect()

@@ -152,11 +152,16 @@ def broker_at(url: str):
     from config.celery import app
     from config.settings.base import celery_url
 
+    def drop_pools() -> None:
+        # Pooled connections and producers keep the old broker: dropped as Celery does after a fork.
+        app.close()
+        app.amqp._producer_pool = None
+
     previous = app.conf.broker_url
     app.conf.broker_url = celery_url(url)
-    app.close()  # drop pooled connections to the old broker
+    drop_pools()
     try:
         yield
     finally:
         app.conf.broker_url = previous
-        app.close()
+        drop_pools()
