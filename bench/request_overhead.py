@@ -573,6 +573,8 @@ def report(args, turns, http, result):
     for what, new in rows["new"].items():
         old = rows["old"][what]
         print(f"| {what} | {cell(old, 0.5)} | {cell(new, 0.5)} | {cell(old, 0.95)} | {cell(new, 0.95)} | {len(new)} |")
+    print("\nThe HTTP exchange of the same recalls to this code's server, by client, alternating (call minus `app`):\n")
+    table(list(args.exchange.items()))
     for name in ("recall", "remember"):
         database, redis = result[f"{name} round trips"]
         print(f"\nIn process, per {name}: {database:.1f} database round trips, {redis:.1f} Redis commands.")
@@ -602,6 +604,53 @@ def report(args, turns, http, result):
             print(f"\ncProfile, in-process {name.split()[0]} requests, cumulative:\n{result[name]}")
 
 
+def client_libraries(base, token, questions, count):
+    """The same recalls to one server through three HTTP clients, alternating, each keeping its connection:
+    {client: the call minus the application's time, ms}: what the HTTP exchange costs, and whose it is."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    import httpx
+    import requests
+
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    session = requests.Session()
+    pooled = httpx.Client(headers=headers)
+    address = urlsplit(base)
+    plain = http.client.HTTPConnection(address.hostname, address.port)
+
+    def through_requests(body):
+        return session.post(f"{base}/api/v1/recall", data=body, headers=headers, timeout=30).headers
+
+    def through_httpx(body):
+        return pooled.post(f"{base}/api/v1/recall", content=body, timeout=30).headers
+
+    def through_http_client(body):
+        plain.request("POST", "/api/v1/recall", body, headers)
+        response = plain.getresponse()
+        response.read()
+        return {"Server-Timing": response.getheader("Server-Timing", "")}
+
+    clients = {
+        "requests (the benchmarks' client)": through_requests,
+        "httpx (the clients' transport)": through_httpx,
+        "http.client (the standard library)": through_http_client,
+    }
+    exchange: dict[str, list[float]] = {name: [] for name in clients}
+    for index in range(count * len(clients)):
+        name = list(clients)[index % len(clients)]
+        body = json.dumps({"question": questions[index % len(questions)], "place": PLACE, "mode": "lexical"})
+        started = time.perf_counter()
+        answer = clients[name](body)
+        elapsed = (time.perf_counter() - started) * 1000
+        app = app_timing(answer)
+        if app is not None and index >= len(clients) * 10:  # each client's first calls open its connection
+            exchange[name].append(elapsed - app)
+    pooled.close()
+    plain.close()
+    return exchange
+
+
 def served_over_http(args, data_dir, token, turns, questions):
     """This code and the code it started from, one gunicorn each, requests alternating between them."""
     new = harness.start_gunicorn(port=args.port, data_dir=data_dir, workers=1, threads=1)
@@ -615,6 +664,7 @@ def served_over_http(args, data_dir, token, turns, questions):
         remembered = remember_all(bases, token, turns)
         over_http(bases, token, questions, 60)  # each server's connection, plans and caches
         recalled = over_http(bases, token, questions, 2 * args.requests)
+        args.exchange = client_libraries(bases[0], token, questions, args.requests // 2)
     finally:
         for process in (new, old):
             process.terminate()
