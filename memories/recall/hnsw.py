@@ -14,15 +14,6 @@ but the largest tenants (RECIPES.md measured 0.18 to 0.53 top-10 overlap). So:
 `CREATE INDEX CONCURRENTLY`, so writes continue while one builds, records each
 in `TenantVectorIndex`, and drops the index of an organisation that has shrunk
 well below the threshold. Recall uses an index only once it is recorded ready.
-
-Beside each HNSW index the tenant gets a partial GIN index on `search_vector`
-(`word_index_name_for`), built, dropped and looked after by the same sweep under
-the same record. `memories_word_list` names the tenant as a literal, so the
-planner proves the index applies and reads only the tenant's matches, where the
-shared GIN index's matches (every tenant's) were ANDed with a bitmap of all the
-tenant's rows (issue 15, round five: the largest tenant's word list 19 → 0.1 ms).
-It is not needed for correctness: without it (still building, or its build
-failed, which is logged) the word list reads the shared index.
 """
 
 from __future__ import annotations
@@ -78,15 +69,6 @@ def index_name_for(organisation_id) -> str:
     return f"memories_hnsw_{uuid.UUID(str(organisation_id)).hex}"
 
 
-def word_index_name_for(organisation_id) -> str:
-    return f"memories_words_{uuid.UUID(str(organisation_id)).hex}"
-
-
-def word_index_predicate(organisation_id) -> str:
-    """The tenant's live rows: `memories_word_list`'s predicate implies it, so the planner may use the index."""
-    return f"organisation_id = {tenant_literal(organisation_id)} AND {live_sql()}"
-
-
 def index_predicate(organisation_id) -> str:
     return (
         f"organisation_id = {tenant_literal(organisation_id)} AND scope = 'workspace' AND {live_sql()}"
@@ -116,37 +98,32 @@ def _index_is_valid(name: str) -> bool:
     return bool(row and row[0])
 
 
-def _create_concurrently(name: str, definition: str) -> None:
-    """`CREATE INDEX CONCURRENTLY` of `name` on memories_memory, after dropping an invalid one a failed build
-    left behind. Must run outside a transaction: CREATE INDEX CONCURRENTLY refuses one."""
-    with connection.cursor() as cursor:
-        if not _index_is_valid(name):
-            cursor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
-        cursor.execute(f"SET maintenance_work_mem = '{int(settings.MEMORY_VECTOR_BUILD_MEMORY_MB)}MB'")
-        # One build process: the host has two cores and serves requests meanwhile.
-        cursor.execute("SET max_parallel_maintenance_workers = 0")
-        try:
-            cursor.execute(f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON memories_memory {definition}')
-        finally:
-            cursor.execute("RESET maintenance_work_mem")
-            cursor.execute("RESET max_parallel_maintenance_workers")
-
-
 def vector_index_build(*, organisation_id, rows: int = 0) -> TenantVectorIndex:
-    """Build (or finish) one organisation's partial HNSW index, concurrently, and record it ready; then its
-    word index (`word_index_build`). Must run outside a transaction."""
+    """Build (or finish) one organisation's partial HNSW index, concurrently, and record it ready.
+
+    Must run outside a transaction: CREATE INDEX CONCURRENTLY refuses one.
+    """
     name = index_name_for(organisation_id)
     record, _ = TenantVectorIndex.objects.update_or_create(
         organisation_id=organisation_id,
         defaults={"index_name": name, "state": TenantVectorIndex.State.BUILDING, "error": ""},
     )
     try:
-        _create_concurrently(
-            name,
-            "USING hnsw (embedding vector_cosine_ops)"
-            f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
-            f" WHERE {index_predicate(organisation_id)}",
-        )
+        with connection.cursor() as cursor:
+            if not _index_is_valid(name):
+                # A concurrent build that failed leaves an invalid index behind; start again.
+                cursor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
+            cursor.execute(f"SET maintenance_work_mem = '{int(settings.MEMORY_VECTOR_BUILD_MEMORY_MB)}MB'")
+            # One build process: the host has two cores and serves requests meanwhile.
+            cursor.execute("SET max_parallel_maintenance_workers = 0")
+            cursor.execute(
+                f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON memories_memory'
+                " USING hnsw (embedding vector_cosine_ops)"
+                f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
+                f" WHERE {index_predicate(organisation_id)}"
+            )
+            cursor.execute("RESET maintenance_work_mem")
+            cursor.execute("RESET max_parallel_maintenance_workers")
     except Exception as error:  # noqa: BLE001 - recorded, and recall keeps using the exact scan
         logger.exception("building %s failed", name)
         record.state = TenantVectorIndex.State.FAILED
@@ -164,24 +141,7 @@ def vector_index_build(*, organisation_id, rows: int = 0) -> TenantVectorIndex:
     record.save(update_fields=["state", "rows_at_build", "built_at", "updated_at"])
     forget_hnsw_cache(organisation_id)
     logger.info("built %s over %d rows", name, rows)
-    word_index_build(organisation_id=organisation_id)
     return record
-
-
-def word_index_build(*, organisation_id) -> bool:
-    """Build (or finish) the tenant's partial GIN index on `search_vector`, concurrently. False when it failed:
-    logged, the word list reading the shared GIN index meanwhile, and tried again at the next sweep."""
-    name = word_index_name_for(organisation_id)
-    try:
-        _create_concurrently(name, f"USING gin (search_vector) WHERE {word_index_predicate(organisation_id)}")
-    except Exception:  # noqa: BLE001 - the word list is right without it, only slower
-        logger.exception("building %s failed; the word list reads the shared GIN index until the next sweep", name)
-        return False
-    if not _index_is_valid(name):
-        logger.error("%s was built but PostgreSQL marked it invalid; the word list reads the shared GIN index", name)
-        return False
-    logger.info("built %s", name)
-    return True
 
 
 def vector_index_drop(*, organisation_id) -> None:
@@ -191,19 +151,13 @@ def vector_index_drop(*, organisation_id) -> None:
     forget_hnsw_cache(organisation_id)
     with connection.cursor() as cursor:
         cursor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{name}"')
-        cursor.execute(f'DROP INDEX CONCURRENTLY IF EXISTS "{word_index_name_for(organisation_id)}"')
-
-
-def _lacks_word_index(organisation_id) -> bool:
-    return not _index_is_valid(word_index_name_for(organisation_id))
 
 
 def vector_index_maintain(*, threshold: int | None = None) -> dict:
-    """Create the indexes tenants above the threshold lack (a ready tenant's missing word index too: one
-    whose build failed, or one indexed before word indexes were); drop those of tenants far below it."""
+    """Create the indexes tenants above the threshold lack; drop those of tenants far below it."""
     threshold = threshold or settings.MEMORY_VECTOR_HNSW_THRESHOLD
     counts = tenant_vector_counts(at_least=int(threshold * DROP_BELOW_SHARE))
-    built, dropped, words = [], [], []
+    built, dropped = [], []
     ready = {
         str(organisation_id): state
         for organisation_id, state in TenantVectorIndex.objects.values_list("organisation_id", "state")
@@ -212,11 +166,8 @@ def vector_index_maintain(*, threshold: int | None = None) -> dict:
         if count >= threshold and ready.get(organisation_id) != TenantVectorIndex.State.READY:
             vector_index_build(organisation_id=organisation_id, rows=count)
             built.append(organisation_id)
-        elif ready.get(organisation_id) == TenantVectorIndex.State.READY and _lacks_word_index(organisation_id):
-            words.append(organisation_id)
-            word_index_build(organisation_id=organisation_id)
     for organisation_id in ready:
         if organisation_id not in counts:
             vector_index_drop(organisation_id=organisation_id)
             dropped.append(organisation_id)
-    return {"built": built, "dropped": dropped, "word_indexes": words, "threshold": threshold}
+    return {"built": built, "dropped": dropped, "threshold": threshold}
