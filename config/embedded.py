@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -44,7 +45,43 @@ def start_postgres(folder: Path, *, database: str = DATABASE_NAME):
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
     if "(1 row)" not in exists:
         server.psql(f'CREATE DATABASE "{database}";')
+    size_shared_buffers(server, shared_buffers_wanted())
     return server
+
+
+_SIZE = re.compile(r"[1-9][0-9]*(kB|MB|GB)")
+
+
+def shared_buffers_wanted() -> str:
+    """The embedded PostgreSQL's own page cache: `ARCHIVIST_PG_SHARED_BUFFERS` (a size such as 512MB), or
+    else an eighth of this machine's memory, at least PostgreSQL's default 128MB and at most 1GB.
+
+    PostgreSQL's default is a small share of a large organisation's rows and indexes: past it every page
+    is copied in from the operating system's cache, which at 1,000,000 memories doubled the recall
+    statement's p95 (docs/benchmarks.md, "Round five")."""
+    configured = os.environ.get("ARCHIVIST_PG_SHARED_BUFFERS", "").strip()
+    if configured:
+        if not _SIZE.fullmatch(configured):
+            raise ValueError(
+                f"ARCHIVIST_PG_SHARED_BUFFERS must be a size in kB, MB or GB such as 512MB, not {configured!r}."
+            )
+        return configured
+    eighth = psutil.virtual_memory().total // (8 * 1024 * 1024)
+    return f"{min(1024, max(128, eighth))}MB"
+
+
+def size_shared_buffers(server, wanted: str) -> None:
+    """Set the server's `shared_buffers` to `wanted` from its next start, unless it is that size already or
+    will be. PostgreSQL reads it only when it starts: a data folder's first start runs at the old size."""
+    state = server.psql(
+        "SELECT pg_size_bytes(current_setting('shared_buffers')) = pg_size_bytes("
+        f"'{wanted}') OR coalesce((SELECT pg_size_bytes(setting) = pg_size_bytes('{wanted}') FROM pg_file_settings"
+        " WHERE name = 'shared_buffers' ORDER BY seqno DESC LIMIT 1), false);"
+    )
+    if "\n t\n" in state:
+        return
+    server.psql(f"ALTER SYSTEM SET shared_buffers = '{wanted}';")
+    logger.info("the embedded PostgreSQL's shared_buffers becomes %s when it next starts", wanted)
 
 
 def postgres_url(server, database: str = DATABASE_NAME) -> str:
