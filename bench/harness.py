@@ -35,6 +35,8 @@ def start_services(data_dir: Path, database: str, environment: dict[str, str]):
     )
     from config import embedded
 
+    # Sized as the run command's is (from the data folder's next start).
+    embedded.size_shared_buffers(server, embedded.shared_buffers_wanted())
     redis = embedded.EmbeddedRedis(data_dir / "redis")
     import django
 

