@@ -137,7 +137,7 @@ class LocalEmbedder(Embedder):
                 logger.info(
                     "recall questions are embedded by ONNX Runtime (%s, %.1e from torch)",
                     self._query_encoder.folder,
-                    self._query_encoder.deviation_from_torch,
+                    self._query_encoder.deviation_from_reference,
                 )
                 self.query_runtime = "onnx"
             else:

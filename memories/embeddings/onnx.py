@@ -48,6 +48,9 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+# Int8 vectors are not fp32's within TOLERANCE, so they are another model: rows need re-embedding.
+INT8_MODEL_NAME = f"{MODEL_NAME}-int8"
+PRECISIONS = ("fp32", "int8")
 EXPORT_FORMAT = 1
 TOLERANCE = 1e-4
 MAX_SEQ_LENGTH = 256
@@ -113,7 +116,10 @@ class OnnxQueryEncoder:
     A recall's question goes one at a time (`encode`); a worker's rows in length-sorted batches (`encode_many`).
     """
 
-    deviation_from_torch: float  # set by `load` once the probes are verified
+    # Set by `load` once the probes are verified: the model id the vectors are, and how far they were
+    # from the stored references (torch's for fp32, the quantisation's own for int8).
+    model_name: str
+    deviation_from_reference: float
 
     def __init__(self, folder: Path, directory: Path, *, threads: int = 1):
         try:
@@ -207,21 +213,55 @@ def _export_in_a_process(directory: Path, folder: Path, heartbeat: Callable[[], 
             raise OnnxUnavailable(f"the ONNX export failed (exit {process.returncode}): {tail}")
 
 
-def load(data_dir: Path, *, heartbeat: Callable[[], None] | None = None, threads: int = 1) -> OnnxQueryEncoder:
-    """The query encoder, exporting the model first if this data folder has no verified export of it."""
+def load(
+    data_dir: Path,
+    *,
+    heartbeat: Callable[[], None] | None = None,
+    threads: int = 1,
+    precision: str = "fp32",
+) -> OnnxQueryEncoder:
+    """The query encoder of `precision` ("fp32" or "int8"), exporting (and quantising) first if this data
+    folder has no verified file of it yet."""
     try:
         import onnxruntime  # noqa: F401 - only to fail early with the plain reason
     except ImportError as error:
         raise OnnxUnavailable(f"onnxruntime is not installed ({error})") from error
+    if precision not in PRECISIONS:
+        raise OnnxUnavailable(f"precision {precision!r} is neither of {', '.join(PRECISIONS)}")
     directory = model_dir()
     folder = export_folder(data_dir, directory)
-    manifest = folder / "verified.json"
-    if not manifest.exists():
+    if not (folder / "verified.json").exists():
         with contextlib.closing(_lock(folder)):
-            if not manifest.exists():  # another process may have exported while this one waited
+            if not (folder / "verified.json").exists():  # another process may have exported while this one waited
                 started = time.perf_counter()
                 _export_in_a_process(directory, folder, heartbeat)
                 logger.info("exported %s to ONNX in %s (%.1f s)", MODEL_NAME, folder, time.perf_counter() - started)
+    if precision == "int8":
+        folder = _quantised(folder, directory)
+    return _verified(folder, directory, threads)
+
+
+def _quantised(folder: Path, directory: Path) -> Path:
+    """The int8 file next to the fp32 export, quantised now (under the export's lock) if it is not there."""
+    target = quantised_folder(folder)
+    if not (target / "verified.json").exists():
+        with contextlib.closing(_lock(folder)):
+            if not (target / "verified.json").exists():
+                started = time.perf_counter()
+                manifest = quantise(folder, target, directory)
+                logger.info(
+                    "quantised %s to int8 in %s (%.1f s, cosine to fp32 min %.4f)",
+                    MODEL_NAME,
+                    target,
+                    time.perf_counter() - started,
+                    manifest["cosine_to_fp32"]["min"],
+                )
+    return target
+
+
+def _verified(folder: Path, directory: Path, threads: int) -> OnnxQueryEncoder:
+    """The folder's session, served only if its probes give the reference vectors stored beside it."""
+    manifest = folder / "verified.json"
     try:
         verified = json.loads(manifest.read_text())
     except (OSError, ValueError) as error:
@@ -229,11 +269,56 @@ def load(data_dir: Path, *, heartbeat: Callable[[], None] | None = None, threads
     encoder = OnnxQueryEncoder(folder, directory, threads=threads)
     deviation = encoder.deviation(verified["probes"], verified["references"])
     if deviation > TOLERANCE:
-        raise OnnxUnavailable(
-            f"ONNX vectors differ from the torch pipeline's by {deviation:.2e} here (more than {TOLERANCE:g})"
+        stored = (
+            "the references stored at quantisation" if verified["model"] == INT8_MODEL_NAME else "the torch pipeline's"
         )
-    encoder.deviation_from_torch = deviation
+        raise OnnxUnavailable(
+            f"{verified['model']} vectors from {folder.name} differ from {stored} by {deviation:.2e} here"
+            f" (more than {TOLERANCE:g})"
+        )
+    encoder.model_name = verified["model"]
+    encoder.deviation_from_reference = deviation
     return encoder
+
+
+def quantised_folder(folder: Path) -> Path:
+    """Where the int8 copy of an fp32 export lives: beside it, named after it."""
+    return folder.with_name(f"{folder.name}-int8")
+
+
+def quantise(folder: Path, target: Path, directory: Path) -> dict:
+    """Dynamic int8 quantisation (QInt8 weights) of the verified fp32 export in `folder`, written to `target`
+    with the int8 vectors of the probes as its references and their cosine to the fp32 ones.
+
+    Int8 vectors are not the fp32 ones (cosine about 0.97), so they are another model id (`INT8_MODEL_NAME`):
+    its references are its own, for `load` to check that this process computes what was stored.
+    """
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as error:
+        raise OnnxUnavailable(f"onnxruntime.quantization cannot be imported ({error})") from error
+    fp32 = json.loads((folder / "verified.json").read_text())
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        quantize_dynamic(str(folder / "model.onnx"), str(staging / "model.onnx"), weight_type=QuantType.QInt8)
+        encoder = OnnxQueryEncoder(staging, directory)
+        references = np.stack([encoder.encode(text) for text in PROBES])
+        cosine = np.sum(references * np.asarray(fp32["references"], dtype=np.float32), axis=1)
+        manifest = {
+            "model": INT8_MODEL_NAME,
+            "format": EXPORT_FORMAT,
+            "quantised_from": folder.name,
+            "cosine_to_fp32": {"mean": float(cosine.mean()), "min": float(cosine.min())},
+            "versions": {name: version(name) for name in ("onnx", "onnxruntime")},
+            "probes": list(PROBES),
+            "references": [[float(value) for value in vector] for vector in references],
+        }
+        (staging / "verified.json").write_text(json.dumps(manifest))
+        shutil.rmtree(target, ignore_errors=True)
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return manifest
 
 
 # --- The export, in its own process ------------------------------------------------
