@@ -20,6 +20,14 @@ same model gives the same vectors about 2.6x faster than a direct torch forward
   serves ONNX vectors only if they match the stored ones in that very process.
   Because they agree within `TOLERANCE`, the model keeps its id (`all-MiniLM-L6-v2`)
   and no row is re-embedded.
+- **Int8, when asked for** (`load(precision="int8")`, ARCHIVIST_EMBEDDING_PRECISION).
+  `python -m memories.embeddings.onnx --int8 MODEL_DIR FOLDER` quantises the
+  verified export dynamically (`quantize_dynamic`, QInt8 weights) into
+  `FOLDER-int8`, beside it, under the export's lock and in a process of its own,
+  and stores the int8 vectors of the probes as that file's references. Its
+  vectors are not fp32's within `TOLERANCE` (cosine about 0.95-0.97), so they are
+  another model id, `INT8_MODEL_NAME`, and switching to it re-embeds the rows;
+  `load` checks them against those references as it checks fp32's against torch's.
 
 Anything that stops this (no onnxruntime, a failed export, vectors that disagree)
 raises `OnnxUnavailable` with the reason; `memories.embeddings.embedders` logs it and embeds
@@ -191,9 +199,13 @@ def _lock(folder: Path):
     return handle
 
 
-def _export_in_a_process(directory: Path, folder: Path, heartbeat: Callable[[], None] | None) -> None:
-    """Run the export in its own Python process; raises OnnxUnavailable with its output when it fails."""
-    command = [sys.executable, "-m", "memories.embeddings.onnx", str(directory), str(folder)]
+def _export_in_a_process(
+    directory: Path, folder: Path, heartbeat: Callable[[], None] | None, *, job: str = "export"
+) -> None:
+    """Run the export (or, `job="quantise"`, the int8 quantisation of the export in `folder`) in its own
+    Python process; raises OnnxUnavailable with its output when it fails."""
+    command = [sys.executable, "-m", "memories.embeddings.onnx", *(["--int8"] if job == "quantise" else [])]
+    command += [str(directory), str(folder)]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     root = Path(__file__).resolve().parents[2]  # the project, where `-m memories...` resolves
     with tempfile.TemporaryFile("w+") as output:
@@ -205,12 +217,12 @@ def _export_in_a_process(directory: Path, folder: Path, heartbeat: Callable[[], 
             if time.monotonic() > deadline:
                 process.kill()
                 process.wait()
-                raise OnnxUnavailable(f"the ONNX export took more than {EXPORT_TIMEOUT_SECONDS} s")
+                raise OnnxUnavailable(f"the ONNX {job} took more than {EXPORT_TIMEOUT_SECONDS} s")
             time.sleep(0.2)
         if process.returncode != 0:
             output.seek(0)
             tail = output.read()[-1500:]
-            raise OnnxUnavailable(f"the ONNX export failed (exit {process.returncode}): {tail}")
+            raise OnnxUnavailable(f"the ONNX {job} failed (exit {process.returncode}): {tail}")
 
 
 def load(
@@ -237,25 +249,20 @@ def load(
                 _export_in_a_process(directory, folder, heartbeat)
                 logger.info("exported %s to ONNX in %s (%.1f s)", MODEL_NAME, folder, time.perf_counter() - started)
     if precision == "int8":
-        folder = _quantised(folder, directory)
+        folder = _quantised(folder, directory, heartbeat)
     return _verified(folder, directory, threads)
 
 
-def _quantised(folder: Path, directory: Path) -> Path:
-    """The int8 file next to the fp32 export, quantised now (under the export's lock) if it is not there."""
+def _quantised(folder: Path, directory: Path, heartbeat: Callable[[], None] | None) -> Path:
+    """The int8 file beside the fp32 export, quantised now (under the export's lock, in a process of its
+    own, as the export is) if it is not there."""
     target = quantised_folder(folder)
     if not (target / "verified.json").exists():
         with contextlib.closing(_lock(folder)):
             if not (target / "verified.json").exists():
                 started = time.perf_counter()
-                manifest = quantise(folder, target, directory)
-                logger.info(
-                    "quantised %s to int8 in %s (%.1f s, cosine to fp32 min %.4f)",
-                    MODEL_NAME,
-                    target,
-                    time.perf_counter() - started,
-                    manifest["cosine_to_fp32"]["min"],
-                )
+                _export_in_a_process(directory, folder, heartbeat, job="quantise")
+                logger.info("quantised %s to int8 in %s (%.1f s)", MODEL_NAME, target, time.perf_counter() - started)
     return target
 
 
@@ -298,8 +305,7 @@ def quantise(folder: Path, target: Path, directory: Path) -> dict:
     except ImportError as error:
         raise OnnxUnavailable(f"onnxruntime.quantization cannot be imported ({error})") from error
     fp32 = json.loads((folder / "verified.json").read_text())
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
+    with _staging(target) as staging:
         quantize_dynamic(str(folder / "model.onnx"), str(staging / "model.onnx"), weight_type=QuantType.QInt8)
         encoder = OnnxQueryEncoder(staging, directory)
         references = np.stack([encoder.encode(text) for text in PROBES])
@@ -310,14 +316,31 @@ def quantise(folder: Path, target: Path, directory: Path) -> dict:
             "quantised_from": folder.name,
             "cosine_to_fp32": {"mean": float(cosine.mean()), "min": float(cosine.min())},
             "versions": {name: version(name) for name in ("onnx", "onnxruntime")},
-            "probes": list(PROBES),
-            "references": [[float(value) for value in vector] for vector in references],
         }
-        (staging / "verified.json").write_text(json.dumps(manifest))
-        shutil.rmtree(target, ignore_errors=True)
-        staging.rename(target)
+        return _publish(staging, target, manifest, references)
+
+
+@contextlib.contextmanager
+def _staging(folder: Path):
+    """A hidden folder beside `folder` to write into; gone afterwards unless `_publish` moved it in place."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        yield staging
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish(staging: Path, folder: Path, manifest: dict, references) -> dict:
+    """The manifest written with the probes and their reference vectors, then the staged folder put in place
+    whole: a process finds either no `verified.json` or a complete folder."""
+    manifest = {
+        **manifest,
+        "probes": list(PROBES),
+        "references": [[float(value) for value in vector] for vector in references],
+    }
+    (staging / "verified.json").write_text(json.dumps(manifest))
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
     return manifest
 
 
@@ -381,8 +404,7 @@ def _export(directory: Path, folder: Path) -> dict:
 
     torch.set_num_threads(1)
     model, references = _torch_reference(directory)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
+    with _staging(folder) as staging:
         _onnx_write(model, staging / "model.onnx")
         deviation = OnnxQueryEncoder(staging, directory).deviation(PROBES, references)
         if deviation > TOLERANCE:
@@ -393,25 +415,25 @@ def _export(directory: Path, folder: Path) -> dict:
             "fingerprint": folder.name.rsplit("-", 1)[-1],
             "max_deviation": deviation,
             "versions": {name: version(name) for name in ("torch", "onnx", "onnxruntime", "sentence-transformers")},
-            "probes": list(PROBES),
-            "references": [[float(value) for value in vector] for vector in references],
         }
-        (staging / "verified.json").write_text(json.dumps(manifest))
-        shutil.rmtree(folder, ignore_errors=True)
-        staging.rename(folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return manifest
+        return _publish(staging, folder, manifest, references)
 
 
 def main(argv: list[str]) -> int:
+    int8 = argv[:1] == ["--int8"]
+    argv = argv[1:] if int8 else argv
     if len(argv) != 2:
-        print("usage: python -m memories.embeddings.onnx MODEL_DIR FOLDER", file=sys.stderr)
+        print("usage: python -m memories.embeddings.onnx [--int8] MODEL_DIR FOLDER", file=sys.stderr)
         return 2
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    folder = Path(argv[1])
+    directory, folder = Path(argv[0]), Path(argv[1])
     folder.parent.mkdir(parents=True, exist_ok=True)
-    manifest = _export(Path(argv[0]), folder)
+    if int8:
+        target = quantised_folder(folder)
+        manifest = quantise(folder, target, directory)
+        print(f"quantised {folder.name} to {target}; cosine to fp32 min {manifest['cosine_to_fp32']['min']:.4f}")
+        return 0
+    manifest = _export(directory, folder)
     print(f"exported {MODEL_NAME} to {folder}; largest difference from torch {manifest['max_deviation']:.2e}")
     return 0
 
