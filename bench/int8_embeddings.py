@@ -19,10 +19,16 @@ data folder (var/bench-int8, emptied first):
 4. agreement: cosine of int8 to fp32 vectors of those questions and of every
    stored turn (mean, min);
 5. quality: every question through the real recall (`recall`, mode `auto`,
-   which is contextual with a vector), scored by quality.py's `Score`: first
-   with the worker's fp32 rows and fp32 questions, then with every row's vector
-   replaced by its int8 one (one transaction) and the questions embedded int8;
-   hit@5, hit@10 both ways and how many questions' top 10 changed.
+   which is contextual with a vector), scored by quality.py's `Score`: with the
+   worker's fp32 rows and fp32 questions, twice (the second pass is the control:
+   how many top 10s change with nothing changed), then with
+   ARCHIVIST_EMBEDDING_PRECISION=int8, every row moved to `all-MiniLM-L6-v2-int8`
+   by the re-embedding machinery (`memories_reembed`, what `manage.py reembed`
+   runs) and the questions embedded int8 by the same embedder; hit@5, hit@10
+   both ways and how many questions' top 10 changed. Int8 quantises each batch's
+   activations with that batch's own range, so a row's int8 vector depends a
+   little on its batch: the cosine of the stored (batched) int8 vectors to the
+   same texts embedded alone is printed too.
 
 Nothing is asserted; the figures are printed.
 """
@@ -30,6 +36,7 @@ Nothing is asserted; the figures are printed.
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
@@ -46,7 +53,6 @@ import quality  # noqa: E402 - bench/quality.py: the same loading, stack and sco
 
 ENCODE_QUESTIONS = 300
 WARM_QUESTIONS = 20
-UPDATE_BATCH = 200
 
 
 def arguments() -> argparse.Namespace:
@@ -113,37 +119,22 @@ def cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return np.sum(first * second, axis=1) / (np.linalg.norm(first, axis=1) * np.linalg.norm(second, axis=1))
 
 
-def stored_rows(conversations: list) -> list[tuple[str, str]]:
-    """(id, body) of every embedded turn of the bench's organisations."""
+def stored_vectors(conversations: list) -> dict[str, tuple[str, str, np.ndarray]]:
+    """id → (body, model id, vector) of every embedded turn of the bench's organisations."""
     from memories.models import Memory
 
     rows = Memory.objects.filter(
         organisation_id__in=[conv.organisation_id for conv in conversations], embedding__isnull=False
-    )
-    return [(str(memory_id), body) for memory_id, body in rows.order_by("id").values_list("id", "body")]
+    ).values_list("id", "body", "embedding_model", "embedding")
+    return {
+        str(memory_id): (body, model, np.asarray(vector, dtype=np.float32)) for memory_id, body, model, vector in rows
+    }
 
 
-def replace_vectors(rows: list[tuple[str, str]], vectors: np.ndarray) -> None:
-    """Every row's vector replaced by `vectors` in one transaction, its model id left as it is."""
-    from django.db import connection, transaction
-
-    with transaction.atomic(), connection.cursor() as cursor:
-        for start in range(0, len(rows), UPDATE_BATCH):
-            chosen = rows[start : start + UPDATE_BATCH]
-            literals = [
-                "[" + ",".join(f"{value:.8f}" for value in vector) + "]" for vector in vectors[start:][: len(chosen)]
-            ]
-            params = [
-                value
-                for (memory_id, _), literal in zip(chosen, literals, strict=True)
-                for value in (memory_id, literal)
-            ]
-            cursor.execute(
-                "UPDATE memories_memory AS m SET embedding = v.embedding FROM (VALUES "
-                + ", ".join(["(%s::uuid, %s::vector)"] * len(chosen))
-                + ") AS v(id, embedding) WHERE m.id = v.id",
-                params,
-            )
+def changed(first: dict[str, list[str]], second: dict[str, list[str]]) -> str:
+    ordered = sum(first[key] != second[key] for key in first)
+    as_sets = sum(set(first[key]) != set(second[key]) for key in first)
+    return f"{ordered} of {len(first)} questions in order, {as_sets} as sets"
 
 
 def recall_quality(conversations: list) -> tuple[quality.Score, dict[str, list[str]]]:
@@ -180,6 +171,8 @@ def main() -> None:
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("REDIS_URL", None)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    # The stack's worker embeds fp32: its periodic sweep must not move the int8 rows back during the run.
+    os.environ["ARCHIVIST_EMBEDDING_SWEEP_SECONDS"] = "86400"
     stack = loaded_stack(conversations, data_dir)
     try:
         report = measure(conversations, data_dir)
@@ -188,12 +181,14 @@ def main() -> None:
 
         connections.close_all()
         quality.stop_stack(stack)
+        # The run command stopped PostgreSQL; this process's handle would try again on exit and log it.
+        logging.getLogger("pgserver").setLevel(logging.CRITICAL)
     print()
     print("\n".join(report))
 
 
 def measure(conversations: list, data_dir: Path) -> list[str]:
-    from memories.embeddings import embedders, onnx
+    from memories.embeddings import onnx
 
     encoders = {precision: onnx.load(data_dir, precision=precision) for precision in onnx.PRECISIONS}
     lines = [f"int8 file: {encoders['int8'].folder} (checked: {encoders['int8'].deviation_from_reference:.1e})"]
@@ -207,33 +202,55 @@ def measure(conversations: list, data_dir: Path) -> list[str]:
     ratio = quality.percentile(timings["int8"], 0.5) / quality.percentile(timings["fp32"], 0.5)
     lines.append(f"  int8 / fp32 p50: {ratio:.2f}")
     questions = cosines(*(np.stack([encoders[name].encode(text) for text in texts]) for name in onnx.PRECISIONS))
-    rows = stored_rows(conversations)
-    say(f"embedding {len(rows)} stored turns both ways")
-    fp32_rows, int8_rows = (encoders[name].encode_many([body for _, body in rows]) for name in onnx.PRECISIONS)
-    turns = cosines(fp32_rows, int8_rows)
-    for label, values in (("questions", questions), ("stored turns", turns)):
-        lines.append(f"cosine int8 to fp32, {len(values)} {label}: mean {values.mean():.4f}, min {values.min():.4f}")
-    say(f"recall, fp32 rows and questions (load average {load_average()})")
-    fp32_score, fp32_tops = recall_quality(conversations)
-    replace_vectors(rows, int8_rows)
-    embedder = embedders.get_embedder()
-    assert isinstance(embedder, embedders.LocalEmbedder) and embedder.prepare_query_encoder() == "onnx"
-    embedder._query_encoder = encoders["int8"]  # the questions now int8, as the rows are
-    say(f"recall, int8 rows and questions (load average {load_average()})")
-    int8_score, int8_tops = recall_quality(conversations)
-    for label, score in (("fp32", fp32_score), ("int8", int8_score)):
+    lines.append(f"cosine int8 to fp32, {len(texts)} questions: mean {questions.mean():.4f}, min {questions.min():.4f}")
+    return lines + quality_both_ways(conversations, encoders["int8"])
+
+
+def quality_both_ways(conversations: list, int8_encoder) -> list[str]:
+    """Recall with fp32 rows and questions (twice), then with every row moved to int8 by `memories_reembed`."""
+    from django.test.utils import override_settings
+
+    from memories.embeddings import embedders, onnx
+    from memories.embeddings.writes import memories_reembed
+
+    fp32_rows = stored_vectors(conversations)
+    say(f"recall, fp32 rows and questions, twice (load average {load_average()})")
+    scores = {"fp32": recall_quality(conversations), "fp32 again": recall_quality(conversations)}
+    with override_settings(EMBEDDING_PRECISION="int8"):
+        say(f"moving {len(fp32_rows)} rows to {embedders.get_embedder().name} (memories_reembed)")
+        moved = memories_reembed()
+        int8_rows = stored_vectors(conversations)
+        say(f"recall, int8 rows and questions (load average {load_average()})")
+        scores["int8"] = recall_quality(conversations)
+        # The stack's worker embeds fp32: had it moved a row back meanwhile, the comparison would say so here.
+        moved_back = sum(model != onnx.INT8_MODEL_NAME for _, model, _ in stored_vectors(conversations).values())
+    lines = [
+        f"rows moved by memories_reembed: {len(moved.embedded)}, failed {len(moved.failed)}; models then "
+        f"{sorted({model for _, model, _ in int8_rows.values()})}; rows not int8 after the int8 recall: {moved_back}"
+    ]
+    ids = sorted(fp32_rows)
+    turns = cosines(np.stack([fp32_rows[key][2] for key in ids]), np.stack([int8_rows[key][2] for key in ids]))
+    lines.append(f"cosine int8 to fp32, {len(ids)} stored turns: mean {turns.mean():.4f}, min {turns.min():.4f}")
+    sample = spread(ids, ENCODE_QUESTIONS)
+    alone = np.stack([int8_encoder.encode(int8_rows[key][0]) for key in sample])
+    batched = cosines(np.stack([int8_rows[key][2] for key in sample]), alone)
+    lines.append(
+        f"cosine of stored (batched) int8 turns to the same {len(sample)} embedded alone: "
+        f"mean {batched.mean():.5f}, min {batched.min():.5f}"
+    )
+    for label, (score, _) in scores.items():
         h5, h10, r10, n = score.metric()
         lines.append(
             f"recall `auto`, {label} rows and questions: hit@5 {h5:.3f} hit@10 {h10:.3f} "
             f"recall@10 {r10:.3f} ({n} questions)"
         )
+    fp32_score, int8_score = scores["fp32"][0], scores["int8"][0]
     lines.append(
         f"hit@10 int8 - fp32: {int8_score.metric()[1] - fp32_score.metric()[1]:+.3f}; "
         f"hit@5: {int8_score.metric()[0] - fp32_score.metric()[0]:+.3f}"
     )
-    ordered = sum(fp32_tops[key] != int8_tops[key] for key in fp32_tops)
-    as_sets = sum(set(fp32_tops[key]) != set(int8_tops[key]) for key in fp32_tops)
-    lines.append(f"top 10 changed: {ordered} of {len(fp32_tops)} questions in order, {as_sets} as sets")
+    lines.append(f"top 10 changed, fp32 again (control): {changed(scores['fp32'][1], scores['fp32 again'][1])}")
+    lines.append(f"top 10 changed, int8: {changed(scores['fp32'][1], scores['int8'][1])}")
     lines.append(f"load average at the end: {load_average()}")
     return lines
 

@@ -174,7 +174,7 @@ class LocalEmbedder(Embedder):
             )
         if encoder is not None:
             logger.info(
-                "%s is embedded by ONNX Runtime (%s, %.1e from its references)",
+                "embedding as %s through ONNX Runtime (%s, %.1e from its references)",
                 encoder.model_name,
                 encoder.folder,
                 encoder.deviation_from_reference,
@@ -375,16 +375,14 @@ def warm_up(*, heartbeat=None, batch: bool = False) -> dict:
     started = time.perf_counter()
     report: dict = {"embedder": type(embedder).__name__}
     if isinstance(embedder, LocalEmbedder):
-        # Before the name: with int8 asked for, the name is known once the files are loaded (or not).
         report["runtime"] = embedder.prepare_query_encoder(heartbeat=heartbeat)
-    report["model"] = embedder.name
-    if isinstance(embedder, LocalEmbedder):
         if batch:
             embedder.embed(["Warming up the embedder."])
         else:
             embedder.embed_one("What was said before this process started?")
         if embedder.fallback_reason:
             report["fallback_reason"] = embedder.fallback_reason
+    report["model"] = embedder.name  # once loaded: with int8 asked for, the files decide it
     report["seconds"] = round(time.perf_counter() - started, 2)
     return report
 
