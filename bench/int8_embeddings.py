@@ -17,7 +17,9 @@ data folder (var/bench-int8, emptied first):
    (which goes first alternates too), one intra-op thread each; p50/p95 and
    their ratio, with the load average before and after;
 4. agreement: cosine of int8 to fp32 vectors of those questions and of every
-   stored turn (mean, min);
+   stored turn (mean, min); rows: 400 stored turns embedded by fp32 in batches
+   of 16, int8 in batches of 16 and int8 one at a time (what the int8 file
+   does), three rounds alternating, rows per second and per CPU-second;
 5. quality: every question through the real recall (`recall`, mode `auto`,
    which is contextual with a vector), scored by quality.py's `Score`: with the
    worker's fp32 rows and fp32 questions, twice (the second pass is the control:
@@ -26,9 +28,9 @@ data folder (var/bench-int8, emptied first):
    by the re-embedding machinery (`memories_reembed`, what `manage.py reembed`
    runs) and the questions embedded int8 by the same embedder; hit@5, hit@10
    both ways and how many questions' top 10 changed. Int8 quantises each batch's
-   activations with that batch's own range, so a row's int8 vector depends a
-   little on its batch: the cosine of the stored (batched) int8 vectors to the
-   same texts embedded alone is printed too.
+   activations with that batch's own range, so the int8 file embeds rows one at
+   a time: the cosine of the stored int8 vectors to the same texts embedded
+   alone (as a question is) is printed too.
 
 Nothing is asserted; the figures are printed.
 """
@@ -53,6 +55,8 @@ import quality  # noqa: E402 - bench/quality.py: the same loading, stack and sco
 
 ENCODE_QUESTIONS = 300
 WARM_QUESTIONS = 20
+ROW_TEXTS = 400
+ROW_ROUNDS = 3
 
 
 def arguments() -> argparse.Namespace:
@@ -113,6 +117,32 @@ def encode_speed(encoders: dict, questions: list[str]) -> dict[str, list[float]]
             encoders[name].encode(text)
             timings[name].append((time.perf_counter() - started) * 1000)
     return timings
+
+
+def row_speed(encoders: dict, texts: list[str]) -> list[str]:
+    """Rows per second (wall and CPU) of fp32 in batches of 16, int8 in batches of 16 and int8 one at a time
+    (what the int8 file does: its vectors do not depend on the batch), in rounds, alternating."""
+    from memories.embeddings import onnx
+
+    ways = {
+        f"fp32, batches of {onnx.ONNX_BATCH_SIZE}": (encoders["fp32"], onnx.ONNX_BATCH_SIZE),
+        f"int8, batches of {onnx.ONNX_BATCH_SIZE}": (encoders["int8"], onnx.ONNX_BATCH_SIZE),
+        f"int8, batches of {onnx.INT8_BATCH_SIZE} (used)": (encoders["int8"], onnx.INT8_BATCH_SIZE),
+    }
+    rates: dict[str, list[tuple[float, float]]] = {label: [] for label in ways}
+    before = load_average()
+    for _ in range(ROW_ROUNDS):
+        for label, (encoder, size) in ways.items():
+            wall, cpu = time.perf_counter(), time.process_time()
+            encoder.encode_many(texts, batch_size=size)
+            rates[label].append((len(texts) / (time.perf_counter() - wall), len(texts) / (time.process_time() - cpu)))
+    lines = [
+        f"rows, {len(texts)} stored turns, {ROW_ROUNDS} rounds alternating (load average {before} → {load_average()}):"
+    ]
+    for label, values in rates.items():
+        wall, cpu = (float(np.median([value[index] for value in values])) for index in (0, 1))
+        lines.append(f"  {label}: {wall:.0f} rows/s, {cpu:.0f} rows per CPU-s (medians)")
+    return lines
 
 
 def cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -203,6 +233,8 @@ def measure(conversations: list, data_dir: Path) -> list[str]:
     lines.append(f"  int8 / fp32 p50: {ratio:.2f}")
     questions = cosines(*(np.stack([encoders[name].encode(text) for text in texts]) for name in onnx.PRECISIONS))
     lines.append(f"cosine int8 to fp32, {len(texts)} questions: mean {questions.mean():.4f}, min {questions.min():.4f}")
+    turns = spread(sorted(body for body, _, _ in stored_vectors(conversations).values()), ROW_TEXTS)
+    lines += row_speed(encoders, turns)
     return lines + quality_both_ways(conversations, encoders["int8"])
 
 
@@ -235,7 +267,7 @@ def quality_both_ways(conversations: list, int8_encoder) -> list[str]:
     alone = np.stack([int8_encoder.encode(int8_rows[key][0]) for key in sample])
     batched = cosines(np.stack([int8_rows[key][2] for key in sample]), alone)
     lines.append(
-        f"cosine of stored (batched) int8 turns to the same {len(sample)} embedded alone: "
+        f"cosine of stored int8 turns to the same {len(sample)} embedded alone: "
         f"mean {batched.mean():.5f}, min {batched.min():.5f}"
     )
     for label, (score, _) in scores.items():

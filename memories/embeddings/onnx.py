@@ -64,6 +64,10 @@ TOLERANCE = 1e-4
 MAX_SEQ_LENGTH = 256
 # Texts sorted by length pad little; past 16 a batch gained nothing here (docs/benchmarks.md, "Workers").
 ONNX_BATCH_SIZE = 16
+# Int8 quantises each batch's activations with that batch's own range, so a text's vector would depend on
+# its batch (cosine 0.98-0.99 to the same text alone): one text at a time keeps a row's vector the one its
+# question would get, for about 5% fewer rows per second (docs/benchmarks.md, bench/int8_embeddings.py).
+INT8_BATCH_SIZE = 1
 EXPORT_TIMEOUT_SECONDS = 600
 # Texts of every length a recall sees, from two words to past the 256-token cut.
 PROBES = (
@@ -151,13 +155,16 @@ class OnnxQueryEncoder:
         self.tokenizer = _tokenizer(directory)
         self.inputs = {item.name for item in self.session.get_inputs()}
         self.folder = folder
+        self.batch_size = ONNX_BATCH_SIZE  # `load` makes it INT8_BATCH_SIZE for the int8 file
 
     def encode(self, text: str) -> np.ndarray:
         return self.encode_many([text])[0]
 
-    def encode_many(self, texts, *, batch_size: int = ONNX_BATCH_SIZE) -> np.ndarray:
+    def encode_many(self, texts, *, batch_size: int | None = None) -> np.ndarray:
         """Unit vectors of the texts, in their order: run shortest first in batches padded to their
-        longest text (padding is masked out of the pooling, so a text's vector does not depend on its batch)."""
+        longest text (padding is masked out of the pooling, so an fp32 vector does not depend on its batch),
+        of `self.batch_size` texts unless told."""
+        batch_size = batch_size or self.batch_size
         encodings = self.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda index: len(encodings[index].ids))
         out = np.zeros((len(encodings), 0), dtype=np.float32)
@@ -284,6 +291,8 @@ def _verified(folder: Path, directory: Path, threads: int) -> OnnxQueryEncoder:
             f" (more than {TOLERANCE:g})"
         )
     encoder.model_name = verified["model"]
+    if encoder.model_name == INT8_MODEL_NAME:
+        encoder.batch_size = INT8_BATCH_SIZE
     encoder.deviation_from_reference = deviation
     return encoder
 

@@ -165,3 +165,12 @@ def test_warm_up_reports_the_int8_id(int8):
         assert report["model"] == INT8 and report["runtime"] == "onnx"
     finally:
         embedders._embedders.clear()
+
+
+def test_an_int8_row_gets_the_vector_its_text_gets_alone_whatever_its_batch(int8, quantised):
+    texts = [ROW, "ok", "Mona: " + "we hiked all day along the ridge and camped by the lake. " * 6, QUESTION]
+    alone = np.stack([quantised.encode(text) for text in texts])
+    assert float(np.max(np.abs(np.asarray(int8.embed(texts)) - alone))) < 1e-6
+    # The positive control: batched together, int8's per-batch activation range moves them.
+    batched = quantised.encode_many(texts, batch_size=len(texts))
+    assert float(np.max(np.abs(batched - alone))) > onnx.TOLERANCE
