@@ -205,6 +205,9 @@ MEMORY_PURGE_GRACE_DAYS = env_int("MEMORY_PURGE_GRACE_DAYS", 30, minimum=0)
 
 # --- Embeddings ----------------------------------------------------------------
 EMBEDDER = env_choice("ARCHIVIST_EMBEDDER", "local", ("local", "openai", "none"))
+# The local model's ONNX weights: "int8" is dynamically quantised, about 2x faster per question, but its
+# vectors are another model id (all-MiniLM-L6-v2-int8): switching means `manage.py reembed`.
+EMBEDDING_PRECISION = env_choice("ARCHIVIST_EMBEDDING_PRECISION", "fp32", ("fp32", "int8"))
 EMBEDDING_DIMENSIONS = 384
 EMBEDDER_OPENAI_BASE_URL = env_str("ARCHIVIST_EMBEDDER_BASE_URL", "https://api.openai.com")
 EMBEDDER_OPENAI_MODEL = env_str("ARCHIVIST_EMBEDDER_MODEL", "text-embedding-3-small")

@@ -6,7 +6,10 @@
   through ONNX Runtime instead when it can (`memories.embeddings.onnx`: the same
   vectors within 1e-4, about 2.6x faster for a question, less CPU per row), and
   through torch otherwise, with a logged reason. `ARCHIVIST_QUERY_RUNTIME=torch`
-  chooses torch outright.
+  chooses torch outright. `ARCHIVIST_EMBEDDING_PRECISION=int8` embeds both
+  questions and rows with the int8-quantised ONNX file instead, another model id
+  (`all-MiniLM-L6-v2-int8`, rows moved by `manage.py reembed`); when that file
+  cannot serve, the process embeds as fp32 under fp32's id, and the log says why.
 - `openai`: any OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama,
   vLLM, text-embeddings-inference), with a base URL, a model and a key.
 - `none`: no vectors; recall is lexical only.
@@ -51,8 +54,12 @@ class EmbeddingError(Exception):
 class Embedder(abc.ABC):
     """Turns texts into unit vectors of `settings.EMBEDDING_DIMENSIONS` floats."""
 
-    name: str = ""
     available: bool = True
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str:
+        """The model id stored beside every vector (`Memory.embedding_model`); empty for no vectors."""
 
     @abc.abstractmethod
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -91,11 +98,17 @@ def _load_local_model():
 
 
 class LocalEmbedder(Embedder):
-    name = LOCAL_MODEL_NAME
+    """MiniLM in this process: ONNX Runtime when a verified export serves, torch otherwise.
 
-    def __init__(self, *, batch_size: int, data_dir=None):
+    `precision` "int8" asks for the quantised ONNX file: other vectors (cosine about 0.97 of fp32's), so
+    another model id, `INT8_MODEL_NAME`, whose vectors only that file gives. When it cannot serve, the
+    embedder is the fp32 model under its own id (logged), never fp32 vectors under the int8 id.
+    """
+
+    def __init__(self, *, batch_size: int, data_dir=None, precision: str = "fp32"):
         self.batch_size = batch_size
         self.data_dir = data_dir
+        self.precision = precision
         self._direct: bool | None = None  # whether `embed_one` may bypass `encode`, decided on first use
         # How `embed_one` embeds, decided once per process: "onnx" or "torch" (with the reason torch).
         self.query_runtime = ""
@@ -104,51 +117,83 @@ class LocalEmbedder(Embedder):
         self._query_lock = threading.Lock()
 
     @property
+    def name(self) -> str:
+        """The model id of this embedder's vectors; with int8 asked for, known once the files are loaded."""
+        if self.precision == "fp32":
+            return LOCAL_MODEL_NAME
+        self.prepare_query_encoder()
+        return self._query_encoder.model_name if self._query_encoder is not None else LOCAL_MODEL_NAME
+
+    @property
     def model(self):
         return _load_local_model()
 
     def prepare_query_encoder(self, *, heartbeat=None) -> str:
-        """Choose, once, what embeds recall questions: ONNX Runtime when it serves the same vectors, torch otherwise.
+        """Choose, once, what embeds: ONNX Runtime when a verified file serves (int8's first if asked for),
+        torch otherwise.
 
         Exports the model into the data folder first if it has not been (under a
-        lock, in a process of its own). `heartbeat` is called while that runs, so a
-        server's watchdog knows the process is alive. Returns the runtime chosen.
+        lock, in a process of its own), and quantises it if int8 is asked for.
+        `heartbeat` is called while the export runs, so a server's watchdog knows
+        the process is alive. Returns the runtime chosen.
         """
         if self.query_runtime:
             return self.query_runtime
         with self._query_lock:
-            if self.query_runtime:
-                return self.query_runtime
-            wanted = os.environ.get("ARCHIVIST_QUERY_RUNTIME", "onnx").strip().lower() or "onnx"
-            reason = ""
-            if wanted == "torch":
-                reason = "ARCHIVIST_QUERY_RUNTIME=torch"
-            elif wanted != "onnx":
-                reason = f"ARCHIVIST_QUERY_RUNTIME={wanted!r} is neither onnx nor torch"
-            else:
-                try:
-                    data_dir = self.data_dir if self.data_dir is not None else settings.DATA_DIR
-                    self._query_encoder = onnx.load(data_dir, heartbeat=heartbeat)
-                except onnx.OnnxUnavailable as error:
-                    reason = str(error)
-                except Exception as error:  # noqa: BLE001 - any failure of the fast path leaves the torch one
-                    reason = f"{type(error).__name__}: {error}"
-            if self._query_encoder is not None:
-                logger.info(
-                    "recall questions are embedded by ONNX Runtime (%s, %.1e from torch)",
-                    self._query_encoder.folder,
-                    self._query_encoder.deviation_from_torch,
-                )
-                self.query_runtime = "onnx"
-            else:
-                logger.warning("recall questions fall back to torch for %s: %s", LOCAL_MODEL_NAME, reason)
-                self.fallback_reason = reason
-                self.query_runtime = "torch"
+            if not self.query_runtime:
+                self._query_encoder, reason = self._load_encoder(heartbeat)
+                self._say_what_embeds(reason)
         return self.query_runtime
 
+    def _load_encoder(self, heartbeat) -> tuple[onnx.OnnxQueryEncoder | None, str]:
+        """The ONNX encoder to use, or None, and why not the one asked for (empty when it is)."""
+        wanted = os.environ.get("ARCHIVIST_QUERY_RUNTIME", "onnx").strip().lower() or "onnx"
+        if wanted == "torch":
+            return None, "ARCHIVIST_QUERY_RUNTIME=torch"
+        if wanted != "onnx":
+            return None, f"ARCHIVIST_QUERY_RUNTIME={wanted!r} is neither onnx nor torch"
+        data_dir = self.data_dir if self.data_dir is not None else settings.DATA_DIR
+        reasons: list[str] = []
+        for precision in ("int8", "fp32") if self.precision == "int8" else ("fp32",):
+            try:
+                return onnx.load(data_dir, heartbeat=heartbeat, precision=precision), "; ".join(reasons)
+            except onnx.OnnxUnavailable as error:
+                reasons.append(f"{precision}: {error}" if self.precision == "int8" else str(error))
+            except Exception as error:  # noqa: BLE001 - any failure of the fast path leaves the next one
+                reasons.append(f"{precision}: {type(error).__name__}: {error}")
+        return None, "; ".join(reasons)
+
+    def _say_what_embeds(self, reason: str) -> None:
+        encoder = self._query_encoder
+        if self.precision == "int8" and (encoder is None or encoder.model_name != onnx.INT8_MODEL_NAME):
+            logger.warning(
+                "int8 embeddings were asked for (ARCHIVIST_EMBEDDING_PRECISION=int8) but cannot be served, so "
+                "vectors are %s's (fp32) and stored under that id: %s",
+                LOCAL_MODEL_NAME,
+                reason,
+            )
+        if encoder is not None:
+            logger.info(
+                "embedding as %s through ONNX Runtime (%s, %.1e from its references)",
+                encoder.model_name,
+                encoder.folder,
+                encoder.deviation_from_reference,
+            )
+            self.query_runtime = "onnx"
+        else:
+            logger.warning("recall questions fall back to torch for %s: %s", LOCAL_MODEL_NAME, reason)
+            self.fallback_reason = reason
+            self.query_runtime = "torch"
+        if reason and encoder is not None:
+            self.fallback_reason = reason
+
+    def _only_onnx(self) -> bool:
+        """Whether torch may not stand in: the encoder's vectors are int8's, which torch does not give."""
+        return self._query_encoder is not None and self._query_encoder.model_name != LOCAL_MODEL_NAME
+
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """Rows' vectors: through ONNX Runtime when `prepare_query_encoder` chose it (the same vectors
-        within 1e-4, batched or not, for less CPU than torch: docs/benchmarks.md, "Workers"), else torch."""
+        """Rows' vectors: through ONNX Runtime when `prepare_query_encoder` chose it (fp32: the same vectors
+        as torch within 1e-4, batched or not, for less CPU: docs/benchmarks.md, "Workers"), else torch."""
         if not texts:
             return []
         if self.prepare_query_encoder() == "onnx":
@@ -156,6 +201,8 @@ class LocalEmbedder(Embedder):
             try:
                 return self._query_encoder.encode_many(texts).tolist()
             except Exception as error:  # noqa: BLE001 - the torch path below embeds them instead
+                if self._only_onnx():
+                    raise EmbeddingError(f"{self._query_encoder.model_name} failed: {error}", transient=True) from error
                 logger.warning(
                     "ONNX Runtime failed on a batch of %d texts, embedding it with torch: %s", len(texts), error
                 )
@@ -190,6 +237,8 @@ class LocalEmbedder(Embedder):
             try:
                 return self._query_encoder.encode(text).tolist()
             except Exception as error:  # noqa: BLE001 - the torch path below answers instead
+                if self._only_onnx():  # recall says why it ranks by words only
+                    raise EmbeddingError(f"{self._query_encoder.model_name} failed: {error}", transient=True) from error
                 logger.warning("ONNX Runtime failed on a recall question, embedding it with torch: %s", error)
         model = self.model
         if self._direct is None:
@@ -236,6 +285,8 @@ def _unit(vector: Sequence[float]) -> list[float]:
 
 class OpenAIEmbedder(Embedder):
     """An OpenAI-compatible `/v1/embeddings` endpoint."""
+
+    name: str = ""  # the server's model, set per instance
 
     def __init__(self, *, base_url: str, model: str, key: str, timeout: float, dimensions: int):
         base = base_url.rstrip("/")
@@ -288,11 +339,12 @@ def get_embedder() -> Embedder:
         settings.EMBEDDER_OPENAI_MODEL,
         settings.EMBEDDER_OPENAI_KEY,
         settings.EMBEDDING_BATCH_SIZE,
+        settings.EMBEDDING_PRECISION,
     )
     embedder = _embedders.get(key)
     if embedder is None:
         if settings.EMBEDDER == "local":
-            embedder = LocalEmbedder(batch_size=settings.EMBEDDING_BATCH_SIZE)
+            embedder = LocalEmbedder(batch_size=settings.EMBEDDING_BATCH_SIZE, precision=settings.EMBEDDING_PRECISION)
         elif settings.EMBEDDER == "openai":
             embedder = OpenAIEmbedder(
                 base_url=settings.EMBEDDER_OPENAI_BASE_URL,
@@ -321,7 +373,7 @@ def warm_up(*, heartbeat=None, batch: bool = False) -> dict:
     """
     embedder = get_embedder()
     started = time.perf_counter()
-    report: dict = {"embedder": type(embedder).__name__, "model": embedder.name}
+    report: dict = {"embedder": type(embedder).__name__}
     if isinstance(embedder, LocalEmbedder):
         report["runtime"] = embedder.prepare_query_encoder(heartbeat=heartbeat)
         if batch:
@@ -330,6 +382,7 @@ def warm_up(*, heartbeat=None, batch: bool = False) -> dict:
             embedder.embed_one("What was said before this process started?")
         if embedder.fallback_reason:
             report["fallback_reason"] = embedder.fallback_reason
+    report["model"] = embedder.name  # once loaded: with int8 asked for, the files decide it
     report["seconds"] = round(time.perf_counter() - started, 2)
     return report
 

@@ -20,6 +20,14 @@ same model gives the same vectors about 2.6x faster than a direct torch forward
   serves ONNX vectors only if they match the stored ones in that very process.
   Because they agree within `TOLERANCE`, the model keeps its id (`all-MiniLM-L6-v2`)
   and no row is re-embedded.
+- **Int8, when asked for** (`load(precision="int8")`, ARCHIVIST_EMBEDDING_PRECISION).
+  `python -m memories.embeddings.onnx --int8 MODEL_DIR FOLDER` quantises the
+  verified export dynamically (`quantize_dynamic`, QInt8 weights) into
+  `FOLDER-int8`, beside it, under the export's lock and in a process of its own,
+  and stores the int8 vectors of the probes as that file's references. Its
+  vectors are not fp32's within `TOLERANCE` (cosine about 0.95-0.97), so they are
+  another model id, `INT8_MODEL_NAME`, and switching to it re-embeds the rows;
+  `load` checks them against those references as it checks fp32's against torch's.
 
 Anything that stops this (no onnxruntime, a failed export, vectors that disagree)
 raises `OnnxUnavailable` with the reason; `memories.embeddings.embedders` logs it and embeds
@@ -48,11 +56,18 @@ import numpy as np
 logger = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2"
+# Int8 vectors are not fp32's within TOLERANCE, so they are another model: rows need re-embedding.
+INT8_MODEL_NAME = f"{MODEL_NAME}-int8"
+PRECISIONS = ("fp32", "int8")
 EXPORT_FORMAT = 1
 TOLERANCE = 1e-4
 MAX_SEQ_LENGTH = 256
 # Texts sorted by length pad little; past 16 a batch gained nothing here (docs/benchmarks.md, "Workers").
 ONNX_BATCH_SIZE = 16
+# Int8 quantises each batch's activations with that batch's own range, so a text's vector would depend on
+# its batch (cosine 0.98-0.99 to the same text alone): one text at a time keeps a row's vector the one its
+# question would get, for about 5% fewer rows per second (docs/benchmarks.md, bench/int8_embeddings.py).
+INT8_BATCH_SIZE = 1
 EXPORT_TIMEOUT_SECONDS = 600
 # Texts of every length a recall sees, from two words to past the 256-token cut.
 PROBES = (
@@ -113,7 +128,10 @@ class OnnxQueryEncoder:
     A recall's question goes one at a time (`encode`); a worker's rows in length-sorted batches (`encode_many`).
     """
 
-    deviation_from_torch: float  # set by `load` once the probes are verified
+    # Set by `load` once the probes are verified: the model id the vectors are, and how far they were
+    # from the stored references (torch's for fp32, the quantisation's own for int8).
+    model_name: str
+    deviation_from_reference: float
 
     def __init__(self, folder: Path, directory: Path, *, threads: int = 1):
         try:
@@ -137,13 +155,16 @@ class OnnxQueryEncoder:
         self.tokenizer = _tokenizer(directory)
         self.inputs = {item.name for item in self.session.get_inputs()}
         self.folder = folder
+        self.batch_size = ONNX_BATCH_SIZE  # `load` makes it INT8_BATCH_SIZE for the int8 file
 
     def encode(self, text: str) -> np.ndarray:
         return self.encode_many([text])[0]
 
-    def encode_many(self, texts, *, batch_size: int = ONNX_BATCH_SIZE) -> np.ndarray:
+    def encode_many(self, texts, *, batch_size: int | None = None) -> np.ndarray:
         """Unit vectors of the texts, in their order: run shortest first in batches padded to their
-        longest text (padding is masked out of the pooling, so a text's vector does not depend on its batch)."""
+        longest text (padding is masked out of the pooling, so an fp32 vector does not depend on its batch),
+        of `self.batch_size` texts unless told."""
+        batch_size = batch_size or self.batch_size
         encodings = self.tokenizer.encode_batch(list(texts))
         order = sorted(range(len(encodings)), key=lambda index: len(encodings[index].ids))
         out = np.zeros((len(encodings), 0), dtype=np.float32)
@@ -185,9 +206,13 @@ def _lock(folder: Path):
     return handle
 
 
-def _export_in_a_process(directory: Path, folder: Path, heartbeat: Callable[[], None] | None) -> None:
-    """Run the export in its own Python process; raises OnnxUnavailable with its output when it fails."""
-    command = [sys.executable, "-m", "memories.embeddings.onnx", str(directory), str(folder)]
+def _export_in_a_process(
+    directory: Path, folder: Path, heartbeat: Callable[[], None] | None, *, job: str = "export"
+) -> None:
+    """Run the export (or, `job="quantise"`, the int8 quantisation of the export in `folder`) in its own
+    Python process; raises OnnxUnavailable with its output when it fails."""
+    command = [sys.executable, "-m", "memories.embeddings.onnx", *(["--int8"] if job == "quantise" else [])]
+    command += [str(directory), str(folder)]
     environment = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
     root = Path(__file__).resolve().parents[2]  # the project, where `-m memories...` resolves
     with tempfile.TemporaryFile("w+") as output:
@@ -199,29 +224,58 @@ def _export_in_a_process(directory: Path, folder: Path, heartbeat: Callable[[], 
             if time.monotonic() > deadline:
                 process.kill()
                 process.wait()
-                raise OnnxUnavailable(f"the ONNX export took more than {EXPORT_TIMEOUT_SECONDS} s")
+                raise OnnxUnavailable(f"the ONNX {job} took more than {EXPORT_TIMEOUT_SECONDS} s")
             time.sleep(0.2)
         if process.returncode != 0:
             output.seek(0)
             tail = output.read()[-1500:]
-            raise OnnxUnavailable(f"the ONNX export failed (exit {process.returncode}): {tail}")
+            raise OnnxUnavailable(f"the ONNX {job} failed (exit {process.returncode}): {tail}")
 
 
-def load(data_dir: Path, *, heartbeat: Callable[[], None] | None = None, threads: int = 1) -> OnnxQueryEncoder:
-    """The query encoder, exporting the model first if this data folder has no verified export of it."""
+def load(
+    data_dir: Path,
+    *,
+    heartbeat: Callable[[], None] | None = None,
+    threads: int = 1,
+    precision: str = "fp32",
+) -> OnnxQueryEncoder:
+    """The query encoder of `precision` ("fp32" or "int8"), exporting (and quantising) first if this data
+    folder has no verified file of it yet."""
     try:
         import onnxruntime  # noqa: F401 - only to fail early with the plain reason
     except ImportError as error:
         raise OnnxUnavailable(f"onnxruntime is not installed ({error})") from error
+    if precision not in PRECISIONS:
+        raise OnnxUnavailable(f"precision {precision!r} is neither of {', '.join(PRECISIONS)}")
     directory = model_dir()
     folder = export_folder(data_dir, directory)
-    manifest = folder / "verified.json"
-    if not manifest.exists():
+    if not (folder / "verified.json").exists():
         with contextlib.closing(_lock(folder)):
-            if not manifest.exists():  # another process may have exported while this one waited
+            if not (folder / "verified.json").exists():  # another process may have exported while this one waited
                 started = time.perf_counter()
                 _export_in_a_process(directory, folder, heartbeat)
                 logger.info("exported %s to ONNX in %s (%.1f s)", MODEL_NAME, folder, time.perf_counter() - started)
+    if precision == "int8":
+        folder = _quantised(folder, directory, heartbeat)
+    return _verified(folder, directory, threads)
+
+
+def _quantised(folder: Path, directory: Path, heartbeat: Callable[[], None] | None) -> Path:
+    """The int8 file beside the fp32 export, quantised now (under the export's lock, in a process of its
+    own, as the export is) if it is not there."""
+    target = quantised_folder(folder)
+    if not (target / "verified.json").exists():
+        with contextlib.closing(_lock(folder)):
+            if not (target / "verified.json").exists():
+                started = time.perf_counter()
+                _export_in_a_process(directory, folder, heartbeat, job="quantise")
+                logger.info("quantised %s to int8 in %s (%.1f s)", MODEL_NAME, target, time.perf_counter() - started)
+    return target
+
+
+def _verified(folder: Path, directory: Path, threads: int) -> OnnxQueryEncoder:
+    """The folder's session, served only if its probes give the reference vectors stored beside it."""
+    manifest = folder / "verified.json"
     try:
         verified = json.loads(manifest.read_text())
     except (OSError, ValueError) as error:
@@ -229,11 +283,74 @@ def load(data_dir: Path, *, heartbeat: Callable[[], None] | None = None, threads
     encoder = OnnxQueryEncoder(folder, directory, threads=threads)
     deviation = encoder.deviation(verified["probes"], verified["references"])
     if deviation > TOLERANCE:
-        raise OnnxUnavailable(
-            f"ONNX vectors differ from the torch pipeline's by {deviation:.2e} here (more than {TOLERANCE:g})"
+        stored = (
+            "the references stored at quantisation" if verified["model"] == INT8_MODEL_NAME else "the torch pipeline's"
         )
-    encoder.deviation_from_torch = deviation
+        raise OnnxUnavailable(
+            f"{verified['model']} vectors from {folder.name} differ from {stored} by {deviation:.2e} here"
+            f" (more than {TOLERANCE:g})"
+        )
+    encoder.model_name = verified["model"]
+    if encoder.model_name == INT8_MODEL_NAME:
+        encoder.batch_size = INT8_BATCH_SIZE
+    encoder.deviation_from_reference = deviation
     return encoder
+
+
+def quantised_folder(folder: Path) -> Path:
+    """Where the int8 copy of an fp32 export lives: beside it, named after it."""
+    return folder.with_name(f"{folder.name}-int8")
+
+
+def quantise(folder: Path, target: Path, directory: Path) -> dict:
+    """Dynamic int8 quantisation (QInt8 weights) of the verified fp32 export in `folder`, written to `target`
+    with the int8 vectors of the probes as its references and their cosine to the fp32 ones.
+
+    Int8 vectors are not the fp32 ones (cosine about 0.97), so they are another model id (`INT8_MODEL_NAME`):
+    its references are its own, for `load` to check that this process computes what was stored.
+    """
+    try:
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+    except ImportError as error:
+        raise OnnxUnavailable(f"onnxruntime.quantization cannot be imported ({error})") from error
+    fp32 = json.loads((folder / "verified.json").read_text())
+    with _staging(target) as staging:
+        quantize_dynamic(str(folder / "model.onnx"), str(staging / "model.onnx"), weight_type=QuantType.QInt8)
+        encoder = OnnxQueryEncoder(staging, directory)
+        references = np.stack([encoder.encode(text) for text in PROBES])
+        cosine = np.sum(references * np.asarray(fp32["references"], dtype=np.float32), axis=1)
+        manifest = {
+            "model": INT8_MODEL_NAME,
+            "format": EXPORT_FORMAT,
+            "quantised_from": folder.name,
+            "cosine_to_fp32": {"mean": float(cosine.mean()), "min": float(cosine.min())},
+            "versions": {name: version(name) for name in ("onnx", "onnxruntime")},
+        }
+        return _publish(staging, target, manifest, references)
+
+
+@contextlib.contextmanager
+def _staging(folder: Path):
+    """A hidden folder beside `folder` to write into; gone afterwards unless `_publish` moved it in place."""
+    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        yield staging
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _publish(staging: Path, folder: Path, manifest: dict, references) -> dict:
+    """The manifest written with the probes and their reference vectors, then the staged folder put in place
+    whole: a process finds either no `verified.json` or a complete folder."""
+    manifest = {
+        **manifest,
+        "probes": list(PROBES),
+        "references": [[float(value) for value in vector] for vector in references],
+    }
+    (staging / "verified.json").write_text(json.dumps(manifest))
+    shutil.rmtree(folder, ignore_errors=True)
+    staging.rename(folder)
+    return manifest
 
 
 # --- The export, in its own process ------------------------------------------------
@@ -296,8 +413,7 @@ def _export(directory: Path, folder: Path) -> dict:
 
     torch.set_num_threads(1)
     model, references = _torch_reference(directory)
-    staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
-    try:
+    with _staging(folder) as staging:
         _onnx_write(model, staging / "model.onnx")
         deviation = OnnxQueryEncoder(staging, directory).deviation(PROBES, references)
         if deviation > TOLERANCE:
@@ -308,25 +424,25 @@ def _export(directory: Path, folder: Path) -> dict:
             "fingerprint": folder.name.rsplit("-", 1)[-1],
             "max_deviation": deviation,
             "versions": {name: version(name) for name in ("torch", "onnx", "onnxruntime", "sentence-transformers")},
-            "probes": list(PROBES),
-            "references": [[float(value) for value in vector] for vector in references],
         }
-        (staging / "verified.json").write_text(json.dumps(manifest))
-        shutil.rmtree(folder, ignore_errors=True)
-        staging.rename(folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return manifest
+        return _publish(staging, folder, manifest, references)
 
 
 def main(argv: list[str]) -> int:
+    int8 = argv[:1] == ["--int8"]
+    argv = argv[1:] if int8 else argv
     if len(argv) != 2:
-        print("usage: python -m memories.embeddings.onnx MODEL_DIR FOLDER", file=sys.stderr)
+        print("usage: python -m memories.embeddings.onnx [--int8] MODEL_DIR FOLDER", file=sys.stderr)
         return 2
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    folder = Path(argv[1])
+    directory, folder = Path(argv[0]), Path(argv[1])
     folder.parent.mkdir(parents=True, exist_ok=True)
-    manifest = _export(Path(argv[0]), folder)
+    if int8:
+        target = quantised_folder(folder)
+        manifest = quantise(folder, target, directory)
+        print(f"quantised {folder.name} to {target}; cosine to fp32 min {manifest['cosine_to_fp32']['min']:.4f}")
+        return 0
+    manifest = _export(directory, folder)
     print(f"exported {MODEL_NAME} to {folder}; largest difference from torch {manifest['max_deviation']:.2e}")
     return 0
 
