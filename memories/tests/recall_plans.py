@@ -10,7 +10,8 @@ from memories.scopes import Place
 from memories.tests.turn_api.helpers import stub_vector
 
 
-def contextual_plan(org, *, place: Place, question: str) -> RecallPlan:
+def contextual_plan(org, *, place: Place, question: str, shared_read: bool | None = None) -> RecallPlan:
+    """`shared_read` forces the one read of the place on or off (None: as recall decides for the tenant)."""
     return contextual.build_plan(
         RecallRequest(
             organisation_id=org.pk,
@@ -23,5 +24,6 @@ def contextual_plan(org, *, place: Place, question: str) -> RecallPlan:
             model="stand-in",
             now=timezone.now(),
             count_unembedded=True,
+            shared_read=shared_read,
         )
     )

@@ -19,6 +19,7 @@ from memories.recall import contextual
 from memories.recall.candidates import RecallPlan, RecallRequest
 from memories.recall.query import run_plan
 from memories.scopes import Place
+from memories.tests.recall_plans import contextual_plan
 from memories.tests.turn_api.helpers import stub_vector
 from tenancy.context import tenant_activate
 from tenancy.sql import APP_ROLE
@@ -72,21 +73,7 @@ def tenants(db):
 
 
 def plan(org, *, shared_read: bool, **params) -> RecallPlan:
-    built = contextual.build_plan(
-        RecallRequest(
-            organisation_id=org.pk,
-            place=PLACE,
-            limit=contextual.CANDIDATES,
-            pool=contextual.CANDIDATES,
-            lists=("semantic", "lexical"),
-            question=QUESTION,
-            query_vector=stub_vector(QUESTION),
-            model="stand-in",
-            now=timezone.now(),
-            count_unembedded=True,
-            shared_read=shared_read,
-        )
-    )
+    built = contextual_plan(org, place=PLACE, question=QUESTION, shared_read=shared_read)
     return replace(built, params={**built.params, **params})
 
 
