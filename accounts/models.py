@@ -38,6 +38,12 @@ class Organisation(models.Model):
     thread_episodes = models.BooleanField(
         default=True, help_text="Keep thread events as episodes (off: facts only); changed by an owner."
     )
+    # Set by the database (threads/sql.py) when the organisation's first thread is created, never by a
+    # request: until then no fact here has a thread event, so recall leaves the thread-neighbour walk out
+    # of its statement (issue 15: a millisecond of planning a recall).
+    has_threads = models.BooleanField(
+        default=False, editable=False, help_text="Whether a thread was ever created here; set by the database."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

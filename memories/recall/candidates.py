@@ -90,6 +90,9 @@ class RecallRequest:
     pool: int | None = None
     # Read the place's rows once for every list (`place`); None: whenever the lists would each read all of them.
     shared_read: bool | None = None
+    # Whether a fact here may have a thread event (`Organisation.has_threads`): contextual recall walks its
+    # thread's neighbours only then. True unless the organisation says otherwise.
+    thread_neighbours: bool = True
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,9 @@ of them in the same place:
 Neighbours obey the same predicate as the candidates (tenant, scope, liveness,
 agent, time filters), and must share the candidate's place, bucket and agent and
 have been written within `NEIGHBOUR_GAP` of it: facts remembered together in one
-conversation, never a fact this caller could not recall directly.
+conversation, never a fact this caller could not recall directly. A thread's
+episodes are neighbours by their events' order too; that walk is in the statement
+only where the organisation has a thread (`RecallRequest.thread_neighbours`).
 """
 
 from __future__ import annotations
@@ -114,10 +116,12 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
     statistics_rows = found.rows if reads_place_once(request) else found.rows + NEWEST_FIRST
     if "lexical" not in request.lists:  # the lexical list already defines the question's tsquery
         ctes.append(TSQUERY)
+    neighbours = [_neighbours_written("before", tenant, base), _neighbours_written("after", tenant, base)]
+    if request.thread_neighbours:
+        neighbours.append(_neighbours_in_thread(tenant, base))
     ctes += [
         _anchor_cte(tenant),
-        f"nb AS MATERIALIZED (\n  {_neighbours_written('before', tenant, base)}\n  UNION ALL\n"
-        f"  {_neighbours_written('after', tenant, base)}\n  UNION ALL\n  {_neighbours_in_thread(tenant, base)}\n)",
+        "nb AS MATERIALIZED (\n  " + "\n  UNION ALL\n  ".join(neighbours) + "\n)",
         _POOL,
         _QWORDS,
         f"sample AS MATERIALIZED (\n  SELECT m.search_vector FROM {statistics_rows} LIMIT %(sample)s\n)",

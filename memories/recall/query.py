@@ -170,6 +170,7 @@ def recall(
         count_unembedded="semantic" in how.lists,
         occurred_after=occurred_after,
         occurred_before=occurred_before,
+        thread_neighbours=getattr(organisation, "has_threads", True),
     )
     sql_started = time.perf_counter()
     rows, unembedded, vector_search = _ranked_rows(request, how, config, limit=limit)
