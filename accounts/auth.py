@@ -137,6 +137,17 @@ def token_authenticate(*, token_hash: str, now, with_token: ReadWithToken | None
     return token
 
 
+def presented_token_hash(request) -> str | None:
+    """The hash of the Bearer token a request presents, unchecked; None when it presents none usable."""
+    parts = get_authorization_header(request).split()
+    if len(parts) != 2 or parts[0].lower() != BearerTokenAuthentication.keyword:
+        return None
+    try:
+        return hash_token(parts[1].decode())
+    except UnicodeDecodeError:
+        return None
+
+
 class BearerTokenAuthentication(BaseAuthentication):
     """`Authorization: Bearer <token>`; the token names the organisation and the agent."""
 

@@ -44,17 +44,29 @@ def content_length(request) -> int:
     return int(raw) if raw.isdigit() else 0
 
 
-def channel_in_body(request) -> str | None:
-    """The channel a JSON body's `place` names, read ahead of the parser; None unless it plainly names a valid
-    one. Whatever else the body holds, the parser and the serializers refuse later, naming the field."""
+def body_read_ahead(request) -> dict | None:
+    """A small JSON object body, read ahead of the parser (once a request); None if it is anything else.
+    Whatever it holds, the parser and the serializers still refuse later, naming the field."""
     if not request.content_type.startswith("application/json") or not 0 < content_length(request) <= READ_AHEAD_BYTES:
         return None
+    cached = request._request.__dict__.get("archivist_body_ahead", False)
+    if cached is not False:
+        return cached
     try:
         data = json.loads(request._request.body)
     except Exception as error:  # noqa: BLE001 - any body read ahead in vain is left to the parser
-        logger.info("place not read with the token (%s): the body is read by the parser", type(error).__name__)
-        return None
-    place = data.get("place") if isinstance(data, dict) else None
+        logger.info("body not read ahead (%s): the body is read by the parser", type(error).__name__)
+        data = None
+    data = data if isinstance(data, dict) else None
+    request._request.archivist_body_ahead = data
+    return data
+
+
+def channel_in_body(request) -> str | None:
+    """The channel a JSON body's `place` names, read ahead of the parser; None unless it plainly names a valid
+    one."""
+    data = body_read_ahead(request)
+    place = data.get("place") if data is not None else None
     channel = place.get("channel") if isinstance(place, dict) else None
     # Printable: no lone surrogate, which the database could not even be sent (the serializer refuses it).
     usable = isinstance(channel, str) and channel.isprintable() and not channel_problem(channel)

@@ -4,16 +4,30 @@ from __future__ import annotations
 
 from rest_framework.response import Response
 
+from accounts.auth import ReadWithToken, presented_token_hash
 from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, answered, asked, read_schema, write_schema
 from memories.api import serializers as s
-from memories.api.base import MemoryApi
+from memories.api.base import MemoryApi, body_read_ahead
 from memories.api.docs import MEMORY_EXAMPLE
+from memories.embeddings.ahead import QuestionAhead, embed_ahead, trust
+from memories.models import BODY_MAX_CHARS
 from memories.recall import contextual, ranking
-from memories.recall.query import recall
+from memories.recall.query import VECTOR_MODES, recall
 from memories.turns.injections import injection_render
 
 
 class RecallApi(MemoryApi):
+    ahead: QuestionAhead | None = None  # the question, embedding while the token's round trip runs
+
+    def read_with_token(self, request) -> ReadWithToken | None:
+        """Besides the place, the question: embedded ahead for a token that authenticated here lately."""
+        body = body_read_ahead(request) or {}
+        question, mode = body.get("question"), body.get("mode", "auto")
+        token_hash = presented_token_hash(request)
+        if isinstance(question, str) and len(question) <= BODY_MAX_CHARS and mode in VECTOR_MODES and token_hash:
+            self.ahead = embed_ahead(question.strip(), token_hash=token_hash)
+        return super().read_with_token(request)
+
     @read_schema(
         operation_id="turns_recall",
         request=s.RecallInputSerializer,
@@ -70,9 +84,12 @@ class RecallApi(MemoryApi):
         reports what was used, `notice` what gave way. Read-only: nothing is recorded.
         """
         principal = self.principal()
+        if principal.token is not None:
+            trust(principal.token.token_hash)
         data = self.validated(s.RecallInputSerializer)
         resolved = self.resolve_place(data["place"])
         result = recall(
+            ahead=self.ahead,
             organisation=principal.organisation,
             place=resolved.place,
             question=data["question"],

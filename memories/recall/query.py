@@ -47,6 +47,7 @@ from django.db import connection
 from django.utils import timezone
 
 from memories.embeddings import embedders
+from memories.embeddings.ahead import QuestionAhead
 from memories.recall import contextual, ranking, reranker
 from memories.recall.candidates import (
     RESULT_COLUMNS,
@@ -138,11 +139,14 @@ def recall(
     occurred_after: datetime | None = None,
     occurred_before: datetime | None = None,
     ranking_config=None,
+    ahead: QuestionAhead | None = None,
 ) -> RecallResult:
     """The facts to give a turn in `place`, best first, with how they were ranked and what gave way.
 
     `ranking_config` (a `memories.recall.ranking.RankingConfig`) overrides contextual
-    ranking's weights; the quality benchmark uses it for its ablations.
+    ranking's weights; the quality benchmark uses it for its ablations. `ahead` is the
+    question's embedding started before the call (`memories.embeddings.ahead`), used if it
+    is of this very question.
     """
     started = time.perf_counter()
     limit = limit or settings.MEMORY_RECALL_DEFAULT_LIMIT
@@ -150,7 +154,7 @@ def recall(
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     question = (question or "").strip()
     notices: list[str] = []
-    query_vector, model, embed_ms = _question_vector(question, mode, notices)
+    query_vector, model, embed_ms = _question_vector(question, mode, notices, ahead)
     how = _choose_ranking(mode, question, query_vector, notices)
     organisation_id = getattr(organisation, "pk", organisation)
     config = ranking_config or ranking.DEFAULT_CONFIG
@@ -186,8 +190,11 @@ def recall(
     )
 
 
-def _question_vector(question: str, mode: str, notices: list[str]) -> tuple[list[float] | None, str, float]:
-    """The question's vector and the model that made it, when the mode ranks by meaning; and how long it took.
+def _question_vector(
+    question: str, mode: str, notices: list[str], ahead: QuestionAhead | None = None
+) -> tuple[list[float] | None, str, float]:
+    """The question's vector and the model that made it, when the mode ranks by meaning; and how long it took
+    (the embedding's own time, also when it was started ahead).
 
     Without one, `notices` says what the recall does instead: contextual and
     reranked rank by words as well as meaning, so they still rank by words.
@@ -205,6 +212,8 @@ def _question_vector(question: str, mode: str, notices: list[str]) -> tuple[list
         return None, "", 0.0
     started = time.perf_counter()
     try:
+        if ahead is not None and ahead.question == question:
+            return ahead.result()
         vector, model = embedders.embed_query(question), embedder.name
     except embedders.EmbeddingError as error:
         notices.append(f"The question could not be embedded ({error}), so {instead}.")
