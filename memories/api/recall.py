@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework.response import Response
 
 from accounts.auth import ReadWithToken, presented_token_hash
+from accounts.models import AgentToken
 from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, answered, asked, read_schema, write_schema
 from memories.api import serializers as s
 from memories.api.base import MemoryApi, body_read_ahead
@@ -16,11 +17,13 @@ from memories.recall.query import VECTOR_MODES, recall
 from memories.turns.injections import injection_render
 
 
-class RecallApi(MemoryApi):
-    ahead: QuestionAhead | None = None  # the question, embedding while the token's round trip runs
+class EmbedsQuestionAhead(MemoryApi):
+    """A turn endpoint whose body's question is embedded while its token's round trip runs
+    (`memories.embeddings.ahead`), for a token that authenticated here lately."""
+
+    ahead: QuestionAhead | None = None
 
     def read_with_token(self, request) -> ReadWithToken | None:
-        """Besides the place, the question: embedded ahead for a token that authenticated here lately."""
         body = body_read_ahead(request) or {}
         question, mode = body.get("question"), body.get("mode", "auto")
         token_hash = presented_token_hash(request)
@@ -28,6 +31,13 @@ class RecallApi(MemoryApi):
             self.ahead = embed_ahead(question.strip(), token_hash=token_hash)
         return super().read_with_token(request)
 
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if isinstance(request.auth, AgentToken):  # authenticated by its token just now
+            trust(request.auth.token_hash)
+
+
+class RecallApi(EmbedsQuestionAhead):
     @read_schema(
         operation_id="turns_recall",
         request=s.RecallInputSerializer,
@@ -84,8 +94,6 @@ class RecallApi(MemoryApi):
         reports what was used, `notice` what gave way. Read-only: nothing is recorded.
         """
         principal = self.principal()
-        if principal.token is not None:
-            trust(principal.token.token_hash)
         data = self.validated(s.RecallInputSerializer)
         resolved = self.resolve_place(data["place"])
         result = recall(
@@ -117,7 +125,7 @@ RENDER_TEXT_EXAMPLE = (
 )
 
 
-class RenderApi(MemoryApi):
+class RenderApi(EmbedsQuestionAhead):
     @write_schema(
         operation_id="turns_render",
         request=s.RenderInputSerializer,
@@ -176,5 +184,6 @@ class RenderApi(MemoryApi):
             user=principal.user,
             question=data["question"],
             cutoff=data.get("cutoff"),
+            ahead=self.ahead,
         )
         return Response(s.RenderOutputSerializer(s.Annotated(output, notice=resolved.notice)).data)

@@ -1,4 +1,4 @@
-"""A recall question embedded ahead: started when the body is read, while the token's round trip is in flight.
+"""A turn's question embedded ahead (recall, render): started when the body is read, while the token's round trip runs.
 
 A recall spends about 6 ms embedding its question and, before that, about 2.5 ms
 authenticating, reading its place and validating its body, mostly waiting on

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
 from accounts.people import people_labels
+from memories.embeddings.ahead import QuestionAhead
 from memories.errors import TurnConflict
 from memories.models import (
     Injection,
@@ -117,11 +118,13 @@ def injection_render(
     question: str = "",
     cutoff: date | None = None,
     now: datetime | None = None,
+    ahead: QuestionAhead | None = None,
 ) -> RenderOutput:
     """Render the memory block for one turn and record exactly what it injected.
 
     A turn id is rendered once: asking again with the same request replays the
-    record (the same bytes), with a different one is a conflict.
+    record (the same bytes), with a different one is a conflict. `ahead` is the
+    question's embedding, started before the call (`memories.embeddings.ahead`).
     """
     now = now or timezone.now()
     request = TurnRequest(
@@ -131,7 +134,9 @@ def injection_render(
     if existing is not None:
         return _answer_again(existing, request)
     caps = _caps()
-    selection = _selection(organisation=organisation, resolved=resolved, request=request, caps=caps, now=now)
+    selection = _selection(
+        organisation=organisation, resolved=resolved, request=request, caps=caps, now=now, ahead=ahead
+    )
     sections, failed_planes = plane_sections(
         principal=principal, place=request.place, cutoff=request.cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp
     )
@@ -145,7 +150,7 @@ def injection_render(
 
 
 def _candidates(
-    *, organisation: Organisation, request: TurnRequest, caps: dict, now: datetime
+    *, organisation: Organisation, request: TurnRequest, caps: dict, now: datetime, ahead: QuestionAhead | None
 ) -> tuple[list[dict], dict[str, int], list[str]]:
     """The rows a render chooses from, those the question recalls first; each scope's total; recall's notices."""
     rows, totals = render_candidates(
@@ -160,6 +165,7 @@ def _candidates(
         limit=settings.MEMORY_RECALL_MAX_LIMIT,
         agent=request.agent,
         now=now,
+        ahead=ahead,
     )
     # Issue 16: episodes reach render only when the question recalls them (never as filler).
     rows = with_recalled_episodes(rows, ranked.rows, now=now, fade_days=settings.MEMORY_NOTE_FADE_DAYS)
@@ -170,10 +176,16 @@ def _candidates(
 
 
 def _selection(
-    *, organisation: Organisation, resolved: PlaceInTurn, request: TurnRequest, caps: dict, now: datetime
+    *,
+    organisation: Organisation,
+    resolved: PlaceInTurn,
+    request: TurnRequest,
+    caps: dict,
+    now: datetime,
+    ahead: QuestionAhead | None,
 ) -> render.Selection:
     """What of the candidates reaches the prompt, with what was left out reported."""
-    rows, totals, notices = _candidates(organisation=organisation, request=request, caps=caps, now=now)
+    rows, totals, notices = _candidates(organisation=organisation, request=request, caps=caps, now=now, ahead=ahead)
     names = _subject_names(rows, resolved, organisation)
     facts = [_render_fact(row, names) for row in rows]
     passed = {scope: sum(1 for fact in facts if fact.scope == scope) for scope in SCOPE_ORDER}

@@ -1,5 +1,5 @@
-"""Issue 15, round six: a recall's question is embedded while its token's round trip is in flight, only for a
-token that authenticated in this process lately; the token's statement still decides the request.
+"""Issue 15, round six: a recall's or a render's question is embedded while its token's round trip is in flight,
+only for a token that authenticated in this process lately; the token's statement still decides the request.
 
 The embedder is the OpenAI-compatible stand-in on loopback (an outside service). Each test holds the
 token's statement until the question reaches the stand-in, or until a short wait runs out: a question
@@ -18,7 +18,7 @@ from accounts.models import AgentToken, hash_token
 from accounts.tokens import token_revoke
 from memories.embeddings import ahead
 from memories.tests.loopback import EmbeddingsStandIn
-from memories.tests.turn_api.helpers import recall, remember
+from memories.tests.turn_api.helpers import recall, remember, render
 
 QUESTION = "Where does Mona keep the spare keys?"
 # Long enough for a question embedded ahead to arrive however loaded the machine; a wait that runs out
@@ -158,3 +158,17 @@ def api_client_with():
         return client
 
     return make
+
+
+def test_a_renders_question_is_embedded_ahead_too(agent_api, general, stand_in):
+    remember(agent_api, general, "The spare keys are under the blue pot")
+    with token_statement_held(stand_in, wait=NEVER_ARRIVES_WITHIN) as first:
+        rendered_first = render(agent_api, general, "turn-1", question=QUESTION)
+    assert first["arrived_before_token_statement"] is False  # control: not trusted yet
+    with token_statement_held(stand_in, wait=ARRIVES_WITHIN) as second:
+        rendered_second = render(agent_api, general, "turn-2", question=QUESTION)
+    assert second["arrived_before_token_statement"] is True
+    assert rendered_first.status_code == rendered_second.status_code == 200
+    assert rendered_second.json()["facts"] == rendered_first.json()["facts"]
+    assert "blue pot" in rendered_second.json()["text"]
+    assert stand_in.count(QUESTION) == 2
