@@ -28,6 +28,7 @@ conversation, never a fact this caller could not recall directly.
 from __future__ import annotations
 
 import json
+import operator
 import re
 import uuid
 from collections.abc import Callable
@@ -99,7 +100,8 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
     the BM25 statistics and the neighbour links ride on the first row. Full
     rows are read afterwards, for the few that win.
     """
-    found = candidate_ctes(request)
+    shared = reads_place_once(request)
+    found = candidate_ctes(request, place_columns=_FROM_PLACE if shared else ())
     ctes, params, base = found.ctes, found.params, found.base
     tenant = tenant_literal(request.organisation_id)
     params.update(
@@ -111,7 +113,7 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
         total_cap=TOTAL_CAP,
         sample=STATISTICS_SAMPLE,
     )
-    statistics_rows = found.rows if reads_place_once(request) else found.rows + NEWEST_FIRST
+    statistics_rows = found.rows if shared else found.rows + NEWEST_FIRST
     if "lexical" not in request.lists:  # the lexical list already defines the question's tsquery
         ctes.append(TSQUERY)
     ctes += [
@@ -123,7 +125,7 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
         f"sample AS MATERIALIZED (\n  SELECT m.search_vector FROM {statistics_rows} LIMIT %(sample)s\n)",
         _bm25_cte(statistics_rows),
     ]
-    chosen = _pool_rows(tenant, with_vector="semantic" in request.lists)
+    chosen = _pool_rows(tenant, with_vector="semantic" in request.lists, from_place=shared, ts_rank=not config.bm25)
     return RecallPlan(
         sql=statement(ctes, chosen),
         params=params,
@@ -191,13 +193,16 @@ def _neighbours_in_thread(tenant: str, base: str) -> str:
     )
 
 
-# Each fact once, a candidate with its ranks (grouped: a hash, where a join to anchor loops).
+# Each fact once, a candidate with its ranks (grouped: a hash, where a join to anchor loops), numbered in
+# the order the grouping gives them: ranking sums scores in that order, so the pool is ranked in it however
+# the final join returns its rows (a float sum's last digit depends on the order of its terms).
 _POOL = (
     "pool AS (\n"
-    "  SELECT id, min(pin_rank) AS pin_rank, min(semantic_rank) AS semantic_rank,\n"
-    "    min(lexical_rank) AS lexical_rank, min(recent_rank) AS recent_rank FROM (\n"
-    "    SELECT id, pin_rank, semantic_rank, lexical_rank, recent_rank FROM anchor\n"
-    "    UNION ALL SELECT id, NULL, NULL, NULL, NULL FROM nb) u GROUP BY id\n)"
+    "  SELECT *, row_number() OVER () AS pool_order FROM (\n"
+    "    SELECT id, min(pin_rank) AS pin_rank, min(semantic_rank) AS semantic_rank,\n"
+    "      min(lexical_rank) AS lexical_rank, min(recent_rank) AS recent_rank FROM (\n"
+    "      SELECT id, pin_rank, semantic_rank, lexical_rank, recent_rank FROM anchor\n"
+    "      UNION ALL SELECT id, NULL, NULL, NULL, NULL FROM nb) u GROUP BY id) grouped\n)"
 )
 _QWORDS = (
     "qwords AS (SELECT coalesce(array_agg(DISTINCT lexeme), '{}') AS words"
@@ -213,11 +218,13 @@ def _bm25_cte(rows: str) -> str:
         f"      SELECT count(*) FROM (SELECT 1 FROM {rows} LIMIT %(total_cap)s) t)\n"
         "    END AS total,\n"
         "    (SELECT avg(length(search_vector)) FROM sample) AS average_length,\n"
-        # Only facts holding some word of the question are looked into.
+        # Only facts holding some word of the question are looked into; a fact holds a word when deleting
+        # it shortens the fact's tsvector (cheaper than listing the fact's lexemes to pick the question's).
         "    (SELECT coalesce(jsonb_object_agg(d.lexeme, d.n), '{}') FROM (\n"
         "       SELECT u AS lexeme, count(*) AS n FROM sample s CROSS JOIN tsq CROSS JOIN qwords,\n"
-        f"         unnest(tsvector_to_array({_ONLY_QUESTION.format(v='s.search_vector')})) u\n"
-        "       WHERE s.search_vector @@ tsq.query GROUP BY u) d) AS document_frequency,\n"
+        "         unnest(qwords.words) u WHERE s.search_vector @@ tsq.query\n"
+        "         AND length(ts_delete(s.search_vector, u)) < length(s.search_vector)\n"
+        "       GROUP BY u) d) AS document_frequency,\n"
         "    (SELECT coalesce(jsonb_agg(jsonb_build_array(anchor, id, step)), '[]') FROM nb) AS links\n"
         "  FROM (SELECT count(*) AS sampled FROM sample) n\n)"
     )
@@ -231,16 +238,27 @@ _WINNER_COLUMNS = ", ".join(
     for name in RESULT_COLUMNS
     if name not in ("id", "body")  # read already
 )
+# What the pool reads of a row besides what the one read of the place holds for every list.
+_FROM_PLACE = tuple(name for name in RESULT_COLUMNS if name not in ("id", "created_at", "pinned"))
 
 
-def _pool_rows(tenant: str, *, with_vector: bool) -> str:
-    """What ranking reads of each fact of the pool; the statistics and the neighbour links on the first row."""
-    similarity = (
-        "CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
-        " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
-        if with_vector
-        else "NULL::float8"
-    )
+def _pool_rows(tenant: str, *, with_vector: bool, from_place: bool, ts_rank: bool) -> str:
+    """What ranking reads of each fact of the pool; the statistics and the neighbour links on the first row.
+    `ts_rank` only when ranking reads it (BM25 off).
+
+    `from_place`: every fact of the pool is a row of the one read of the place (the candidates come from
+    its lists and a neighbour obeys the same predicate), so they are read from it, with the distance it
+    has already computed, rather than looked up in the table again."""
+    if from_place:
+        similarity, rows = "1 - m.distance", "place m ON m.id = pool.id"
+    else:
+        similarity = (
+            "CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
+            " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
+            if with_vector
+            else "NULL::float8"
+        )
+        rows = f"memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}"
     return (
         # When it happened, as seconds since the epoch: a float loads in C, a time in Python, and the
         # date cue reads it for every row of the pool (a double keeps the microseconds at these magnitudes).
@@ -248,14 +266,15 @@ def _pool_rows(tenant: str, *, with_vector: bool) -> str:
         " AS happened,\n"
         f"    {_WINNER_COLUMNS},\n"
         f"    {similarity} AS similarity, length(m.search_vector) AS length,\n"
-        "    ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
+        f"    {'ts_rank(m.search_vector, tsq.query)' if ts_rank else 'NULL::real'} AS ts_rank,\n"
         f"    CASE WHEN m.search_vector @@ tsq.query THEN {_ONLY_QUESTION.format(v='m.search_vector')}::text END"
         " AS lexemes,\n"
-        "    pool.pin_rank, pool.semantic_rank, pool.lexical_rank, pool.recent_rank,\n"
-        "    CASE WHEN row_number() OVER () = 1 THEN jsonb_build_array(bm25.sampled, bm25.total,"
-        " bm25.average_length, bm25.document_frequency, bm25.links) END AS bm25\n"
-        f"  FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
-        "    CROSS JOIN tsq CROSS JOIN qwords CROSS JOIN bm25"
+        "    pool.pin_rank, pool.semantic_rank, pool.lexical_rank, pool.recent_rank, pool.pool_order,\n"
+        # The statistics as a subquery, not a join: a join copies them into every row a hash join holds.
+        "    CASE WHEN pool.pool_order = 1 THEN (SELECT jsonb_build_array(b.sampled, b.total,"
+        " b.average_length, b.document_frequency, b.links) FROM bm25 b) END AS bm25\n"
+        f"  FROM pool JOIN {rows}\n"
+        "    CROSS JOIN tsq CROSS JOIN qwords"
     )
 
 
@@ -306,7 +325,7 @@ def rank_rows(
     if not rows:
         return rows
     document_frequency, total, average_length, links = _statistics(rows)
-    by_id = {str(row["id"]): row for row in rows}
+    by_id = {str(row["id"]): row for row in sorted(rows, key=_POOL_ORDER)}
     candidates = {key: _candidate(key, row) for key, row in by_id.items()}
     _link_neighbours(candidates, links)
     # A word the sample missed is as rare as a word can be here: one fact.
@@ -325,6 +344,9 @@ def rank_rows(
     chosen = (pinned + [c for c in ordered if by_id[c.id]["pin_rank"] is None])[:limit]
     load_time = _time_loader()
     return [_recall_row(by_id[candidate.id], candidate, load_time) for candidate in chosen]
+
+
+_POOL_ORDER = operator.itemgetter("pool_order")
 
 
 def _statistics(rows: list[dict]) -> tuple[dict[str, int], int, float, dict[str, list[tuple[str, int]]]]:
