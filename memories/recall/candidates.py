@@ -228,14 +228,12 @@ class CandidateCtes:
     rows: str
 
 
-def candidate_ctes(request: RecallRequest, *, place_columns: tuple[str, ...] = ()) -> CandidateCtes:
+def candidate_ctes(request: RecallRequest) -> CandidateCtes:
     """The common table expressions of a recall, their parameters, and the recall predicate they share.
 
     `cand` holds every candidate with its fused score and ranks (pinned facts
     with their pin rank), `stats` what the vector list held and how many rows
     here are not embedded yet; the statement that ends them chooses the rows.
-    `place_columns`: more of each row for the one read of the place to carry, for a statement that
-    reads its chosen rows from it rather than from the table.
     """
     base = recall_predicate(request)
     shared = reads_place_once(request)
@@ -248,7 +246,7 @@ def candidate_ctes(request: RecallRequest, *, place_columns: tuple[str, ...] = (
         "occurred_after": request.occurred_after,
         "occurred_before": request.occurred_before,
     }
-    ctes: list[str] = [_place_cte(base, place_columns)] if shared else []
+    ctes: list[str] = [_place_cte(base)] if shared else []
     ranked: list[str] = []
     if "semantic" in request.lists:
         params.update(_vector_params(request))
@@ -266,14 +264,12 @@ def candidate_ctes(request: RecallRequest, *, place_columns: tuple[str, ...] = (
     return CandidateCtes(ctes=ctes, params=params, base=base, rows=rows)
 
 
-def _place_cte(base: str, columns: tuple[str, ...] = ()) -> str:
+def _place_cte(base: str) -> str:
     """The place's recallable rows, read once, with what every list reads of them: the distance of a
-    vector of the current model to the question, the tsvector, and whether the row is embedded at all;
-    and the other `columns` asked for."""
-    more = "".join(f" m.{name}," for name in columns)
+    vector of the current model to the question, the tsvector, and whether the row is embedded at all."""
     return (
         "place AS MATERIALIZED (\n"
-        f"  SELECT m.id, m.created_at, m.pinned, m.search_vector,{more} m.embedding IS NULL AS unembedded,\n"
+        "  SELECT m.id, m.created_at, m.pinned, m.search_vector, m.embedding IS NULL AS unembedded,\n"
         "    CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
         " THEN m.embedding <=> %(qvec)s::vector END AS distance\n"
         f"  FROM memories_memory m WHERE {base}\n)"

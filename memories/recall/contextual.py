@@ -100,8 +100,7 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
     the BM25 statistics and the neighbour links ride on the first row. Full
     rows are read afterwards, for the few that win.
     """
-    shared = reads_place_once(request)
-    found = candidate_ctes(request, place_columns=_FROM_PLACE if shared else ())
+    found = candidate_ctes(request)
     ctes, params, base = found.ctes, found.params, found.base
     tenant = tenant_literal(request.organisation_id)
     params.update(
@@ -113,7 +112,7 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
         total_cap=TOTAL_CAP,
         sample=STATISTICS_SAMPLE,
     )
-    statistics_rows = found.rows if shared else found.rows + NEWEST_FIRST
+    statistics_rows = found.rows if reads_place_once(request) else found.rows + NEWEST_FIRST
     if "lexical" not in request.lists:  # the lexical list already defines the question's tsquery
         ctes.append(TSQUERY)
     ctes += [
@@ -125,7 +124,7 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
         f"sample AS MATERIALIZED (\n  SELECT m.search_vector FROM {statistics_rows} LIMIT %(sample)s\n)",
         _bm25_cte(statistics_rows),
     ]
-    chosen = _pool_rows(tenant, with_vector="semantic" in request.lists, from_place=shared, ts_rank=not config.bm25)
+    chosen = _pool_rows(tenant, with_vector="semantic" in request.lists)
     return RecallPlan(
         sql=statement(ctes, chosen),
         params=params,
@@ -238,27 +237,16 @@ _WINNER_COLUMNS = ", ".join(
     for name in RESULT_COLUMNS
     if name not in ("id", "body")  # read already
 )
-# What the pool reads of a row besides what the one read of the place holds for every list.
-_FROM_PLACE = tuple(name for name in RESULT_COLUMNS if name not in ("id", "created_at", "pinned"))
 
 
-def _pool_rows(tenant: str, *, with_vector: bool, from_place: bool, ts_rank: bool) -> str:
-    """What ranking reads of each fact of the pool; the statistics and the neighbour links on the first row.
-    `ts_rank` only when ranking reads it (BM25 off).
-
-    `from_place`: every fact of the pool is a row of the one read of the place (the candidates come from
-    its lists and a neighbour obeys the same predicate), so they are read from it, with the distance it
-    has already computed, rather than looked up in the table again."""
-    if from_place:
-        similarity, rows = "1 - m.distance", "place m ON m.id = pool.id"
-    else:
-        similarity = (
-            "CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
-            " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
-            if with_vector
-            else "NULL::float8"
-        )
-        rows = f"memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}"
+def _pool_rows(tenant: str, *, with_vector: bool) -> str:
+    """What ranking reads of each fact of the pool; the statistics and the neighbour links on the pool's first row."""
+    similarity = (
+        "CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
+        " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
+        if with_vector
+        else "NULL::float8"
+    )
     return (
         # When it happened, as seconds since the epoch: a float loads in C, a time in Python, and the
         # date cue reads it for every row of the pool (a double keeps the microseconds at these magnitudes).
@@ -266,14 +254,14 @@ def _pool_rows(tenant: str, *, with_vector: bool, from_place: bool, ts_rank: boo
         " AS happened,\n"
         f"    {_WINNER_COLUMNS},\n"
         f"    {similarity} AS similarity, length(m.search_vector) AS length,\n"
-        f"    {'ts_rank(m.search_vector, tsq.query)' if ts_rank else 'NULL::real'} AS ts_rank,\n"
+        "    ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
         f"    CASE WHEN m.search_vector @@ tsq.query THEN {_ONLY_QUESTION.format(v='m.search_vector')}::text END"
         " AS lexemes,\n"
         "    pool.pin_rank, pool.semantic_rank, pool.lexical_rank, pool.recent_rank, pool.pool_order,\n"
         # The statistics as a subquery, not a join: a join copies them into every row a hash join holds.
         "    CASE WHEN pool.pool_order = 1 THEN (SELECT jsonb_build_array(b.sampled, b.total,"
         " b.average_length, b.document_frequency, b.links) FROM bm25 b) END AS bm25\n"
-        f"  FROM pool JOIN {rows}\n"
+        f"  FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
         "    CROSS JOIN tsq CROSS JOIN qwords"
     )
 

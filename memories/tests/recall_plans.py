@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from memories.recall import contextual, ranking
+from memories.recall import contextual
 from memories.recall.candidates import RecallPlan, RecallRequest
 from memories.scopes import Place
 from memories.tests.turn_api.helpers import stub_vector
 
 
-def contextual_plan(
-    org,
-    *,
-    place: Place,
-    question: str,
-    shared_read: bool | None = None,
-    config: ranking.RankingConfig = ranking.DEFAULT_CONFIG,
-) -> RecallPlan:
+def contextual_plan(org, *, place: Place, question: str, shared_read: bool | None = None) -> RecallPlan:
     """`shared_read` forces the one read of the place on or off (None: as recall decides for the tenant)."""
     return contextual.build_plan(
         RecallRequest(
@@ -32,6 +25,5 @@ def contextual_plan(
             now=timezone.now(),
             count_unembedded=True,
             shared_read=shared_read,
-        ),
-        config=config,
+        )
     )
