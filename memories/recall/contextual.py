@@ -121,7 +121,11 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
         f"  {_neighbours_written('after', tenant, base)}\n  UNION ALL\n  {_neighbours_in_thread(tenant, base)}\n)",
         _POOL,
         _QWORDS,
-        f"sample AS MATERIALIZED (\n  SELECT m.search_vector FROM {statistics_rows} LIMIT %(sample)s\n)",
+        # Each sampled fact's lexemes without their positions too (`held`), read out of its row once: the
+        # document frequencies test them once per word of the question, and a long fact's tsvector, kept
+        # compressed or out of line, would be read back from TOAST for each test.
+        f"sample AS MATERIALIZED (\n  SELECT m.search_vector, strip(m.search_vector) AS held"
+        f" FROM {statistics_rows} LIMIT %(sample)s\n)",
         _bm25_cte(statistics_rows),
     ]
     chosen = _pool_rows(tenant, with_vector="semantic" in request.lists)
@@ -218,11 +222,11 @@ def _bm25_cte(rows: str) -> str:
         "    END AS total,\n"
         "    (SELECT avg(length(search_vector)) FROM sample) AS average_length,\n"
         # Only facts holding some word of the question are looked into; a fact holds a word when deleting
-        # it shortens the fact's tsvector (cheaper than listing the fact's lexemes to pick the question's).
+        # it shortens its lexemes (cheaper than listing all of them to pick the question's).
         "    (SELECT coalesce(jsonb_object_agg(d.lexeme, d.n), '{}') FROM (\n"
         "       SELECT u AS lexeme, count(*) AS n FROM sample s CROSS JOIN tsq CROSS JOIN qwords,\n"
         "         unnest(qwords.words) u WHERE s.search_vector @@ tsq.query\n"
-        "         AND length(ts_delete(s.search_vector, u)) < length(s.search_vector)\n"
+        "         AND length(ts_delete(s.held, u)) < length(s.held)\n"
         "       GROUP BY u) d) AS document_frequency,\n"
         "    (SELECT coalesce(jsonb_agg(jsonb_build_array(anchor, id, step)), '[]') FROM nb) AS links\n"
         "  FROM (SELECT count(*) AS sampled FROM sample) n\n)"

@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from accounts.services import organisation_create
-from memories.models import Memory
+from memories.models import BODY_MAX_CHARS, Memory
 from memories.scopes import Place
 from memories.tests.recall_plans import contextual_plan
 from memories.tests.test_recall_bm25_statistics import fact, statistics
@@ -26,6 +26,8 @@ PLACE_BODIES = (
     "her help with the law exam",
     "nothing of the sort here",
     "Tulip bulbs, planted by the gardener, planted twice",
+    # A fact as long as a body may be, its tsvector kept compressed in the row (TOAST): read the same.
+    ("the garden journal: " + " ".join(f"entry{number} tulips" for number in range(200)))[:BODY_MAX_CHARS],
 )
 # Facts holding the question's words that are not the place's recallable facts.
 EXCLUDED = {
@@ -82,7 +84,16 @@ def test_document_frequencies_are_a_plain_count_over_the_places_facts(tenant, sh
     expected = counted_in_python(PLACE_BODIES)
     assert statement_frequencies(tenant, shared_read=shared_read) == expected
     # The words are the stems, the hyphenated whole and its parts: `mother-in-law`, `mother` and `law` each.
-    assert expected == {"garden": 3, "tulip": 2, "plant": 3, "mother-in-law": 1, "mother": 1, "law": 2, "help": 1}
+    assert expected == {"garden": 4, "tulip": 3, "plant": 3, "mother-in-law": 1, "mother": 1, "law": 2, "help": 1}
+
+
+def test_the_long_facts_tsvector_is_stored_compressed(tenant):
+    """Control: the long fact exercises a tsvector read back from TOAST."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_column_compression(search_vector) FROM memories_memory WHERE body = %s", [PLACE_BODIES[-1]]
+        )
+        assert cursor.fetchone()[0] is not None
 
 
 def test_the_count_is_of_facts_and_of_the_places_facts_only(tenant):
