@@ -139,10 +139,10 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
 
 
 def _anchor_cte(tenant: str) -> str:
-    """The candidates, in the hybrid order, with what the neighbour walk needs."""
+    """The candidates, in the hybrid order, with what the neighbour walk needs and the vector list's distance."""
     return (
         "anchor AS MATERIALIZED (\n"
-        "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank,\n"
+        "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank, c.distance,\n"
         "    m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id, m.source_event_id\n"
         f"  FROM cand c JOIN memories_memory m ON m.id = c.id AND {by_key('cand')} AND m.organisation_id = {tenant}\n"
         "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
@@ -203,9 +203,9 @@ _POOL = (
     "pool AS (\n"
     "  SELECT *, row_number() OVER () AS pool_order FROM (\n"
     "    SELECT id, min(pin_rank) AS pin_rank, min(semantic_rank) AS semantic_rank,\n"
-    "      min(lexical_rank) AS lexical_rank, min(recent_rank) AS recent_rank FROM (\n"
-    "      SELECT id, pin_rank, semantic_rank, lexical_rank, recent_rank FROM anchor\n"
-    "      UNION ALL SELECT id, NULL, NULL, NULL, NULL FROM nb) u GROUP BY id) grouped\n)"
+    "      min(lexical_rank) AS lexical_rank, min(recent_rank) AS recent_rank, min(distance) AS distance FROM (\n"
+    "      SELECT id, pin_rank, semantic_rank, lexical_rank, recent_rank, distance FROM anchor\n"
+    "      UNION ALL SELECT id, NULL, NULL, NULL, NULL, NULL FROM nb) u GROUP BY id) grouped\n)"
 )
 _QWORDS = (
     "qwords AS (SELECT coalesce(array_agg(DISTINCT lexeme), '{}') AS words"
@@ -245,8 +245,11 @@ _WINNER_COLUMNS = ", ".join(
 
 def _pool_rows(tenant: str, *, with_vector: bool) -> str:
     """What ranking reads of each fact of the pool; the statistics and the neighbour links on the pool's first row."""
+    # A candidate the vector list found comes with its distance (the same comparison): only the others'
+    # vectors are read again, and compared.
     similarity = (
-        "CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
+        "CASE WHEN pool.distance IS NOT NULL THEN 1 - pool.distance"
+        " WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
         " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
         if with_vector
         else "NULL::float8"

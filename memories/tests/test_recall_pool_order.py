@@ -1,7 +1,9 @@
 """Issue 15, round six: the contextual statement numbers its pool (candidates and neighbours) in the order its
 grouping gives them, and ranking sums in that order whatever order the rows arrive in (a float sum's last
 digit depends on the order of its terms), so a plan that returns them otherwise ranks them the same, to the
-last digit; the BM25 statistics and the neighbour links ride once, on the pool's first fact."""
+last digit; the BM25 statistics and the neighbour links ride once, on the pool's first fact; and a candidate
+the vector list found takes its similarity from the distance that list computed, the others' computed again,
+both exactly the comparison of the fact's vector with the question's."""
 
 from __future__ import annotations
 
@@ -84,3 +86,20 @@ def test_the_statistics_ride_once_on_the_pools_first_fact(tenant, rows):
     here = Memory.objects.filter(organisation=tenant, scope_ref="c1")
     assert sampled == total == here.count() and links  # the place's facts; neighbours linked
     assert frequency["kettl"] == here.filter(body__contains="kettle").count()
+
+
+@pytest.mark.parametrize("shared_read", [True, False], ids=["one read of the place", "over the table"])
+def test_each_similarity_is_exactly_the_comparison_of_the_vectors(tenant, shared_read):
+    plan = contextual_plan(tenant, place=PLACE, question=QUESTION, shared_read=shared_read)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL ROLE {APP_ROLE}")
+        tenant_activate(organisation_id=tenant.pk)
+        rows = run_plan(plan, cursor)[0]
+        cursor.execute(
+            "SELECT id::text, 1 - (embedding <=> %s::vector) FROM memories_memory WHERE id::text = ANY(%s)",
+            [plan.params["qvec"], [row["id"] for row in rows]],
+        )
+        compared = dict(cursor.fetchall())
+    assert {row["id"]: row["similarity"] for row in rows} == compared
+    # Both ways are taken: candidates of the vector list, and facts it did not offer (neighbours, words only).
+    assert {row["semantic_rank"] is None for row in rows} == {True, False}
