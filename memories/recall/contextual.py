@@ -96,9 +96,9 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
 
     Each row is one fact of the pool (a candidate or a neighbour) with its
     cosine similarity, the question's lexemes it holds (its tsvector cut down
-    to them), its length, `ts_rank`, and, for a candidate, its hybrid ranks;
-    the BM25 statistics and the neighbour links ride on the first row. Full
-    rows are read afterwards, for the few that win.
+    to them), its length, `ts_rank`, its place in the pool's order, the
+    columns a recall row shows and, for a candidate, its hybrid ranks; the
+    BM25 statistics and the neighbour links ride on the pool's first row.
     """
     found = candidate_ctes(request)
     ctes, params, base = found.ctes, found.params, found.base
@@ -265,7 +265,7 @@ def _pool_rows(tenant: str, *, with_vector: bool) -> str:
         f"    CASE WHEN m.search_vector @@ tsq.query THEN {_ONLY_QUESTION.format(v='m.search_vector')}::text END"
         " AS lexemes,\n"
         "    pool.pin_rank, pool.semantic_rank, pool.lexical_rank, pool.recent_rank, pool.pool_order,\n"
-        # The statistics as a subquery, not a join: a join copies them into every row a hash join holds.
+        # The statistics read once, by a subquery for the row that carries them, not joined to every row.
         "    CASE WHEN pool.pool_order = 1 THEN (SELECT jsonb_build_array(b.sampled, b.total,"
         " b.average_length, b.document_frequency, b.links) FROM bm25 b) END AS bm25\n"
         f"  FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
@@ -345,7 +345,7 @@ _POOL_ORDER = operator.itemgetter("pool_order")
 
 
 def _statistics(rows: list[dict]) -> tuple[dict[str, int], int, float, dict[str, list[tuple[str, int]]]]:
-    """What the first row carries: document frequencies (scaled to the tenant), the tenant's size,
+    """What the pool's first row carries: document frequencies (scaled to the tenant), the tenant's size,
     its average length, and each anchor's neighbours with their steps."""
     sampled, total, average_length, sampled_frequency, steps = next(
         _as_json(row["bm25"]) for row in rows if row["bm25"] is not None
