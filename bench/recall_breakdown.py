@@ -11,10 +11,12 @@ transaction, exactly as a request runs it. The question's vector is computed
 before the run and handed back by the embedder, so what is timed is the call
 outside the embedding.
 
-Two versions of `memories/recall/{ranking,contextual,query}.py` run
+Two versions of `memories/recall/{candidates,ranking,contextual,query}.py` run
 alternately question by question in this one process: the baseline's
 (`--baseline`, by default the commit this branch started from, read with
-`git show`) and the checkout's. Printed: p50/p95 of each, the median of the
+`git show`) and the checkout's. Printed: first the planning and execution
+p50 of each version's statement by `EXPLAIN (ANALYZE, TIMING OFF)` over
+`--explain` questions, the two alternating; then p50/p95 of each, the median of the
 per-question ratios, how many questions gave the same ranked top 10 rows
 (every column equal) and their hit@5/hit@10 against the questions' evidence;
 then wall-clock sections of each version (the plan, the statement, the
@@ -30,6 +32,7 @@ import cProfile
 import io
 import os
 import pstats
+import re
 import statistics
 import subprocess
 import sys
@@ -42,7 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 DATABASE = "archivist_breakdown"
-MODULES = ("ranking", "contextual", "query")
+MODULES = ("candidates", "ranking", "contextual", "query")
 # The imports of one recall module by another, replaced in the baseline's text by its own modules.
 _INTERNAL_IMPORTS = {
     "contextual": ("from memories.recall import ranking\n", ""),
@@ -67,6 +70,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--questions", type=int, default=0, help="questions per conversation (0: all)")
     parser.add_argument("--rounds", type=int, default=2, help="times each question is asked each way (fastest kept)")
     parser.add_argument("--baseline", default="", help="the git revision to compare against (default: merge-base)")
+    parser.add_argument("--explain", type=int, default=60, help="questions EXPLAINed both ways (0: none)")
     parser.add_argument("--profile", type=int, default=100, help="questions the cProfile runs over (0: none)")
     return parser.parse_args()
 
@@ -79,7 +83,19 @@ def baseline_revision(given: str) -> str:
 
 
 def baseline_modules(revision: str) -> dict[str, types.ModuleType]:
-    """The revision's recall modules, loaded beside the checkout's, each importing the others of its revision."""
+    """The revision's recall modules, loaded beside the checkout's, each importing the others of its revision.
+
+    The others import names from `memories.recall.candidates`, so while they load that name points at the
+    revision's candidates; everything else they import (predicates, scopes, embeddings) is the live code."""
+    from memories.recall import candidates as live_candidates
+
+    try:
+        return _load_baseline(revision)
+    finally:
+        sys.modules["memories.recall.candidates"] = live_candidates
+
+
+def _load_baseline(revision: str) -> dict[str, types.ModuleType]:
     loaded: dict[str, types.ModuleType] = {}
     for name in MODULES:
         path = f"memories/recall/{name}.py"
@@ -95,13 +111,15 @@ def baseline_modules(revision: str) -> dict[str, types.ModuleType]:
         sys.modules[module.__name__] = module  # dataclasses look their module up
         exec(compile(source, module.__file__, "exec"), module.__dict__)
         loaded[name] = module
+        if name == "candidates":
+            sys.modules["memories.recall.candidates"] = module
     return loaded
 
 
 def checkout_modules() -> dict[str, types.ModuleType]:
-    from memories.recall import contextual, query, ranking
+    from memories.recall import candidates, contextual, query, ranking
 
-    return {"ranking": ranking, "contextual": contextual, "query": query}
+    return {"candidates": candidates, "ranking": ranking, "contextual": contextual, "query": query}
 
 
 def precompute_questions(vectors: dict[str, list[float]]) -> None:
@@ -119,18 +137,26 @@ def precompute_questions(vectors: dict[str, list[float]]) -> None:
     embedders._embedders[key] = PrecomputedQuestions(batch_size=64)
 
 
-def ask(query_module, organisation_id: str, question: str) -> tuple[float, list[dict]]:
-    """One recall as a request runs it: its own transaction, as archivist_app, the tenant set."""
-    from django.db import connection, transaction
+def as_the_web_role(organisation_id: str) -> None:
+    """In the open transaction: as archivist_app, the tenant set, as a request runs."""
+    from django.db import connection
 
-    from memories.scopes import Place
     from tenancy.context import tenant_activate
     from tenancy.sql import APP_ROLE
 
+    with connection.cursor() as cursor:
+        cursor.execute(f"SET LOCAL ROLE {APP_ROLE}")
+    tenant_activate(organisation_id=organisation_id)
+
+
+def ask(query_module, organisation_id: str, question: str) -> tuple[float, list[dict]]:
+    """One recall as a request runs it: its own transaction, as archivist_app, the tenant set."""
+    from django.db import transaction
+
+    from memories.scopes import Place
+
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL ROLE {APP_ROLE}")
-        tenant_activate(organisation_id=organisation_id)
+        as_the_web_role(organisation_id)
         started = time.perf_counter()
         result = query_module.recall(
             organisation=organisation_id,
@@ -172,6 +198,78 @@ def measure(args, asked, versions: dict[str, dict]) -> dict:
             hits[name][1] += bool(set(refs) & set(question.evidence))
         same += found[names[0]] == found[names[1]]
     return {"times": times, "same": same, "hits": hits, "asked": len(asked)}
+
+
+def captured_plans(asked, query_module) -> list[tuple[str, object]]:
+    """The statement a version's recall runs first for each question, as it built it, with its tenant."""
+    plans: list[tuple[str, object]] = []
+    execute = query_module._execute
+    for organisation_id, question in asked:
+        ran: list = []
+        query_module._execute = lambda plan, ran=ran: ran.append(plan) or execute(plan)
+        try:
+            ask(query_module, organisation_id, question.text)
+        finally:
+            query_module._execute = execute
+        plans.append((organisation_id, ran[0]))
+    return plans
+
+
+def explained(organisation_id: str, plan) -> tuple[float, float]:
+    """Planning and execution ms of a statement by `EXPLAIN (ANALYZE, TIMING OFF)`, with the settings
+    `query.run_plan` sends beside it, as the web role."""
+    from django.db import connection, transaction
+
+    settings_sql = "SET LOCAL max_parallel_workers_per_gather = 0; "
+    if plan.hnsw_index:
+        settings_sql += f"SET LOCAL hnsw.ef_search = {int(plan.params['ef'])}; "
+    before, after = plan.planner_settings
+    with transaction.atomic():
+        as_the_web_role(organisation_id)
+        with connection.cursor() as cursor:
+            explain = "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY) "
+            cursor.execute(settings_sql + before + explain + plan.sql + after, plan.params)
+            while cursor.description is None and cursor.nextset():
+                pass
+            text = "\n".join(row[0] for row in cursor.fetchall())
+    planning = float(re.search(r"Planning Time: ([0-9.]+)", text)[1])
+    return planning, float(re.search(r"Execution Time: ([0-9.]+)", text)[1])
+
+
+def explain_pairs(args, asked, versions: dict[str, dict]) -> dict[str, dict[str, list[float]]]:
+    """Each version's statement for `--explain` questions spread over the set, EXPLAINed alternately, the
+    fastest of `--rounds` + 1 kept (planning and execution together)."""
+    chosen = asked[:: max(1, len(asked) // args.explain)][: args.explain]
+    plans = {name: captured_plans(chosen, modules["query"]) for name, modules in versions.items()}
+    names = list(versions)
+    figures: dict[str, dict[str, list[float]]] = {name: {"planning": [], "execution": []} for name in names}
+    for index in range(len(chosen)):
+        best = {name: (float("inf"), float("inf")) for name in names}
+        for _ in range(args.rounds + 1):
+            for name in names if index % 2 == 0 else names[::-1]:
+                best[name] = min(best[name], explained(*plans[name][index]), key=sum)
+        for name in names:
+            figures[name]["planning"].append(best[name][0])
+            figures[name]["execution"].append(best[name][1])
+    return figures
+
+
+def report_explained(figures: dict[str, dict[str, list[float]]]) -> None:
+    names = list(figures)
+    count = len(figures[names[0]]["planning"])
+    print(f"\n## The statement by EXPLAIN (ANALYZE, TIMING OFF), {count} questions, as archivist_app (load {load()})\n")
+    print("| version | planning p50 ms | execution p50 ms | both p50 ms |")
+    print("| --- | --- | --- | --- |")
+    for name in names:
+        planning, execution = figures[name]["planning"], figures[name]["execution"]
+        both = [p + e for p, e in zip(planning, execution, strict=True)]
+        print(
+            f"| {name} | {statistics.median(planning):.2f} | {statistics.median(execution):.2f} |"
+            f" {statistics.median(both):.2f} |"
+        )
+    for part in ("planning", "execution"):
+        ratios = [new / old for old, new in zip(figures[names[0]][part], figures[names[1]][part], strict=True)]
+        print(f"- {part}: median of per-question ratios {statistics.median(ratios):.3f}")
 
 
 def sections(asked, modules: dict[str, types.ModuleType]) -> dict[str, list[float]]:
@@ -272,6 +370,8 @@ def main() -> None:
             for organisation_id, question in asked[:10]:
                 ask(modules["query"], organisation_id, question.text)
         print(f"asking {len(asked)} questions both ways, alternating (load {load()})", flush=True)
+        if args.explain:
+            report_explained(explain_pairs(args, asked, versions))
         report(measure(args, asked, versions))
         for name, modules in versions.items():
             report_sections(name, sections(asked, modules))

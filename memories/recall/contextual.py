@@ -30,6 +30,7 @@ only where the organisation has a thread (`RecallRequest.thread_neighbours`).
 from __future__ import annotations
 
 import json
+import operator
 import re
 import uuid
 from collections.abc import Callable
@@ -97,9 +98,9 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
 
     Each row is one fact of the pool (a candidate or a neighbour) with its
     cosine similarity, the question's lexemes it holds (its tsvector cut down
-    to them), its length, `ts_rank`, and, for a candidate, its hybrid ranks;
-    the BM25 statistics and the neighbour links ride on the first row. Full
-    rows are read afterwards, for the few that win.
+    to them), its length, `ts_rank`, its place in the pool's order, the
+    columns a recall row shows and, for a candidate, its hybrid ranks; the
+    BM25 statistics and the neighbour links ride on the pool's first row.
     """
     found = candidate_ctes(request)
     ctes, params, base = found.ctes, found.params, found.base
@@ -124,7 +125,11 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
         "nb AS MATERIALIZED (\n  " + "\n  UNION ALL\n  ".join(neighbours) + "\n)",
         _POOL,
         _QWORDS,
-        f"sample AS MATERIALIZED (\n  SELECT m.search_vector FROM {statistics_rows} LIMIT %(sample)s\n)",
+        # Each sampled fact's lexemes without their positions too (`held`), read out of its row once: the
+        # document frequencies test them once per word of the question, and a long fact's tsvector, kept
+        # compressed or out of line, would be read back from TOAST for each test.
+        f"sample AS MATERIALIZED (\n  SELECT m.search_vector, strip(m.search_vector) AS held"
+        f" FROM {statistics_rows} LIMIT %(sample)s\n)",
         _bm25_cte(statistics_rows),
     ]
     chosen = _pool_rows(tenant, with_vector="semantic" in request.lists)
@@ -138,10 +143,10 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
 
 
 def _anchor_cte(tenant: str) -> str:
-    """The candidates, in the hybrid order, with what the neighbour walk needs."""
+    """The candidates, in the hybrid order, with what the neighbour walk needs and the vector list's distance."""
     return (
         "anchor AS MATERIALIZED (\n"
-        "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank,\n"
+        "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank, c.distance,\n"
         "    m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id, m.source_event_id\n"
         f"  FROM cand c JOIN memories_memory m ON m.id = c.id AND {by_key('cand')} AND m.organisation_id = {tenant}\n"
         "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
@@ -195,13 +200,16 @@ def _neighbours_in_thread(tenant: str, base: str) -> str:
     )
 
 
-# Each fact once, a candidate with its ranks (grouped: a hash, where a join to anchor loops).
+# Each fact once, a candidate with its ranks (grouped: a hash, where a join to anchor loops), numbered in
+# the order the grouping gives them: ranking sums scores in that order, so the pool is ranked in it however
+# the final join returns its rows (a float sum's last digit depends on the order of its terms).
 _POOL = (
     "pool AS (\n"
-    "  SELECT id, min(pin_rank) AS pin_rank, min(semantic_rank) AS semantic_rank,\n"
-    "    min(lexical_rank) AS lexical_rank, min(recent_rank) AS recent_rank FROM (\n"
-    "    SELECT id, pin_rank, semantic_rank, lexical_rank, recent_rank FROM anchor\n"
-    "    UNION ALL SELECT id, NULL, NULL, NULL, NULL FROM nb) u GROUP BY id\n)"
+    "  SELECT *, row_number() OVER () AS pool_order FROM (\n"
+    "    SELECT id, min(pin_rank) AS pin_rank, min(semantic_rank) AS semantic_rank,\n"
+    "      min(lexical_rank) AS lexical_rank, min(recent_rank) AS recent_rank, min(distance) AS distance FROM (\n"
+    "      SELECT id, pin_rank, semantic_rank, lexical_rank, recent_rank, distance FROM anchor\n"
+    "      UNION ALL SELECT id, NULL, NULL, NULL, NULL, NULL FROM nb) u GROUP BY id) grouped\n)"
 )
 _QWORDS = (
     "qwords AS (SELECT coalesce(array_agg(DISTINCT lexeme), '{}') AS words"
@@ -217,11 +225,13 @@ def _bm25_cte(rows: str) -> str:
         f"      SELECT count(*) FROM (SELECT 1 FROM {rows} LIMIT %(total_cap)s) t)\n"
         "    END AS total,\n"
         "    (SELECT avg(length(search_vector)) FROM sample) AS average_length,\n"
-        # Only facts holding some word of the question are looked into.
+        # Only facts holding some word of the question are looked into; a fact holds a word when deleting
+        # it shortens its lexemes (cheaper than listing all of them to pick the question's).
         "    (SELECT coalesce(jsonb_object_agg(d.lexeme, d.n), '{}') FROM (\n"
         "       SELECT u AS lexeme, count(*) AS n FROM sample s CROSS JOIN tsq CROSS JOIN qwords,\n"
-        f"         unnest(tsvector_to_array({_ONLY_QUESTION.format(v='s.search_vector')})) u\n"
-        "       WHERE s.search_vector @@ tsq.query GROUP BY u) d) AS document_frequency,\n"
+        "         unnest(qwords.words) u WHERE s.search_vector @@ tsq.query\n"
+        "         AND length(ts_delete(s.held, u)) < length(s.held)\n"
+        "       GROUP BY u) d) AS document_frequency,\n"
         "    (SELECT coalesce(jsonb_agg(jsonb_build_array(anchor, id, step)), '[]') FROM nb) AS links\n"
         "  FROM (SELECT count(*) AS sampled FROM sample) n\n)"
     )
@@ -238,9 +248,12 @@ _WINNER_COLUMNS = ", ".join(
 
 
 def _pool_rows(tenant: str, *, with_vector: bool) -> str:
-    """What ranking reads of each fact of the pool; the statistics and the neighbour links on the first row."""
+    """What ranking reads of each fact of the pool; the statistics and the neighbour links on the pool's first row."""
+    # A candidate the vector list found comes with its distance (the same comparison): only the others'
+    # vectors are read again, and compared.
     similarity = (
-        "CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
+        "CASE WHEN pool.distance IS NOT NULL THEN 1 - pool.distance"
+        " WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
         " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
         if with_vector
         else "NULL::float8"
@@ -255,11 +268,12 @@ def _pool_rows(tenant: str, *, with_vector: bool) -> str:
         "    ts_rank(m.search_vector, tsq.query) AS ts_rank,\n"
         f"    CASE WHEN m.search_vector @@ tsq.query THEN {_ONLY_QUESTION.format(v='m.search_vector')}::text END"
         " AS lexemes,\n"
-        "    pool.pin_rank, pool.semantic_rank, pool.lexical_rank, pool.recent_rank,\n"
-        "    CASE WHEN row_number() OVER () = 1 THEN jsonb_build_array(bm25.sampled, bm25.total,"
-        " bm25.average_length, bm25.document_frequency, bm25.links) END AS bm25\n"
+        "    pool.pin_rank, pool.semantic_rank, pool.lexical_rank, pool.recent_rank, pool.pool_order,\n"
+        # The statistics read once, by a subquery for the row that carries them, not joined to every row.
+        "    CASE WHEN pool.pool_order = 1 THEN (SELECT jsonb_build_array(b.sampled, b.total,"
+        " b.average_length, b.document_frequency, b.links) FROM bm25 b) END AS bm25\n"
         f"  FROM pool JOIN memories_memory m ON m.id = pool.id AND m.organisation_id = {tenant}\n"
-        "    CROSS JOIN tsq CROSS JOIN qwords CROSS JOIN bm25"
+        "    CROSS JOIN tsq CROSS JOIN qwords"
     )
 
 
@@ -310,7 +324,7 @@ def rank_rows(
     if not rows:
         return rows
     document_frequency, total, average_length, links = _statistics(rows)
-    by_id = {str(row["id"]): row for row in rows}
+    by_id = {str(row["id"]): row for row in sorted(rows, key=_POOL_ORDER)}
     candidates = {key: _candidate(key, row) for key, row in by_id.items()}
     _link_neighbours(candidates, links)
     # A word the sample missed is as rare as a word can be here: one fact.
@@ -331,8 +345,11 @@ def rank_rows(
     return [_recall_row(by_id[candidate.id], candidate, load_time) for candidate in chosen]
 
 
+_POOL_ORDER = operator.itemgetter("pool_order")
+
+
 def _statistics(rows: list[dict]) -> tuple[dict[str, int], int, float, dict[str, list[tuple[str, int]]]]:
-    """What the first row carries: document frequencies (scaled to the tenant), the tenant's size,
+    """What the pool's first row carries: document frequencies (scaled to the tenant), the tenant's size,
     its average length, and each anchor's neighbours with their steps."""
     sampled, total, average_length, sampled_frequency, steps = next(
         _as_json(row["bm25"]) for row in rows if row["bm25"] is not None
