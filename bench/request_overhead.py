@@ -306,6 +306,13 @@ def old_get_fields(serializer):
     return {name: serializer.prepare_field(name, field) for name, field in fields.items()}
 
 
+def drf_to_representation(serializer, instance):
+    """A row's answer as DRF builds it: its fields walked, each value read through `get_attribute`."""
+    from rest_framework import serializers
+
+    return serializers.Serializer.to_representation(serializer, instance)
+
+
 # What changed, each measured against what it replaced: (what, module or class, name, the old function).
 CHANGED_FUNCTIONS = [
     ("token read: ORM per request → made once", "accounts.auth", "token_authenticate", old_token_authenticate),
@@ -326,6 +333,12 @@ CHANGED_FUNCTIONS = [
         "lib.api.prebuilt_fields.FieldsBuiltOnce",
         "get_fields",
         old_get_fields,
+    ),
+    (
+        "answers: each row's fields walked by DRF → read by a plan made once per class",
+        "lib.api.prebuilt_fields.FieldsBuiltOnce",
+        "to_representation",
+        drf_to_representation,
     ),
 ]
 
