@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import harness  # noqa: E402
+from rest_framework.negotiation import DefaultContentNegotiation  # noqa: E402
 
 from lib.scripts import unbound_script  # noqa: E402
 
@@ -353,6 +354,12 @@ CHANGED_FUNCTIONS = [
         "accounts.auth",
         "TOKEN_READ",
         UnpreparedTokenRead(),
+    ),
+    (
+        "negotiation: DRF's parse of the Accept header → answered at once for the one renderer",
+        "lib.api.views.ApiView",
+        "content_negotiation_class",
+        DefaultContentNegotiation,
     ),
     (
         "answers: each row's fields walked by DRF → read by a plan made once per class",
