@@ -112,10 +112,16 @@ class Required(FieldsBuiltOnce):
 AS_DICT = {"name": "tea", "shout": "TEA", "nothing": None, "inner": {"label": "kitchen"}}
 
 
-@pytest.mark.parametrize("row", [Odd(), AS_DICT])
+class ShadowingDict(dict):
+    """A mapping whose attribute shadows one of its keys: DRF reads the key."""
+
+    name = "the attribute, not the key"
+
+
+@pytest.mark.parametrize("row", [Odd(), AS_DICT, ShadowingDict(AS_DICT)])
 def test_an_odd_row_is_answered_as_drf_answers_it(row, drf_reads):
     planned = EdgeSerializer(row).data
-    assert "absent" not in planned and "secret" not in planned
+    assert planned["name"] == "tea" and "absent" not in planned and "secret" not in planned
     assert planned["shout"] == "TEA" and planned["nothing"] is None and planned["label"] == "kitchen"
     assert planned["defaulted"] == "none given"
     with pytest.raises((KeyError, AttributeError)) as refused:
