@@ -14,7 +14,7 @@ from rest_framework.authentication import BaseAuthentication, SessionAuthenticat
 from rest_framework.permissions import BasePermission
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
-from lib.rows import ModelColumns
+from lib.rows import ModelColumns, SessionPrepared
 from tenancy.context import TenancyError, tenant_activate
 from tenancy.sql import CROSS_TENANT_SETTING, STEWARD, TENANT_SETTING, TOKEN_HASH_SETTING
 
@@ -86,9 +86,10 @@ _ORGANISATION = ModelColumns(Organisation, "o")
 
 # Made once: the token-hash setting, then the usable token with its agent and organisation, whose select
 # list names the token's organisation as the transaction's tenant as it reads the row. Row-level security
-# shows the first statement's hash only; no usable token, no row, and the tenant stays unset.
-TOKEN_STATEMENT = (
-    "SELECT set_config(%s, %s, true); "
+# shows the first statement's hash only; no usable token, no row, and the tenant stays unset. The read is
+# prepared once per database session (named for the table it reads), so the server plans it once.
+TOKEN_HASH_STATEMENT = "SELECT set_config(%s, %s, true)"
+TOKEN_READ_SQL = (
     "SELECT set_config(%s, t.organisation_id::text, true) || set_config(%s, '', true), "
     f"{_TOKEN.select}, {_AGENT.select}, {_ORGANISATION.select} "
     "FROM accounts_agenttoken t "
@@ -96,6 +97,7 @@ TOKEN_STATEMENT = (
     "JOIN accounts_agent a ON a.id = t.agent_id "
     "WHERE t.token_hash = %s AND t.revoked_at IS NULL AND t.expires_at > %s"
 )
+TOKEN_READ = SessionPrepared("accounts_agenttoken_usable", TOKEN_READ_SQL, ("text", "text", "text", "timestamptz"))
 
 
 @dataclass(frozen=True)
@@ -115,16 +117,24 @@ def token_authenticate(*, token_hash: str, now, with_token: ReadWithToken | None
     (`archivist.token_hash`), and the statement that reads it names the token's
     organisation as the transaction's tenant as it reads it, so authentication,
     tenant and token are one query: the setting, then the read, sent together,
-    and `with_token` after them when a view has a read to add. The statement is
-    a string made once (`TOKEN_STATEMENT`), so nothing is compiled per request.
+    and `with_token` after them when a view has a read to add. The read is a
+    string made once (`TOKEN_READ_SQL`), so nothing is compiled per request, and
+    prepared once per database session (`TOKEN_READ`), so the server does not plan
+    it on every call either.
     """
     if not connection.in_atomic_block:
         raise TenancyError("The tenant is set per transaction; call this inside transaction.atomic().")
-    sql = TOKEN_STATEMENT if with_token is None else f"{TOKEN_STATEMENT}; {with_token.sql}"
     params = (TOKEN_HASH_SETTING, token_hash, TENANT_SETTING, CROSS_TENANT_SETTING, token_hash, now)
     with connection.cursor() as cursor:
-        cursor.execute(sql, params if with_token is None else (*params, *with_token.params))
-        cursor.nextset()  # the token's row, after the setting's
+        read, preparing = TOKEN_READ.sql(connection)
+        with TOKEN_READ.sent(connection, preparing):
+            if with_token is None:
+                cursor.execute(f"{TOKEN_HASH_STATEMENT}; {read}", params)
+            else:
+                cursor.execute(f"{TOKEN_HASH_STATEMENT}; {read}; {with_token.sql}", (*params, *with_token.params))
+        if preparing:
+            cursor.nextset()  # the PREPARE's result, after the setting's
+        cursor.nextset()  # the token's row
         row = cursor.fetchone()
         if row is not None and with_token is not None:
             cursor.nextset()

@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import harness  # noqa: E402
+from rest_framework.negotiation import DefaultContentNegotiation  # noqa: E402
 
 from lib.scripts import unbound_script  # noqa: E402
 
@@ -306,7 +307,28 @@ def old_get_fields(serializer):
     return {name: serializer.prepare_field(name, field) for name, field in fields.items()}
 
 
-# What changed, each measured against what it replaced: (what, module or class, name, the old function).
+def drf_to_representation(serializer, instance):
+    """A row's answer as DRF builds it: its fields walked, each value read through `get_attribute`."""
+    from rest_framework import serializers
+
+    return serializers.Serializer.to_representation(serializer, instance)
+
+
+class UnpreparedTokenRead:
+    """The token's read as it was sent before it was prepared per session: its text, planned on every call."""
+
+    def sql(self, connection):
+        from accounts.auth import TOKEN_READ_SQL
+
+        return TOKEN_READ_SQL, False
+
+    def sent(self, connection, preparing):
+        import contextlib
+
+        return contextlib.nullcontext()
+
+
+# What changed, each measured against what it replaced: (what, module or class, name, the old value).
 CHANGED_FUNCTIONS = [
     ("token read: ORM per request → made once", "accounts.auth", "token_authenticate", old_token_authenticate),
     (
@@ -326,6 +348,24 @@ CHANGED_FUNCTIONS = [
         "lib.api.prebuilt_fields.FieldsBuiltOnce",
         "get_fields",
         old_get_fields,
+    ),
+    (
+        "token read: planned on every call → prepared once per session",
+        "accounts.auth",
+        "TOKEN_READ",
+        UnpreparedTokenRead(),
+    ),
+    (
+        "negotiation: DRF's parse of the Accept header → answered at once for the one renderer",
+        "lib.api.views.ApiView",
+        "content_negotiation_class",
+        DefaultContentNegotiation,
+    ),
+    (
+        "answers: each row's fields walked by DRF → read by a plan made once per class",
+        "lib.api.prebuilt_fields.FieldsBuiltOnce",
+        "to_representation",
+        drf_to_representation,
     ),
 ]
 

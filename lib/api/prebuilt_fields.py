@@ -19,6 +19,8 @@ from typing import Any
 
 from rest_framework import serializers
 
+from lib.api.representation import represented
+
 # Per serializer class: its fields as built once, never bound (each instance binds its own copies).
 _PROTOTYPES: dict[type, dict[str, serializers.Field]] = {}
 _BUILDING = threading.RLock()  # a class's first instances, built at once by several threads
@@ -66,3 +68,7 @@ class FieldsBuiltOnce(serializers.Serializer):
                     prototypes = {name: prototype_ready(self.prepare_field(name, f)) for name, f in built.items()}
                     _PROTOTYPES[type(self)] = prototypes
         return {name: field_copy(prototype) for name, prototype in prototypes.items()}
+
+    def to_representation(self, instance):
+        # The same fields for every instance of a class: each row is read by the class's plan (`represented`).
+        return represented(self, instance)
