@@ -83,13 +83,15 @@ class SessionPrepared:
     that round trip has succeeded. A first round trip that failed may have
     prepared it or not, so the session's next one prepares it under a new name;
     a statement the session lost (a `DEALLOCATE` or `DISCARD` behind its back)
-    fails that call, logged, and the next prepares it again. Not for a pooler
-    that hands one client's statements to several server sessions (PgBouncer's
-    transaction mode).
+    fails that call, logged, and the next prepares it again. A pooler that hands
+    one client's statements to several server sessions (PgBouncer's transaction
+    mode) breaks that, so where the database is configured as Django asks for one
+    (`DISABLE_SERVER_SIDE_CURSORS`), the statement is sent whole on every call.
     """
 
     def __init__(self, name: str, body: str, types: Sequence[str]):
         self.name = name
+        self.body = body
         self._declared = f"({', '.join(types)}) AS {numbered(body)}"
         self._arguments = f"({', '.join(['%s'] * len(types))})"
         # Per driver connection (a session): the name its statement has there, and whether it is prepared.
@@ -98,7 +100,9 @@ class SessionPrepared:
 
     def sql(self, connection: BaseDatabaseWrapper) -> tuple[str, bool]:
         """What to send on `connection` (open): the EXECUTE, after the PREPARE where the session has none; and
-        whether the PREPARE is sent (its result comes first)."""
+        whether the PREPARE is sent (its result comes first). Behind a transaction pooler: the statement itself."""
+        if connection.settings_dict.get("DISABLE_SERVER_SIDE_CURSORS"):
+            return self.body, False
         name, prepared = self._sessions.get(connection.connection, (self.name, False))
         if prepared:
             return f"EXECUTE {name}{self._arguments}", False

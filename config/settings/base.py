@@ -116,6 +116,9 @@ def _database_url() -> str:
 DATABASES = {"default": embedded.database_settings_from_url(_database_url())}
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# Behind a pooler that hands a client's statements to several server sessions (PgBouncer's transaction
+# mode): no server-side cursors (Django's setting) and no session-prepared statements (`lib.rows`).
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env_bool("DATABASE_TRANSACTION_POOLER", False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # REDIS_URL is redis://host:port/db or unix:///path/to/socket. With none set,

@@ -143,10 +143,9 @@ def recall(
 ) -> RecallResult:
     """The facts to give a turn in `place`, best first, with how they were ranked and what gave way.
 
-    `ranking_config` (a `memories.recall.ranking.RankingConfig`) overrides contextual
-    ranking's weights; the quality benchmark uses it for its ablations. `ahead` is the
-    question's embedding started before the call (`memories.embeddings.ahead`), used if it
-    is of this very question.
+    `ranking_config` (a `memories.recall.ranking.RankingConfig`) overrides contextual ranking's weights (the
+    quality benchmark's ablations); `ahead`, the question's embedding started before the call, is used if it is
+    of this very question (`memories.embeddings.ahead`).
     """
     started = time.perf_counter()
     limit = limit or settings.MEMORY_RECALL_DEFAULT_LIMIT

@@ -128,3 +128,18 @@ def test_a_body_is_numbered_in_order_and_one_with_another_percent_is_refused():
     assert numbered("SELECT %s, %s WHERE a = %s") == "SELECT $1, $2 WHERE a = $3"
     with pytest.raises(ValueError):
         numbered("SELECT %s WHERE a LIKE 'x%'")
+
+
+def test_behind_a_transaction_pooler_the_read_is_sent_whole_and_refuses_the_same(tenants, monkeypatch):
+    # Django's own setting for PgBouncer's transaction mode: a session's statements may land on another.
+    acme, globex, agent, raw, theirs = tenants
+    monkeypatch.setitem(connection.settings_dict, "DISABLE_SERVER_SIDE_CURSORS", True)
+    connection.close()  # a new session, which would prepare (the control above)
+    for _ in range(3):
+        token, tenant, sent = authenticated(raw)
+        assert token is not None and tenant == str(acme.pk)
+        assert len(sent) == 1 and "PREPARE" not in sent[0] and "EXECUTE" not in sent[0]
+        assert "FROM accounts_agenttoken t" in sent[0]
+    assert plans() is None  # nothing was prepared in this session
+    token, tenant, _ = authenticated("not-a-token")
+    assert token is None and tenant is None
