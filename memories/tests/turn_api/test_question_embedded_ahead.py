@@ -14,6 +14,7 @@ from contextlib import contextmanager
 import pytest
 from django.db import connection
 
+from accounts.auth import TOKEN_HASH_STATEMENT
 from accounts.models import AgentToken, hash_token
 from accounts.tokens import token_revoke
 from memories.embeddings import ahead
@@ -61,7 +62,7 @@ def token_statement_held(stand_in: WatchedStandIn, *, wait: float):
     seen: dict = {}
 
     def hold(execute, sql, params, many, context):
-        if "FROM accounts_agenttoken t" in sql:
+        if sql.startswith(TOKEN_HASH_STATEMENT):  # the token's round trip, its read prepared or whole
             seen["arrived_before_token_statement"] = stand_in.arrived.wait(wait)
         return execute(sql, params, many, context)
 
