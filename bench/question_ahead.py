@@ -66,6 +66,19 @@ def main():
         for turn in turns[:400]:
             body = {"body": turn[:1900], "place": request_overhead.PLACE, "subject_type": "workspace"}
             request_overhead.wsgi_call(application, token, "/api/v1/memories", body, "201")
+        # The rows embedded as the worker would, so recall ranks by meaning over all of them.
+        from memories.embeddings.writes import memory_embed_batch
+        from memories.models import Memory
+
+        connections.close_all()
+        settings.DATABASE_ROLE = ""
+        ids = [str(pk) for pk in Memory.objects.values_list("pk", flat=True)]
+        for start in range(0, len(ids), 64):
+            memory_embed_batch(ids=ids[start : start + 64])
+        unembedded = Memory.objects.filter(embedding__isnull=True).count()
+        print(f"{len(ids) - unembedded} of {len(ids)} rows embedded", flush=True)
+        connections.close_all()
+        settings.DATABASE_ROLE = "archivist_app"
         warm_up()
         timings: dict[str, list[float]] = {"embedded ahead": [], "embedded in recall": []}
         started_load = os.getloadavg()[0]
