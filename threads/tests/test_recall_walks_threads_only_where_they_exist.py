@@ -17,6 +17,7 @@ from memories.recall import contextual
 from memories.recall.candidates import RecallRequest
 from memories.recall.query import _execute, recall
 from memories.scopes import Place
+from memories.tests.recall_plans import contextual_request
 from memories.tests.turn_api.helpers import stub_vector
 from threads.services import thread_consolidate
 
@@ -25,17 +26,7 @@ PLACE = Place("C-general", "public", ())
 
 
 def request_for(org, question: str) -> RecallRequest:
-    return RecallRequest(
-        organisation_id=org.pk,
-        place=PLACE,
-        limit=10,
-        pool=contextual.CANDIDATES,
-        lists=("semantic", "lexical"),
-        question=question,
-        query_vector=stub_vector(question),
-        model="stand-in",
-        now=timezone.now(),
-    )
+    return contextual_request(org, place=PLACE, question=question)
 
 
 def recall_statement(organisation) -> str:
@@ -80,7 +71,9 @@ def test_with_threads_the_walk_finds_what_it_alone_finds(episodes_on, post_event
     # Written two days apart, so only the thread's order, not the time they were written, makes them neighbours.
     first = Memory.objects.get(source_kind=SourceKind.EPISODE, body__contains="Biscuit")
     Memory.objects.filter(pk=first.pk).update(created_at=timezone.now() - timedelta(days=2))
-    request = replace(request_for(org, "Biscuit"), lists=("lexical",), query_vector=None, model="")
+    request = replace(
+        request_for(org, "Biscuit"), lists=("lexical",), query_vector=None, model="", count_unembedded=False
+    )
 
     def links(plan) -> set[tuple[str, int]]:
         rows, _, _ = _execute(plan)
