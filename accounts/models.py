@@ -177,3 +177,44 @@ class AgentToken(models.Model):
         if self.revoked_at is None:
             self.revoked_at = timezone.now()
             self.save(update_fields=["revoked_at"])
+
+
+class AccountAudit(models.Model):
+    """One change to who may sign in, a role, a directory record or an organisation's switch.
+
+    Who acted (a person or an agent), whom it concerned and when, by stable ids only: erasing
+    someone leaves no name here, so a rename's row says that the name changed, never what to.
+    """
+
+    class Action(models.TextChoices):
+        CREATE = "create", "Added to the directory"
+        RENAME = "rename", "Renamed in the directory"
+        INVITE = "invite", "Invited to sign in"
+        REMOVE = "remove", "Removed: cannot sign in"
+        RESTORE = "restore", "Restored: signs in again"
+        ROLE = "role", "Role changed"
+        SWITCH = "switch", "Organisation switch changed"
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
+    actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Whom the change concerned; empty for an organisation's switch.
+    person = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    action = models.CharField(max_length=16, choices=Action.choices)
+    # What changed, as values (roles, a switch and its setting), never a name.
+    detail = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["organisation", "person", "at"], name="accounts_audit_person_idx")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(action__in=["create", "rename", "invite", "remove", "restore", "role", "switch"]),
+                name="accounts_audit_action_valid",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} of {self.person_id or 'the organisation'} at {self.at:%Y-%m-%d %H:%M}"

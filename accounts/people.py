@@ -13,14 +13,12 @@ import re
 import uuid
 from collections.abc import Iterable
 
-from django.contrib.auth.tokens import default_token_generator
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Q
-from django.utils.encoding import force_bytes
-from django.utils.http import urlsafe_base64_encode
 
-from accounts.models import HANDLE_MAX_CHARS, HANDLE_PATTERN, Membership, Organisation, User
+from accounts.audit import account_audit
+from accounts.models import HANDLE_MAX_CHARS, HANDLE_PATTERN, AccountAudit, Agent, Membership, Organisation, User
 
 HANDLE_RE = re.compile(HANDLE_PATTERN)
 DISPLAY_NAME_MAX_CHARS = 200
@@ -97,7 +95,7 @@ def people_of(*, organisation: Organisation):
     return Membership.objects.select_related("user").filter(organisation=organisation).order_by("-created_at", "-id")
 
 
-def _refuse_name_taken(*, organisation: Organisation, name: str, field: str, person: User | None) -> None:
+def refuse_name_taken(*, organisation: Organisation, name: str, field: str, person: User | None) -> None:
     """Handles and usernames are one namespace within an organisation: refuse a name another person has."""
     clash = Membership.objects.filter(organisation=organisation).filter(_by_name([name]))
     if person is not None:
@@ -107,8 +105,13 @@ def _refuse_name_taken(*, organisation: Organisation, name: str, field: str, per
 
 
 @transaction.atomic
-def person_upsert(*, organisation: Organisation, handle: str, display_name: str) -> tuple[Membership, bool]:
-    """Create a directory person with this handle, or update their display name. Returns (membership, created)."""
+def person_upsert(
+    *, organisation: Organisation, handle: str, display_name: str, actor: User | None = None, agent: Agent | None = None
+) -> tuple[Membership, bool]:
+    """Create a directory person with this handle, or update their display name. Returns (membership, created).
+
+    Both are audited with who asked (`actor` or `agent`), storing ids: a rename's row never holds the name.
+    """
     problem = handle_problem(handle)
     if problem:
         raise ValidationError({"handle": [problem]})
@@ -126,8 +129,15 @@ def person_upsert(*, organisation: Organisation, handle: str, display_name: str)
         if existing.display_name != display_name:
             existing.display_name = display_name
             existing.save(update_fields=["display_name", "updated_at"])
+            account_audit(
+                organisation=organisation,
+                action=AccountAudit.Action.RENAME,
+                actor=actor,
+                agent=agent,
+                person=existing.user,
+            )
         return existing, False
-    _refuse_name_taken(organisation=organisation, name=handle, field="handle", person=None)
+    refuse_name_taken(organisation=organisation, name=handle, field="handle", person=None)
     user = User(username=f"{DIRECTORY_USERNAME_PREFIX}{uuid.uuid4().hex[:12]}")
     user.set_unusable_password()
     try:
@@ -146,39 +156,5 @@ def person_upsert(*, organisation: Organisation, handle: str, display_name: str)
         membership = Membership.objects.select_related("user").get(organisation=organisation, handle=handle)
         return membership, False
     membership.user = user
+    account_audit(organisation=organisation, action=AccountAudit.Action.CREATE, actor=actor, agent=agent, person=user)
     return membership, True
-
-
-@transaction.atomic
-def person_invite(*, membership: Membership, username: str) -> tuple[str, str]:
-    """Let a directory person sign in: give them a username and a one-time link to choose a password.
-
-    Returns (uidb64, token) for the link. The token is Django's password-reset
-    token, which stops working once a password is set, so the link works once.
-    """
-    username = (username or "").strip()
-    user = membership.user
-    if username and username != user.username:
-        _refuse_name_taken(organisation=membership.organisation, name=username, field="username", person=user)
-        if User.objects.filter(username=username).exclude(pk=user.pk).exists():
-            raise ValidationError({"username": ["This username is taken; choose another."]})
-        user.username = username
-        user.full_clean(exclude=["password"])
-    elif user.username.startswith(DIRECTORY_USERNAME_PREFIX):
-        raise ValidationError({"username": ["Choose the username this person will sign in with."]})
-    user.is_active = True
-    user.set_unusable_password()
-    user.save()
-    if membership.directory:
-        membership.directory = False
-        membership.save(update_fields=["directory", "updated_at"])
-    return urlsafe_base64_encode(force_bytes(user.pk)), default_token_generator.make_token(user)
-
-
-@transaction.atomic
-def person_deactivate(*, membership: Membership) -> None:
-    """Remove a person from use: they can no longer sign in. Erasing what is held about them is separate."""
-    user = membership.user
-    user.is_active = False
-    user.set_unusable_password()
-    user.save(update_fields=["is_active", "password"])

@@ -51,7 +51,7 @@ class PlaceNotFound(ApplicationError):
 
 
 class PlaceConflict(ApplicationError):
-    """An agent named someone else for a DM bound to one person: answered as 409."""
+    """A call that would rebind a DM (another person, or another kind) or turn a place into a DM: answered as 409."""
 
     code = "conflict"
     http_status = 409
@@ -359,8 +359,9 @@ def place_write(
     """Record a place's kind and its whole membership, auditing what changed. Returns (record, created).
 
     `people` are person ids (the record's whole audience). A DM is with exactly
-    one person and stays bound to them. With `created_only`, a place someone
-    created concurrently is left as they recorded it.
+    one person and stays bound to them, and stays a DM; a place's kind changes
+    only between private and public (`PlaceConflict` otherwise). With
+    `created_only`, a place someone created concurrently is left as they recorded it.
     """
     wanted = _checked_record(channel=channel, kind=kind, people=people)
     with transaction.atomic():
@@ -381,12 +382,30 @@ def place_write(
             .order_by("id")
             .values_list("user_id", flat=True)
         ]
-        if not created and record.kind == Channel.Kind.DM and current and current != wanted:
-            raise PlaceConflict(
-                "people", "A DM stays with the person it was first recorded with; use a new channel id for another."
-            )
+        if not created:
+            _refuse_rebinding(record, kind=kind, wanted=wanted, current=current)
         _apply(record, created=created, kind=kind, wanted=wanted, current=current, actor=actor, agent=agent)
     return _written(organisation=organisation, channel=channel), created
+
+
+# A place's kind changes only between these two: a DM's person facts are about its one member, so a DM
+# that became a channel (or a channel that became a DM) would carry one person's facts to another audience.
+CHANGEABLE_KINDS = frozenset({Channel.Kind.PRIVATE, Channel.Kind.PUBLIC})
+
+
+def _refuse_rebinding(record: Channel, *, kind: str, wanted: list[str], current: list[str]) -> None:
+    """Refuse (409) a change of a recorded place's kind other than private <-> public, and any change of a DM's
+    person, whoever asks: otherwise dm -> private -> other people -> dm hands one person's DM to another."""
+    if kind != record.kind and not {kind, record.kind} <= CHANGEABLE_KINDS:
+        raise PlaceConflict(
+            "kind",
+            f"This place is {record.kind}; a place's kind changes only between private and public, and a DM stays "
+            "a DM. Use a new channel id for another kind of place.",
+        )
+    if record.kind == Channel.Kind.DM and current != wanted:
+        raise PlaceConflict(
+            "people", "A DM stays with the person it was first recorded with; use a new channel id for another."
+        )
 
 
 def _written(*, organisation: Organisation, channel: str) -> PlaceRecord:

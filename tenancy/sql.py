@@ -62,6 +62,8 @@ PROTECTED_TABLES = (
     "threads_learningsource",
     # memories/migrations/0004_place_audit.py
     "memories_placeaudit",
+    # accounts/migrations/0005_account_audit.py
+    "accounts_accountaudit",
 )
 
 # Tables with an organisation column that stay outside row-level security, and why.

@@ -7,6 +7,7 @@ from django.contrib.auth.forms import AuthenticationForm
 
 from accounts.models import HANDLE_MAX_CHARS
 from accounts.people import DIRECTORY_USERNAME_PREFIX, DISPLAY_NAME_MAX_CHARS, handle_problem
+from accounts.roles import OWNER_GRANTS
 from accounts.tokens import AGENT_NAME_MAX_CHARS, MAX_LISTED_CHANNELS, MAX_LISTED_PEOPLE
 from memories.models import BODY_MAX_CHARS, Bucket, Channel, Scope, Tier
 from memories.places import MAX_PEOPLE_IN_PLACE, channel_problem
@@ -184,6 +185,16 @@ class InviteForm(forms.Form):
 class RemoveForm(forms.Form):
     confirm = forms.BooleanField(
         label="Yes, remove this person: they can no longer sign in, and agents stop naming them in new places",
+    )
+
+
+class RoleForm(forms.Form):
+    """An owner makes a person an owner or a member; steward is an operator's to give (accounts.roles)."""
+
+    role = forms.ChoiceField(
+        label="Role",
+        choices=[(role.value, role.label) for role in OWNER_GRANTS],
+        help_text="Owners manage people, places and agents; members keep their own memories.",
     )
 
 

@@ -22,13 +22,15 @@ from django.urls import reverse, reverse_lazy
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from accounts.access import AccountIsTheirs, person_invitable, person_invite, person_remove, person_restore
 from accounts.models import AgentToken, Membership
 from accounts.organisation_switches import organisation_set_thread_episodes
-from accounts.people import DIRECTORY_USERNAME_PREFIX, people_of, person_deactivate, person_invite, person_upsert
+from accounts.people import DIRECTORY_USERNAME_PREFIX, people_of, person_upsert
+from accounts.roles import membership_set_role
 from accounts.tokens import agent_add, token_issue, token_restrict, token_revoke, token_set_directory
 from memories.models import Channel
-from memories.places import PlaceConflict, member_labels, place_put, place_records, record_of
-from web.forms import AgentForm, InviteForm, PersonForm, PlaceForm, RemoveForm, RestrictForm
+from memories.places import PlaceConflict, PlaceRecord, member_labels, place_put, place_records, record_of
+from web.forms import AgentForm, InviteForm, PersonForm, PlaceForm, RemoveForm, RestrictForm, RoleForm
 from web.pages import Account, RefusedInputIs400, account_of, errors_onto, one_or_404
 from web.selectors import agents_with_tokens, people_labels, place_changes
 
@@ -99,6 +101,7 @@ def _people_page(request: HttpRequest, account: Account, form: PersonForm) -> Ht
             "membership": membership,
             "username": shown_username(membership),
             "can_sign_in": can_sign_in(membership),
+            "invitable": person_invitable(membership),
             "is_you": membership.user_id == account.user.pk,
         }
         for membership in people_of(organisation=account.organisation)
@@ -115,6 +118,7 @@ def people_list(request: HttpRequest, account: Account) -> HttpResponse:
                 organisation=account.organisation,
                 handle=form.cleaned_data["handle"],
                 display_name=form.cleaned_data["display_name"],
+                actor=account.user,
             )
         except ValidationError as error:
             errors_onto(form, error, default_field="handle")
@@ -125,17 +129,25 @@ def people_list(request: HttpRequest, account: Account) -> HttpResponse:
     return _people_page(request, account, form)
 
 
+def _not_invitable(request: HttpRequest, membership: Membership) -> HttpResponse:
+    # Inviting would set their password through a link only the owner sees: a way into their account.
+    messages.error(request, AccountIsTheirs(membership.label).message)
+    return redirect("web:people")
+
+
 @owner_page("GET", "POST")
 def person_invite_page(request: HttpRequest, account: Account, person_id) -> HttpResponse:
     membership = _person_or_404(account, person_id)
-    if can_sign_in(membership):
-        # Inviting would replace their password with a link only the owner sees: a way into their account.
-        messages.error(request, f"{membership.label} already signs in; they change their own password.")
-        return redirect("web:people")
+    if not person_invitable(membership):
+        return _not_invitable(request, membership)
     form = InviteForm(_posted(request), initial={"username": shown_username(membership)})
     if request.method == "POST" and form.is_valid():
         try:
-            uidb64, token = person_invite(membership=membership, username=form.cleaned_data["username"])
+            uidb64, token = person_invite(
+                membership=membership, username=form.cleaned_data["username"], actor=account.user
+            )
+        except AccountIsTheirs:
+            return _not_invitable(request, membership)
         except ValidationError as error:
             errors_onto(form, error, default_field="username")
         else:
@@ -146,15 +158,17 @@ def person_invite_page(request: HttpRequest, account: Account, person_id) -> Htt
 
 
 @owner_page("GET", "POST")
-def person_remove(request: HttpRequest, account: Account, person_id) -> HttpResponse:
+def person_remove_page(request: HttpRequest, account: Account, person_id) -> HttpResponse:
     membership = _person_or_404(account, person_id)
     form = RemoveForm(_posted(request))
-    if request.method == "POST" and membership.user_id == account.user.pk:
-        form.add_error(None, "You cannot remove yourself; another owner can.")
-    elif request.method == "POST" and form.is_valid():
-        person_deactivate(membership=membership)
-        messages.success(request, f"Removed {membership.label}: they can no longer sign in.")
-        return redirect("web:people")
+    if request.method == "POST" and form.is_valid():
+        try:
+            person_remove(membership=membership, actor=account.user)
+        except ValidationError as error:
+            errors_onto(form, error, default_field="confirm")
+        else:
+            messages.success(request, f"Removed {membership.label}: they can no longer sign in.")
+            return redirect("web:people")
     return _form_page(
         request,
         "person_remove.html",
@@ -166,11 +180,39 @@ def person_remove(request: HttpRequest, account: Account, person_id) -> HttpResp
     )
 
 
+@owner_page("POST")
+def person_restore_page(request: HttpRequest, account: Account, person_id) -> HttpResponse:
+    membership = _person_or_404(account, person_id)
+    person_restore(membership=membership, actor=account.user)
+    messages.success(request, f"Restored {membership.label}: they sign in again with their own password.")
+    return redirect("web:people")
+
+
+@owner_page("GET", "POST")
+def person_role_page(request: HttpRequest, account: Account, person_id) -> HttpResponse:
+    membership = _person_or_404(account, person_id)
+    form = RoleForm(_posted(request), initial={"role": membership.role})
+    if request.method == "POST" and form.is_valid():
+        try:
+            membership_set_role(membership=membership, role=form.cleaned_data["role"], actor=account.user)
+        except ValidationError as error:
+            errors_onto(form, error, default_field="role")
+        else:
+            messages.success(request, f"{membership.label} is now {form.cleaned_data['role']}.")
+            return redirect("web:people")
+    return _form_page(request, "person_role.html", form, section="people", person=membership)
+
+
 class PasswordSetView(RefusedInputIs400, PasswordResetConfirmView):
     """The invitation link: choose a password. Django's reset token stops working once one is set."""
 
     template_name = "registration/password_set_confirm.html"
     success_url = reverse_lazy("web:password-set-done")
+
+    def get_user(self, uidb64):
+        # A removed person's link stops working: removing keeps the password, which the token is made from.
+        user = super().get_user(uidb64)
+        return user if user is not None and user.is_active else None
 
 
 # --- Places ------------------------------------------------------------------------------------------
@@ -181,8 +223,9 @@ def _place_or_404(account: Account, place_id):
     return record_of(one_or_404(rows, "No place of your organisation has this id."))
 
 
-def _place_saved(account: Account, form: PlaceForm, channel: str):
-    """The place recorded as the form says, or None with the service's refusal shown on the form."""
+def _place_saved(account: Account, form: PlaceForm, channel: str) -> tuple[PlaceRecord | None, int]:
+    """The place recorded as the form says with 200, or None with the service's refusal shown on the form and
+    its status: 409 for a change a place's record never takes (a DM's person or kind), else 400."""
     try:
         record, _ = place_put(
             organisation=account.organisation,
@@ -192,12 +235,12 @@ def _place_saved(account: Account, form: PlaceForm, channel: str):
             actor=account.user,
         )
     except PlaceConflict as error:
-        form.add_error("people", error.message)
-        return None
+        form.add_error(error.field if error.field in form.fields else None, error.message)
+        return None, error.http_status
     except ValidationError as error:
         errors_onto(form, error, default_field="people")
-        return None
-    return record
+        return None, 400
+    return record, 200
 
 
 @owner_page("GET", "POST")
@@ -207,7 +250,7 @@ def place_list(request: HttpRequest, account: Account) -> HttpResponse:
         channel = form.cleaned_data["channel"]
         if Channel.objects.filter(organisation=account.organisation, external_id=channel).exists():
             form.add_error("channel", "A place with this channel id is recorded; change it from its own page.")
-        elif (record := _place_saved(account, form, channel)) is not None:
+        elif (record := _place_saved(account, form, channel)[0]) is not None:
             messages.success(request, f"Recorded {channel}.")
             return redirect("web:place-detail", record.channel.pk)
     places = [
@@ -223,10 +266,13 @@ def place_detail(request: HttpRequest, account: Account, place_id) -> HttpRespon
     initial = {"kind": record.channel.kind, "people": "\n".join(member_labels(record))}
     form = PlaceForm(_posted(request), new=False, initial=initial)
     channel = record.channel
-    if request.method == "POST" and form.is_valid() and _place_saved(account, form, channel.external_id) is not None:
-        messages.success(request, f"Saved {channel.external_id}. The change is in its audit below.")
-        return redirect("web:place-detail", channel.pk)
-    return _form_page(
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        saved, status = _place_saved(account, form, channel.external_id)
+        if saved is not None:
+            messages.success(request, f"Saved {channel.external_id}. The change is in its audit below.")
+            return redirect("web:place-detail", channel.pk)
+    response = _form_page(
         request,
         "place_detail.html",
         form,
@@ -235,6 +281,9 @@ def place_detail(request: HttpRequest, account: Account, place_id) -> HttpRespon
         people=member_labels(record),
         changes=place_changes(organisation=account.organisation, channel=record.channel),
     )
+    if status != 200:
+        response.status_code = status
+    return response
 
 
 # --- Agents and tokens -------------------------------------------------------------------------------

@@ -68,7 +68,9 @@ urlpatterns = [
     # The owners' pages: their organisation's people, places and agents.
     path("owners/people", owners.people_list, name="people"),
     path("owners/people/<uuid:person_id>/invite", owners.person_invite_page, name="person-invite"),
-    path("owners/people/<uuid:person_id>/remove", owners.person_remove, name="person-remove"),
+    path("owners/people/<uuid:person_id>/remove", owners.person_remove_page, name="person-remove"),
+    path("owners/people/<uuid:person_id>/restore", owners.person_restore_page, name="person-restore"),
+    path("owners/people/<uuid:person_id>/role", owners.person_role_page, name="person-role"),
     path("owners/places", owners.place_list, name="places"),
     path("owners/places/<int:place_id>", owners.place_detail, name="place-detail"),
     path("owners/agents", owners.agent_list, name="agents"),

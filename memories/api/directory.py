@@ -111,8 +111,13 @@ class PersonDetailApi(DirectoryApi):
         data = self.directory_write("handle", handle_problem(handle), s.PersonInputSerializer)
 
         def write():
+            principal = self.principal()
             membership, created = person_upsert(
-                organisation=self.principal().organisation, handle=handle, display_name=data["display_name"]
+                organisation=principal.organisation,
+                handle=handle,
+                display_name=data["display_name"],
+                actor=principal.user,
+                agent=principal.agent,
             )
             return put_answer(s.PersonOutputSerializer(membership).data, created)
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from accounts.auth import Principal
 from accounts.models import Agent, Membership, Organisation, User
+from accounts.people import person_upsert
 from accounts.services import agent_create, organisation_create, user_create
 from admissions.services import admission_decide, claim_submit
 from memories.models import Memory, TenantVectorIndex
@@ -80,6 +81,7 @@ def tenant_with_everything(slug: str, *, steward: User, decision: str) -> Tenant
     member = user_create(username=f"{slug}-member", organisation=organisation, role=Membership.Role.MEMBER)
     agent, token = agent_create(organisation=organisation, name=f"{slug}-agent")
     resolved = place_recorded(organisation=organisation, channel=f"D-{slug}", kind="dm", people=[member.username])
+    person_upsert(organisation=organisation, handle=f"{slug}-directory", display_name="", agent=agent)  # audited
 
     def write():
         memory, choice = memory_remember_in_place(

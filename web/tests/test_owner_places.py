@@ -67,7 +67,7 @@ def test_bad_places_are_refused_by_field_and_change_nothing(client, org, owner, 
 
     record, _ = place_put(organisation=org, channel="D1", kind="dm", people=["mona"], actor=owner)
     response = client.post(reverse("web:place-detail", args=[record.channel.pk]), {"kind": "dm", "people": "max"})
-    assert response.status_code == 400 and "A DM stays with the person" in response.content.decode()
+    assert response.status_code == 409 and "A DM stays with the person" in response.content.decode()
     assert members_of(record.channel) == {"mona"}
     response = client.post(reverse("web:places"), {"channel": "D1", "kind": "private", "people": "max"})
     assert response.status_code == 400 and "is recorded" in response.content.decode()
@@ -112,3 +112,22 @@ def test_more_people_than_a_place_holds_are_refused_by_field_and_limit(client, o
     response = client.post(reverse("web:places"), {"channel": "C1", "kind": "public", "people": people})
     assert response.status_code == 400 and "A place names at most 500 people." in response.content.decode()
     assert not Channel.objects.exists()
+
+
+def test_the_place_page_keeps_a_dm_a_dm_and_moves_a_channel_between_private_and_public(client, org, owner, member):
+    dm, _ = place_put(organisation=org, channel="D-v", kind="dm", people=["mona"], actor=owner)
+    client.force_login(owner)
+    for kind in ("private", "public"):
+        response = client.post(reverse("web:place-detail", args=[dm.channel.pk]), {"kind": kind, "people": "mona"})
+        assert response.status_code == 409 and "a DM stays a DM" in response.content.decode()
+    assert Channel.objects.get(pk=dm.channel.pk).kind == "dm"
+
+    channel, _ = place_put(organisation=org, channel="C-1", kind="private", people=["mona"], actor=owner)
+    response = client.post(reverse("web:place-detail", args=[channel.channel.pk]), {"kind": "dm", "people": "mona"})
+    assert response.status_code == 409
+    response = client.post(reverse("web:place-detail", args=[channel.channel.pk]), {"kind": "public", "people": ""})
+    assert response.status_code == 302  # positive control
+    assert [row.kind_to for row in PlaceAudit.objects.filter(channel=channel.channel).order_by("id")] == [
+        "private",
+        "public",
+    ]

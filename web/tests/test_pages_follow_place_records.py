@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from accounts.people import person_invite, person_upsert
+from accounts.access import person_invite
+from accounts.people import person_upsert
 from memories.models import Author, Bucket, Channel, Memory, SourceKind
 from memories.places import place_put
 from web.tests.factories import person_fact, shared_fact
@@ -74,13 +75,13 @@ def test_being_added_to_or_taken_out_of_a_place_changes_what_the_pages_show(clie
     assert client.post(reverse("web:memory-forget", args=[fact.pk]), {"reason": "x"}).status_code == 404
 
 
-def test_a_directory_person_invited_later_sees_what_was_said_about_them(client, org, member, agent):
+def test_a_directory_person_invited_later_sees_what_was_said_about_them(client, org, owner, member, agent):
     person, _ = person_upsert(organisation=org, handle="U42", display_name="Ula")
     fact = person_fact(organisation=org, person=person.user, agent=agent, body="Ula prefers written updates")
     client.force_login(member)
     assert_reachable(client, fact, False)  # another person's person fact
 
-    person_invite(membership=person, username="ula")
+    person_invite(membership=person, username="ula", actor=owner)
     person.user.set_password("ula-long-passphrase")
     person.user.save()
     client.force_login(person.user)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, connection, transaction
 
+from accounts.access import person_invite
 from accounts.models import AgentToken, Membership
-from accounts.people import person_invite
 from memories.models import Channel, ChannelMember, Memory, PlaceAudit
 from memories.tests.turn_api.helpers import recall, remember
 
@@ -106,12 +106,12 @@ def test_a_directory_person_can_be_named_in_places_and_subjects_and_erased(org, 
     assert not Memory.objects.filter(subject_id=person["id"], redacted_at__isnull=True).exists()
 
 
-def test_an_invited_directory_person_keeps_everything_said_about_them(org, agent_api):
+def test_an_invited_directory_person_keeps_everything_said_about_them(org, owner, agent_api):
     person = put_person(agent_api, "U888", "Later").json()
     put_place(agent_api, "D-888", "dm", ["U888"])
     remember(agent_api, {"channel": "D-888", "kind": "dm", "people": ["U888"]}, "Likes green tea")
     membership = Membership.objects.select_related("user").get(organisation=org, handle="U888")
-    person_invite(membership=membership, username="later")
+    person_invite(membership=membership, username="later", actor=owner)
     membership.refresh_from_db()
     assert str(membership.user_id) == person["id"]
     assert not membership.directory
