@@ -3,7 +3,7 @@ from django.db.models import Q
 
 from lib.admin import DeclaredConditionFilter, ViewOnlyAdmin
 from memories.embeddings.embedders import current_model_name
-from memories.models import Channel, ChannelMember, Memory, MemoryAudit
+from memories.models import Channel, ChannelMember, Memory, MemoryAudit, PlaceAudit
 
 PROVENANCE_FIELDS = ["author", "written_by", "source_kind", "source_ref", "source_label", "source_run_id"]
 SYSTEM_FIELDS = ["slug", "entity", "transparency", "as_of", "admission", "evidence_refs", "stance", "promoted"]
@@ -92,17 +92,26 @@ class MemoryAdmin(ViewOnlyAdmin, admin.ModelAdmin):
         return "not yet searchable: waiting for a worker"
 
 
-class ChannelMemberInline(admin.TabularInline):
+class ChannelMemberInline(ViewOnlyAdmin, admin.TabularInline):
     model = ChannelMember
     extra = 0
 
 
+class PlaceAuditInline(ViewOnlyAdmin, admin.TabularInline):
+    model = PlaceAudit
+    extra = 0
+    fields = readonly_fields = ("at", "actor", "agent", "kind_from", "kind_to", "added", "removed")
+
+
 @admin.register(Channel)
-class ChannelAdmin(admin.ModelAdmin):
+class ChannelAdmin(ViewOnlyAdmin, admin.ModelAdmin):
+    """View-only. A place's kind and members change through `PUT /api/v1/places/{channel}` or the owners'
+    place page (memories.places.place_write), which keep a DM bound to its person and write its audit."""
+
     list_display = ["external_id", "organisation", "kind", "updated_at"]
     list_filter = ["kind"]
     list_select_related = ["organisation"]
-    inlines = [ChannelMemberInline]
+    inlines = [ChannelMemberInline, PlaceAuditInline]
 
 
 @admin.register(MemoryAudit)
