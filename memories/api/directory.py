@@ -141,7 +141,10 @@ class PlaceDetailApi(DirectoryApi):
     @write_schema(
         operation_id="places_put",
         request=s.PlaceInputSerializer,
-        conflict="A DM stays with the person it was first recorded with.",
+        conflict=(
+            "A DM stays with the person it was first recorded with and stays a DM; a place's kind changes only "
+            "between private and public."
+        ),
         responses=put_answers(s.PlaceOutputSerializer, {404: "The token is restricted to other channels."}),
         examples=[
             asked("A private channel", {"kind": "private", "people": ["U024BE7LH", "max"]}),
@@ -152,7 +155,8 @@ class PlaceDetailApi(DirectoryApi):
         """Record a place: its kind and its whole membership.
 
         Creates (201) or updates (200) a place's record: `kind` and every member, by handle or username. Turn calls
-        never change it; each change is audited. A DM keeps the one person it was recorded with.
+        never change it; each change is audited. A DM keeps the one person it was recorded with and stays a DM; a
+        place's kind changes only between `private` and `public` (409 otherwise, whoever asks).
         """
         data = self.directory_write("channel", channel_problem(channel), s.PlaceInputSerializer)
         principal = self.principal()

@@ -24,6 +24,8 @@ def urls(records) -> list[tuple[str, str]]:
         ("get", reverse("web:people")),
         ("get", reverse("web:person-invite", args=[records["person"]])),
         ("get", reverse("web:person-remove", args=[records["person"]])),
+        ("get", reverse("web:person-role", args=[records["person"]])),
+        ("post", reverse("web:person-restore", args=[records["person"]])),
         ("get", reverse("web:places")),
         ("get", reverse("web:place-detail", args=[records["place"]])),
         ("get", reverse("web:agents")),
