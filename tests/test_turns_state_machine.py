@@ -2,7 +2,9 @@
 
 Rules: remember, recall, render, replay, supersede, forget, erase a person,
 let time pass (so facts expire), change a private channel's members (an
-owner's explicit write), and people acting in places they are and are not in. A small model keeps what each tenant's
+owner's explicit write), turn a channel public or private, try to rebind a DM
+(another person, another kind: always 409), remove, restore and try to invite
+a person (an owner's pages), and people acting in places they are and are not in. A small model keeps what each tenant's
 agent wrote, where, and what became of it. After every step, every recall
 and render so far has:
 
@@ -15,7 +17,9 @@ and render so far has:
   which case the replay names it and no longer holds its words;
 - and nobody sees a row their place does not allow: a person's call in a
   place whose record does not have them answers 404, and no call, whatever
-  people it names, changes who is in a place.
+  people it names, changes who is in a place or what kind it is;
+- a removed person reads and writes nothing until restored, and an owner's
+  invitation never reaches an account its holder has.
 
 Small render caps (set below) make the caps bind within a short run. Time is
 moved with time-machine, never slept.
@@ -23,6 +27,7 @@ moved with time-machine, never slept.
 
 from __future__ import annotations
 
+import copy
 import itertools
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -44,7 +49,7 @@ from rest_framework.test import APIClient
 
 from accounts.models import Membership, User
 from accounts.services import agent_create, organisation_create, user_create
-from memories.models import ChannelMember
+from memories.models import Channel, ChannelMember
 from memories.places import place_recorded
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
@@ -62,6 +67,10 @@ EXERCISED = {
     "people refused a place": 0,
     "people let into a place": 0,
     "membership changes": 0,
+    "DM rebinds refused": 0,
+    "kind changes": 0,
+    "removed people refused": 0,
+    "invitations refused": 0,
 }
 START = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 TENANTS = 3
@@ -97,6 +106,18 @@ class Tenant:
     people: dict[str, str]  # username -> account id
     places: list[dict] = field(default_factory=list)  # the model's copy of each place's record
     persons: dict[str, APIClient] = field(default_factory=dict)  # username -> their signed-in client
+    removed: set[str] = field(default_factory=set)  # usernames an owner removed (and has not restored)
+    recorded: list[dict] = field(default_factory=list)  # the places as built, which each run starts from
+
+    def start_again(self) -> None:
+        """The model as the database is at the start of a run (each run's writes are rolled back)."""
+        self.places = copy.deepcopy(self.recorded)
+        self.removed = set()
+
+    def owner_client(self) -> APIClient:
+        client = APIClient()
+        client.force_login(self.owner)
+        return client
 
 
 def build_tenants() -> list[Tenant]:
@@ -121,7 +142,9 @@ def build_tenants() -> list[Tenant]:
         for name in names:
             persons[name] = APIClient()
             persons[name].force_login(User.objects.get(username=name))
-        tenants.append(Tenant(index, str(organisation.pk), client, owner, people, places, persons))
+        tenant = Tenant(index, str(organisation.pk), client, owner, people, persons=persons, recorded=places)
+        tenant.start_again()
+        tenants.append(tenant)
     return tenants
 
 
@@ -171,6 +194,8 @@ class Turns(RuleBasedStateMachine):
         self.erased_bodies: set[str] = set()
         self.renders: list[dict] = []
         self.counter = itertools.count()
+        for tenant in self.tenants:
+            tenant.start_again()
 
     def teardown(self):
         EXERCISED["expired rows"] += sum(1 for row in self.rows.values() if row.expires_at <= self.now)
@@ -384,7 +409,68 @@ class Turns(RuleBasedStateMachine):
         response = owner.put(f"/api/v1/places/{place['channel']}", {"kind": "private", "people": names}, format="json")
         assert response.status_code == 200, response.content
         place["people"] = names
+        place["kind"] = "private"
         EXERCISED["membership changes"] += 1
+
+    @rule(
+        tenant=st.integers(0, TENANTS - 1),
+        which=st.integers(0, PEOPLE + 1),
+        kind=st.sampled_from(["dm", "private", "public"]),
+        others=st.sets(st.integers(0, PEOPLE - 1), min_size=1),
+        by_agent=st.booleans(),
+    )
+    def someone_changes_a_places_kind(self, tenant, which, kind, others, by_agent):
+        """A channel moves between private and public (audited); a DM stays a DM with its person and no channel
+        becomes one: dm -> private -> other people -> dm, or public, is refused at each step, whoever asks."""
+        t = self.tenants[tenant]
+        place = t.places[which]
+        client = t.agent if by_agent else t.owner_client()
+        if place["kind"] != "dm" and kind != "dm":
+            body = {"kind": kind, "people": place["people"]}
+            response = client.put(f"/api/v1/places/{place['channel']}", body, format="json")
+            assert response.status_code == 200, response.content
+            EXERCISED["kind changes"] += place["kind"] != kind
+            place["kind"] = kind
+        else:
+            people = sorted(sorted(t.people)[index] for index in others)
+            if people == place["people"] and kind == place["kind"]:
+                people = sorted(t.people)  # the same record again would change nothing; name everyone instead
+            response = client.put(f"/api/v1/places/{place['channel']}", {"kind": kind, "people": people}, format="json")
+            # A DM naming several people is malformed (400) before it is a rebinding (409).
+            assert response.status_code in ((400, 409) if kind == "dm" else (409,)), response.content
+            EXERCISED["DM rebinds refused"] += 1
+        self.memberships(tenant)
+
+    @rule(
+        tenant=st.integers(0, TENANTS - 1),
+        person=st.integers(0, PEOPLE - 1),
+        action=st.sampled_from(["remove", "restore", "invite"]),
+    )
+    def owner_manages_a_person(self, tenant, person, action):
+        """An owner removes, restores, or tries to invite a member: an invitation never reaches their account,
+        and a removed person reads nothing, even in their own DM."""
+        t = self.tenants[tenant]
+        name = sorted(t.people)[person]
+        account = User.objects.filter(pk=t.people[name])
+        before = account.values("username", "password", "is_active").get()
+        owner = t.owner_client()
+        if action == "invite":
+            response = owner.post(f"/owners/people/{t.people[name]}/invite", {"username": f"{name}-new"})
+            assert response.status_code == 302 and "invite-link" not in response.content.decode()
+            assert account.values("username", "password", "is_active").get() == before
+            EXERCISED["invitations refused"] += 1
+            return
+        response = owner.post(f"/owners/people/{t.people[name]}/{action}", {"confirm": "on"})
+        assert response.status_code == 302, response.content
+        after = account.values("username", "password", "is_active").get()
+        assert (after["username"], after["password"]) == (before["username"], before["password"])
+        assert after["is_active"] is (action == "restore")
+        if action == "remove":
+            t.removed.add(name)
+        else:
+            t.removed.discard(name)
+        own_dm = t.places[person]
+        self.person_turn(t, name, own_dm, own_dm)
 
     @rule(
         tenant=st.integers(0, TENANTS - 1),
@@ -406,6 +492,13 @@ class Turns(RuleBasedStateMachine):
         recalled = client.post("/api/v1/recall", {"place": claimed, "limit": 40}, format="json")
         turn_id = f"turn-{next(self.counter)}"
         rendered = client.post("/api/v1/render", {"place": claimed, "turn_id": turn_id}, format="json")
+        if name in t.removed:
+            assert recalled.status_code in (401, 403) and rendered.status_code in (401, 403)
+            assert "results" not in recalled.json() and "text" not in rendered.json()
+            listed = client.get("/api/v1/memories")
+            assert listed.status_code in (401, 403) and "results" not in listed.json()
+            EXERCISED["removed people refused"] += 1
+            return
         if not person_may_use(record, name, claimed["people"]):
             assert recalled.status_code == rendered.status_code == 404, (recalled.content, rendered.content)
             assert "results" not in recalled.json() and "text" not in rendered.json()
@@ -428,6 +521,8 @@ class Turns(RuleBasedStateMachine):
         for channel, user_id in rows:
             found[channel].add(str(user_id))
         assert found == {place["channel"]: {t.people[n] for n in place["people"]} for place in t.places}
+        kinds = dict(Channel.objects.filter(organisation_id=t.organisation_id).values_list("external_id", "kind"))
+        assert kinds == {place["channel"]: place["kind"] for place in t.places}
         return found
 
     @rule(days=st.integers(1, 2))
