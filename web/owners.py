@@ -32,7 +32,7 @@ from memories.models import Channel
 from memories.places import PlaceConflict, PlaceRecord, member_labels, place_put, place_records, record_of
 from web.forms import AgentForm, InviteForm, PersonForm, PlaceForm, RemoveForm, RestrictForm, RoleForm
 from web.pages import Account, RefusedInputIs400, account_of, errors_onto, one_or_404
-from web.selectors import agents_with_tokens, people_labels, place_changes
+from web.selectors import account_changes_shown, agents_with_tokens, people_labels, place_changes
 
 ERASE_ENDPOINT = "POST /api/v1/subjects/user/{id}/erase"
 
@@ -106,7 +106,15 @@ def _people_page(request: HttpRequest, account: Account, form: PersonForm) -> Ht
         }
         for membership in people_of(organisation=account.organisation)
     ]
-    return _form_page(request, "people.html", form, section="people", people=people, organisation=account.organisation)
+    return _form_page(
+        request,
+        "people.html",
+        form,
+        section="people",
+        people=people,
+        organisation=account.organisation,
+        changes=account_changes_shown(organisation=account.organisation),
+    )
 
 
 @owner_page("GET", "POST")
@@ -401,7 +409,7 @@ EPISODES_CHOICES = ("on", "off")
 
 @owner_page("GET", "POST")
 def organisation_page(request: HttpRequest, account: Account) -> HttpResponse:
-    """Whether the organisation's threads keep episodes; an owner turns it on or off (logged with who)."""
+    """Whether the organisation's threads keep episodes; an owner turns it on or off (audited with who)."""
     refused = ""
     if request.method == "POST":
         wanted = request.POST.get("episodes")

@@ -14,7 +14,8 @@ from django.core.paginator import Page, Paginator
 from django.db.models import F, Prefetch, Q, QuerySet
 from pgvector.django import CosineDistance
 
-from accounts.models import Agent, AgentToken, Membership
+from accounts.audit import account_changes
+from accounts.models import AccountAudit, Agent, AgentToken, Membership
 from memories.db.predicates import live_q
 from memories.models import Channel, ChannelMember, Memory, PlaceAudit
 from memories.selectors import memory_injections
@@ -242,6 +243,47 @@ def owner_changes_seen_by(*, organisation, user, limit: int = 50) -> dict[str, l
     for change in _changes(rows, organisation=organisation):
         by_channel.setdefault(change.channel, []).append(change)
     return by_channel
+
+
+@dataclass(frozen=True)
+class AccountChange:
+    """One account audit row as the owners' people page shows it: names as people are called now."""
+
+    at: datetime
+    what: str
+    by: str
+    whom: str
+
+
+def _account_change_said(row: AccountAudit) -> str:
+    if row.action == AccountAudit.Action.ROLE:
+        return f"Role changed from {row.detail.get('role_from')} to {row.detail.get('role_to')}"
+    if row.action == AccountAudit.Action.SWITCH:
+        switch = str(row.detail.get("switch", "")).replace("_", " ").capitalize()
+        return f"{switch} turned {'on' if row.detail.get('on') else 'off'}"
+    return row.get_action_display()
+
+
+def account_changes_shown(*, organisation, limit: int = 50) -> list[AccountChange]:
+    """The organisation's account audit, newest first, naming people as they are called now."""
+    rows = list(account_changes(organisation=organisation)[:limit])
+    ids = {str(person_id) for row in rows for person_id in (row.actor_id, row.person_id) if person_id}
+    labels = people_labels(organisation=organisation, ids=ids)
+
+    def by(row: AccountAudit) -> str:
+        if row.actor_id:
+            return labels.get(str(row.actor_id), "an operator")
+        return f"the agent {row.agent.name}" if row.agent_id and row.agent else "a script"
+
+    return [
+        AccountChange(
+            at=row.at,
+            what=_account_change_said(row),
+            by=by(row),
+            whom=labels.get(str(row.person_id), UNKNOWN_PERSON) if row.person_id else "",
+        )
+        for row in rows
+    ]
 
 
 @dataclass(frozen=True)

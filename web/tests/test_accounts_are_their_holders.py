@@ -47,6 +47,9 @@ def test_a_removed_person_is_restored_with_their_own_password_each_step_audited(
     assert response["Location"] == reverse("web:people")
     assert signs_in(member.username, "pw-mona-123")
     assert audit(org) == [("remove", owner.pk, member.pk, {}), ("restore", owner.pk, member.pk, {})]
+    changes = client.get(reverse("web:people")).content.decode().split('id="account-audit"')[1]
+    assert "Restored: signs in again: <strong>mona</strong> by <strong>olive</strong>" in changes
+    assert "Removed: cannot sign in: <strong>mona</strong>" in changes
     assert client.post(reverse("web:person-restore", args=[member.pk])).status_code == 302
     assert len(audit(org)) == 2  # restoring an active person changes nothing and writes nothing
 
