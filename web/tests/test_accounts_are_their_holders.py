@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from django.test import Client
 from django.urls import reverse
 
@@ -21,19 +22,23 @@ def audit(org) -> list[tuple]:
     return [(row.action, row.actor_id, row.person_id, row.detail) for row in rows]
 
 
-def test_remove_then_invite_gives_the_owner_no_way_into_a_members_account(client, owner, member, org):
-    """The attack: remove a member, invite them under their own username, set a password with the link."""
+@pytest.mark.parametrize("persona", ["member", "steward"])
+def test_remove_then_invite_gives_the_owner_no_way_into_a_members_account(client, request, persona, owner, org):
+    """The attack: remove a member (or a steward), invite them under their own username, set a password."""
+    member = request.getfixturevalue(persona)
+    password = {"member": "pw-mona-123", "steward": "pw-stella-123"}[persona]
     client.force_login(owner)
     client.post(reverse("web:person-remove", args=[member.pk]), {"confirm": "on"})
-    response = client.post(reverse("web:person-invite", args=[member.pk]), {"username": "mona"})
+    response = client.post(reverse("web:person-invite", args=[member.pk]), {"username": member.username})
     assert response.status_code == 302 and response["Location"] == reverse("web:people")
     assert "invite-link" not in response.content.decode()
     page = client.get(reverse("web:people")).content.decode()
-    assert "mona already has an account and signs in themself" in page
+    assert f"{member.username} already has an account and signs in themself" in page
     assert "manage.py changepassword" in page
     assert reverse("web:person-invite", args=[member.pk]) not in page  # no invite link is offered either
+    username = member.username
     member.refresh_from_db()
-    assert member.username == "mona" and member.check_password("pw-mona-123") and not member.is_active
+    assert member.username == username and member.check_password(password) and not member.is_active
     assert [row[0] for row in audit(org)] == ["remove"]  # the refused invitation wrote nothing
 
 
