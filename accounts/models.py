@@ -179,7 +179,20 @@ class AgentToken(models.Model):
             self.save(update_fields=["revoked_at"])
 
 
-class AccountAudit(models.Model):
+class AuditRow(models.Model):
+    """What every audit row carries: its organisation, the person who acted (if one did) and when, in order."""
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
+    actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["at", "id"]
+
+
+class AccountAudit(AuditRow):
     """One change to who may sign in, a role, a directory record or an organisation's switch.
 
     Who acted (a person or an agent), whom it concerned and when, by stable ids only: erasing
@@ -195,19 +208,14 @@ class AccountAudit(models.Model):
         ROLE = "role", "Role changed"
         SWITCH = "switch", "Organisation switch changed"
 
-    id = models.BigAutoField(primary_key=True)
-    organisation = models.ForeignKey(Organisation, on_delete=models.CASCADE, related_name="+")
-    actor = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # Whom the change concerned; empty for an organisation's switch.
     person = models.ForeignKey(User, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     action = models.CharField(max_length=16, choices=Action.choices)
     # What changed, as values (roles, a switch and its setting), never a name.
     detail = models.JSONField(default=dict, blank=True)
-    at = models.DateTimeField(auto_now_add=True)
 
-    class Meta:
-        ordering = ["at", "id"]
+    class Meta(AuditRow.Meta):
         indexes = [models.Index(fields=["organisation", "person", "at"], name="accounts_audit_person_idx")]
         constraints = [
             models.CheckConstraint(

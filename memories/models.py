@@ -21,6 +21,7 @@ from django.db.models.functions import Length
 from django.db.models.lookups import Exact, LessThanOrEqual
 from pgvector.django import VectorField
 
+from accounts.models import AuditRow
 from lib.text import CONTROL_CHARS, CONTROL_CHARS_SQL, control_problem
 from memories.db.predicates import live_q
 
@@ -468,21 +469,6 @@ class ChannelMember(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} in {self.channel_id}"
-
-
-class AuditRow(models.Model):
-    """What every audit row carries: its organisation, the person who acted (if one did) and when, in order."""
-
-    id = models.BigAutoField(primary_key=True)
-    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        abstract = True
-        ordering = ["at", "id"]
 
 
 class PlaceAudit(AuditRow):
