@@ -102,3 +102,18 @@ def test_sign_in_is_removed_and_restored_by_the_audited_actions_only(admin_clien
         ("restore", admin_user.pk, member.pk),
     ]
     assert Organisation.objects.get(pk=org.pk)  # the organisation is untouched
+
+
+def test_the_operators_screens_still_open(admin_client, org, owner, member):
+    place_put(organisation=org, channel="C-1", kind="private", people=["mona"], actor=owner)
+    membership = Membership.objects.get(user=member)
+    for url in (
+        "/admin/accounts/user/add/",
+        f"/admin/accounts/user/{member.pk}/change/",
+        "/admin/accounts/membership/",
+        f"/admin/accounts/membership/{membership.pk}/change/",
+        "/admin/accounts/organisation/",
+        "/admin/accounts/accountaudit/",
+        "/admin/memories/channel/",
+    ):
+        assert admin_client.get(url).status_code == 200, url
