@@ -3,9 +3,10 @@ and its switches (episodes).
 
 Every view takes the owner and the organisation from the session and looks
 rows up inside that organisation only, so another organisation's row is a 404
-and a member's visit a 403. Writes go through the services (accounts.people,
-accounts.tokens, memories.places); a secret (an invitation link, a raw token)
-is in the answer to the POST that made it and nowhere else.
+and a member's visit a 403. Writes go through the audited services
+(accounts.people, accounts.access, accounts.roles, accounts.tokens,
+memories.places); a secret (an invitation link, a raw token) is in the answer
+to the POST that made it and nowhere else.
 """
 
 from __future__ import annotations
