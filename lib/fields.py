@@ -13,7 +13,7 @@ schema alike, so no date at the calendar's ends reaches date arithmetic.
 from __future__ import annotations
 
 import re
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 
 from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema_field
@@ -30,6 +30,7 @@ _ZONE = r"(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
 DATE_PATTERN = rf"^{_DATE}$"
 DATETIME_PATTERN = rf"^{_DATE}T{_TIME}{_ZONE}$"
 DATE_RANGE = "a day from 1900-01-01 to 2999-12-31"
+FIRST_YEAR, LAST_YEAR = 1900, 2999
 # Characters an id or name may never hold, BMP part, for the schema (the astral tag characters are checked too).
 ID_FORBIDDEN = (
     r"\x00-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e"
@@ -167,7 +168,23 @@ class StrictDateTimeField(serializers.DateTimeField):
 
     def to_internal_value(self, value) -> datetime:
         _refuse_outside(self, value, DATETIME_PATTERN, "a date and time in the format YYYY-MM-DDThh:mm:ss+hh:mm (or Z)")
-        return super().to_internal_value(value)
+        parsed = super().to_internal_value(value)
+        problem = datetime_range_problem(parsed)
+        if problem:
+            raise serializers.ValidationError(problem, code="invalid")
+        return parsed
+
+
+def datetime_range_problem(value: datetime) -> str | None:
+    """Why a time is outside 1900–2999 once in UTC, or None.
+
+    The pattern bounds the year as written; an offset can still carry it out
+    (`1900-01-01T00:30:00+01:00` is 1899 in UTC), and the database stores UTC.
+    """
+    year = value.astimezone(UTC).year if value.tzinfo is not None else value.year
+    if FIRST_YEAR <= year <= LAST_YEAR:
+        return None
+    return f"{value.isoformat()} is {year} in UTC; a time is within {DATE_RANGE} in UTC."
 
 
 @extend_schema_field({"type": "string", "format": "date", "pattern": DATE_PATTERN, "example": "2026-11-30"})
