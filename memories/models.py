@@ -240,7 +240,7 @@ class Memory(models.Model):
     # A row written before a rule held that breaks it: kept (listed to owners, exported, erasable) but never
     # recalled or rendered. Set only by a data migration, which says why.
     quarantined_at = models.DateTimeField(null=True, blank=True, editable=False)
-    quarantine_reason = models.CharField(max_length=500, blank=True, default="", editable=False)
+    quarantine_reason = models.CharField(max_length=500, blank=True, default="", db_default="", editable=False)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

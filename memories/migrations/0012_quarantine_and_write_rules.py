@@ -167,7 +167,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="memory",
             name="quarantine_reason",
-            field=models.CharField(blank=True, default="", editable=False, max_length=500),
+            field=models.CharField(blank=True, db_default="", default="", editable=False, max_length=500),
         ),
         migrations.AddField(
             model_name="memory",
