@@ -125,7 +125,7 @@ class ImportRowSerializer(RememberInputSerializer):
     `import` source kind.
     """
 
-    identifier_fields = (*RememberInputSerializer.identifier_fields, "ref", "supersedes")
+    identifier_fields: tuple[str, ...] = (*RememberInputSerializer.identifier_fields, "ref", "supersedes")
 
     ref = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     supersedes = serializers.CharField(max_length=200, required=False, allow_null=True, allow_blank=True)
