@@ -67,6 +67,19 @@ def test_a_person_cannot_save_a_fact_about_someone_else(member_api, general, sec
     assert Memory.objects.get().subject_id == str(member.pk)
 
 
+def test_a_persons_batch_refuses_the_item_about_someone_else(member_api, general, second_member, member):
+    fact = {"body": "My city", "place": general, "subject_type": "user"}
+    answer = member_api.post(
+        "/api/v1/memories/batch",
+        {"items": [{**fact, "subject_id": "max"}, {**fact, "subject_id": member.username}]},
+        format="json",
+    )
+    first, second = answer.json()["items"]
+    assert first["status"] == "refused" and "subject_id" in first["error"]["fields"]
+    assert second["status"] == "created"  # the positive control
+    assert list(Memory.objects.values_list("subject_id", flat=True)) == [str(member.pk)]
+
+
 def test_the_database_refuses_a_persons_fact_about_someone_else(org, member, second_member):
     own = dict(bucket="user", subject_type="user", owner_id=str(member.pk))
     raw_insert(org, **own, subject_id=str(member.pk))  # the positive control
