@@ -57,6 +57,8 @@ def unexpired_q(now: datetime) -> Q:
 
 # Times a writer gives or the store derives from them, each bounded (`lib.times`); created_at is never NULL.
 BOUNDED_TIMES = ("created_at", "occurred_at", "valid_from", "valid_until", "expires_at")
+# The times a recall or render row carries (`memories.recall.candidates.RESULT_COLUMNS`).
+TURN_TIMES = ("created_at", "occurred_at", "expires_at")
 TIMES_FROM = datetime(1900, 1, 1, tzinfo=UTC)
 TIMES_UNTIL = datetime(3000, 1, 1, tzinfo=UTC)
 
@@ -69,13 +71,14 @@ def times_in_range_q() -> Q:
     return condition
 
 
-def readable_sql(alias: str = "") -> str:
-    """`times_in_range_q` as SQL over `alias`."""
+def readable_sql(alias: str = "", columns: tuple[str, ...] = BOUNDED_TIMES) -> str:
+    """`times_in_range_q` as SQL over `alias`, for `columns` (by default every bounded time)."""
     prefix = f"{alias}." if alias else ""
-    return " AND ".join(in_range_sql(prefix + name, nullable=name != "created_at") for name in BOUNDED_TIMES)
+    return " AND ".join(in_range_sql(prefix + name, nullable=name != "created_at") for name in columns)
 
 
 def shown_in_turn_sql(alias: str = "") -> str:
-    """Readable and not quarantined: what recall and render may return of the rows they chose."""
+    """The times a recall or render row loads readable, and not quarantined: what a turn may be shown of the rows
+    it chose (the other bounded times are never loaded there, so they are not tested on the hot path)."""
     prefix = f"{alias}." if alias else ""
-    return f"{readable_sql(alias)} AND {prefix}quarantined_at IS NULL"
+    return f"{readable_sql(alias, TURN_TIMES)} AND {prefix}quarantined_at IS NULL"

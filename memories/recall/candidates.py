@@ -35,7 +35,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from memories.db.predicates import live_sql, readable_sql, recallable_sql
+from memories.db.predicates import TURN_TIMES, live_sql, readable_sql, recallable_sql
 from memories.scopes import Place, solo_person
 
 RRF_K = 60
@@ -67,15 +67,14 @@ RESULT_COLUMNS = (
     "expires_at",
 )
 RANK_COLUMNS = ("pin_rank", "score", "semantic_rank", "lexical_rank", "recent_rank", "distance")
-RESULT_TIMES = ("created_at", "occurred_at", "expires_at")
 
 
 def result_columns(alias: str = "m") -> str:
     """`RESULT_COLUMNS` of `alias` as a select list, and `unreadable`: a row whose times are past the write rules'
     bound (written around the database's CHECK) comes without them, to be skipped and logged, never loaded."""
-    readable = readable_sql(alias)
+    readable = readable_sql(alias, TURN_TIMES)
     columns = [
-        f"CASE WHEN {readable} THEN {alias}.{name} END AS {name}" if name in RESULT_TIMES else f"{alias}.{name}"
+        f"CASE WHEN {readable} THEN {alias}.{name} END AS {name}" if name in TURN_TIMES else f"{alias}.{name}"
         for name in RESULT_COLUMNS
     ]
     return ", ".join([*columns, f"NOT ({readable}) AS unreadable"])

@@ -417,8 +417,6 @@ _NEIGHBOUR_COLUMNS = (
     "redacted_at",
     "superseded_by_id",
     # and what `shown_in_turn_sql` reads
-    "valid_from",
-    "valid_until",
     "quarantined_at",
 )
 
