@@ -7,7 +7,8 @@ has a bug, and storing its guess hides it. `StrictSerializer`
 `harden` gives every text field the control-character rule (and, for ids and
 names, the invisible-character rule) as a validator whose pattern the schema
 shows. Dates and times are RFC 3339 within 1900–2999, in validation and in the
-schema alike, so no date at the calendar's ends reaches date arithmetic.
+schema alike (and a time once in UTC: `lib.times`), so no date at the calendar's ends reaches date
+arithmetic.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from lib.text import control_problem, invisible_problem
+from lib.times import DATE_RANGE, datetime_range_problem
 
 YEARS = r"(?:19\d\d|2\d\d\d)"
 _MONTH_DAY = r"(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)"
@@ -29,7 +31,6 @@ _TIME = r"(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,6})?"
 _ZONE = r"(?:Z|[+-](?:[01]\d|2[0-3]):[0-5]\d)"
 DATE_PATTERN = rf"^{_DATE}$"
 DATETIME_PATTERN = rf"^{_DATE}T{_TIME}{_ZONE}$"
-DATE_RANGE = "a day from 1900-01-01 to 2999-12-31"
 # Characters an id or name may never hold, BMP part, for the schema (the astral tag characters are checked too).
 ID_FORBIDDEN = (
     r"\x00-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u202a-\u202e"
@@ -167,7 +168,11 @@ class StrictDateTimeField(serializers.DateTimeField):
 
     def to_internal_value(self, value) -> datetime:
         _refuse_outside(self, value, DATETIME_PATTERN, "a date and time in the format YYYY-MM-DDThh:mm:ss+hh:mm (or Z)")
-        return super().to_internal_value(value)
+        parsed = super().to_internal_value(value)
+        problem = datetime_range_problem(parsed)
+        if problem:
+            raise serializers.ValidationError(problem, code="invalid")
+        return parsed
 
 
 @extend_schema_field({"type": "string", "format": "date", "pattern": DATE_PATTERN, "example": "2026-11-30"})

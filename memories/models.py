@@ -17,13 +17,14 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import F, Func, Q
-from django.db.models.functions import Length
+from django.db.models.functions import Cast, Length
 from django.db.models.lookups import Exact, LessThanOrEqual
 from pgvector.django import VectorField
 
 from accounts.models import AuditRow
 from lib.text import CONTROL_CHARS, CONTROL_CHARS_SQL, control_problem
-from memories.db.predicates import live_q
+from lib.times import datetime_range_problem
+from memories.db.predicates import BOUNDED_TIMES, live_q, times_in_range_q
 
 BODY_MAX_CHARS = 2_000
 SOURCE_REF_MAX_CHARS = 200
@@ -237,6 +238,11 @@ class Memory(models.Model):
     redacted_by_label = models.CharField(max_length=200, blank=True, default="")
     redaction_reason = models.CharField(max_length=500, blank=True, default="")
 
+    # A row written before a rule held that breaks it: kept (listed to owners, exported, erasable) but never
+    # recalled or rendered. Set only by a data migration, which says why.
+    quarantined_at = models.DateTimeField(null=True, blank=True, editable=False)
+    quarantine_reason = models.CharField(max_length=500, blank=True, default="", db_default="", editable=False)
+
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -325,6 +331,20 @@ class Memory(models.Model):
                 condition=Q(redacted_at__isnull=True) | (Q(body="") & Q(embedding__isnull=True)),
                 name="memories_redaction_empties",
             ),
+            models.CheckConstraint(condition=times_in_range_q(), name="memories_times_in_range"),
+            models.CheckConstraint(
+                # A person's own fact is about them; a quarantined row of before this rule is kept as it was.
+                condition=~Q(bucket="user")
+                | ~Q(subject_type="user")
+                | (Q(owner__isnull=False) & Q(subject_id=Cast("owner", output_field=models.CharField())))
+                | Q(quarantined_at__isnull=False),
+                name="memories_own_fact_about_its_writer",
+            ),
+            models.CheckConstraint(
+                # What consolidation learns from thread events is never kept in the workspace scope.
+                condition=~Q(scope="workspace", source_kind="thread_event") | Q(quarantined_at__isnull=False),
+                name="memories_learned_never_workspace",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -378,8 +398,31 @@ class Memory(models.Model):
 
         if self.superseded_by_id is not None and self.superseded_by_id == self.id:
             refuse("superseded_by", "A memory cannot supersede itself.")
+        self._clean_provenance(refuse)
         if errors:
             raise ValidationError(errors)
+
+    def _clean_provenance(self, refuse) -> None:
+        """Times within range, a person's own fact about them, nothing learned from threads for everyone."""
+        for name in BOUNDED_TIMES:
+            value = getattr(self, name)
+            problem = datetime_range_problem(value) if value is not None else None
+            if problem:
+                refuse(name, problem)
+        if self.quarantined_at is not None:
+            return
+        if (
+            self.bucket == Bucket.USER
+            and self.subject_type == SubjectType.USER
+            and self.subject_id != str(self.owner_id)
+        ):
+            refuse(
+                "subject_id",
+                "A fact a person saves about a person is about themself; a fact about someone else is written by "
+                "an agent, or kept as a note about a candidate.",
+            )
+        if self.scope == Scope.WORKSPACE and self.source_kind == SourceKind.THREAD_EVENT:
+            refuse("scope", "A fact learned from thread events is kept in the place it was said, never the workspace.")
 
     def _clean_system(self, refuse) -> None:
         if not self.slug:

@@ -2,11 +2,35 @@
 
 from __future__ import annotations
 
+import logging
+
 from django.db.models import Q, QuerySet
 
 from accounts.models import Membership
+from memories.db.predicates import times_in_range_q
 from memories.models import Bucket, Channel, ChannelMember, InjectionLine, Memory, Scope
 from memories.scopes import Viewer
+
+logger = logging.getLogger(__name__)
+# How many unreadable rows one read names in its log line: enough to find them, bounded for a flood.
+UNREADABLE_LOGGED = 20
+
+
+def readable_only(rows: QuerySet[Memory], *, read: str) -> QuerySet[Memory]:
+    """`rows` but those whose times are past the write rules' bound, each logged by id.
+
+    Such a row can exist only if written around the database's CHECK (`memories_times_in_range`); loading it
+    would fail (a year before 1 or after 9999 has no Python datetime), so one row would take every read of
+    its place down. It is skipped and named for an operator instead.
+    """
+    unreadable = list(rows.exclude(times_in_range_q()).values_list("pk", flat=True)[:UNREADABLE_LOGGED])
+    if unreadable:
+        logger.error(
+            "%s skipped memories with a time outside 1900-2999 UTC; fix or quarantine them: %s",
+            read,
+            ", ".join(str(pk) for pk in unreadable),
+        )
+    return rows.filter(times_in_range_q())
 
 
 def memory_supersede_chain(*, memory: Memory) -> list[Memory]:
@@ -63,11 +87,12 @@ def memories_visible_to(*, viewer_user, organisation) -> QuerySet[Memory]:
     user_id = str(viewer_user.pk)
     member_channels = readable_channels(organisation=organisation, user=viewer_user).values("external_id")
     shared = Q(scope=Scope.WORKSPACE) | Q(scope=Scope.CHANNEL, scope_ref__in=member_channels)
-    return (
+    rows = (
         Memory.objects.filter(organisation=organisation)
         .exclude(bucket=Bucket.SYSTEM)
         .filter(shared | Q(scope=Scope.PERSON, scope_ref=user_id))
     )
+    return readable_only(rows, read="list")
 
 
 def memories_visible_to_agent(*, agent, organisation, token=None) -> QuerySet[Memory]:
@@ -87,7 +112,7 @@ def memories_visible_to_agent(*, agent, organisation, token=None) -> QuerySet[Me
             | Q(scope=Scope.CHANNEL, scope_ref__in=list(token.allowed_channels))
             | Q(scope=Scope.PERSON, scope_ref__in=[str(person) for person in token.allowed_people])
         )
-    return rows
+    return readable_only(rows, read="list")
 
 
 def memory_injections(*, memory: Memory) -> QuerySet:

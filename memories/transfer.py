@@ -5,10 +5,12 @@ kept as `supersedes` references), oldest first, each as the request that would r
 place, scope, subject (a person by username), tier, pinned, dates and source. Receipts and erased rows are
 left out, and so are system claims (stewards' records, not memories).
 
-`memories_import` writes rows through the same service as the API (`memory_remember_in_place`, or
-`memory_supersede` for a row that supersedes an earlier one), so every rule holds: the live-fact cap, the
-scope rules, the database's constraints. Each row runs in its own savepoint; a row that breaks a rule is
-reported with its line number and the rest continue. Imported rows keep their dates (`occurred_at`, from
+`memories_import` checks every row with the API's own input serializer first (`ImportRowSerializer`), then
+writes them through the same service as the API (`memory_remember_in_place`, or `memory_supersede` for a
+row that supersedes an earlier one), so every rule holds: strict types, the text rules, times within
+1900–2999 in UTC, the live-fact cap, the scope rules, the database's constraints. It is all or nothing:
+one refused row (at the check or at its write) and nothing is written; with `partial` the valid rows are
+written. Each refusal is reported as `line N: field: reason`. Imported rows keep their dates (`occurred_at`, from
 the row's `occurred_at` or else when it was first written), carry the `import` source kind, get a fresh
 expiry unless one is given, and are embedded by the workers like any other write.
 """
@@ -18,44 +20,25 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
+from rest_framework import serializers
 
 from accounts.models import Agent, Membership, Organisation
-from memories.errors import LimitReached
-from memories.models import Bucket, Channel, Memory, Scope, SourceKind, SubjectType
-from memories.places import PlaceConflict, PlaceNotFound, place_for_turn
+from lib.errors import ApplicationError
+from lib.fields import StrictDateTimeField, json_type_name
+from memories.api.serializers import RememberInputSerializer
+from memories.models import Author, Bucket, Channel, Memory, Scope, SourceKind, SubjectType
+from memories.places import place_for_turn
 from memories.services import memory_supersede
 from memories.turns.writes import memory_remember_in_place
 
 FORMATS = ("archivist", "mem0", "jsonl")
 EXPORT_VERSION = 1
 WORKSPACE_PLACE = {"channel": "workspace", "kind": "public", "people": []}
-ROW_FIELDS = {
-    "ref",
-    "supersedes",
-    "body",
-    "place",
-    "scope",
-    "only_for",
-    "subject_type",
-    "subject_id",
-    "tier",
-    "pinned",
-    "created_at",
-    "occurred_at",
-    "expires_at",
-    "source_kind",
-    "source_ref",
-    "source_label",
-    "author",
-    "agent",
-    "written_by",
-}
 
 
 # --- export -------------------------------------------------------------------------------
@@ -133,19 +116,77 @@ def memories_export(*, organisation: Organisation, now: datetime | None = None) 
 # --- import -------------------------------------------------------------------------------
 
 
+class ImportRowSerializer(RememberInputSerializer):
+    """One line of an import: a remember request exactly as the API takes it, plus the export's own fields.
+
+    The API's serializer, not a copy of its rules: strict JSON types (`"pinned": "no"` is refused), the
+    text rules, the caps on lengths and times within 1900–2999 in UTC. `author`, `agent`, `written_by`
+    and `source_kind` are the export's record of the row; the importing agent writes it, with the
+    `import` source kind.
+    """
+
+    identifier_fields: tuple[str, ...] = (*RememberInputSerializer.identifier_fields, "ref", "supersedes")
+
+    ref = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    supersedes = serializers.CharField(max_length=200, required=False, allow_null=True, allow_blank=True)
+    created_at = StrictDateTimeField(required=False, allow_null=True)
+    occurred_at = StrictDateTimeField(required=False, allow_null=True)
+    expires_at = StrictDateTimeField(required=False, allow_null=True)
+    author = serializers.ChoiceField(choices=Author.choices, required=False, allow_null=True)
+    agent = serializers.CharField(max_length=200, required=False, allow_null=True, allow_blank=True)
+    written_by = serializers.CharField(max_length=150, required=False, allow_null=True, allow_blank=True)
+
+    def validate_source_kind(self, value: str) -> str:
+        return value  # the export's record (an episode too): the imported row carries `import`
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why one line of an import is refused: `line N: field: reason`."""
+
+    line: int
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.field}: {self.reason}"
+
+
 @dataclass
 class ImportReport:
     created: int = 0
     superseded: int = 0
-    errors: list[tuple[int, str]] = field(default_factory=list)
+    errors: list[Refusal] = field(default_factory=list)
 
     @property
     def refused(self) -> int:
-        return len(self.errors)
+        return len({refusal.line for refusal in self.errors})
 
 
 class RowRefused(Exception):
-    """A row that cannot be imported, with a sentence saying why."""
+    """A row that cannot be imported, with the field it is about and a sentence saying why."""
+
+    def __init__(self, reason: str, field: str = "row"):
+        super().__init__(reason)
+        self.field = field
+        self.reason = reason
+
+
+class MalformedFile(Exception):
+    """A file that is no import at all (not the shape its format names); nothing of it is read."""
+
+
+def _parsed(text: str) -> object:
+    """JSON text as Python, or RowRefused: a nesting too deep for the parser or a number too long is a
+    refusal like any syntax error, never a traceback."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise RowRefused(f"not JSON: {error.msg} at column {error.colno}") from None
+    except RecursionError:
+        raise RowRefused("not JSON this service reads: nested too deeply") from None
+    except ValueError as error:  # an integer of more digits than Python converts
+        raise RowRefused(f"not JSON this service reads: {error}") from None
 
 
 def read_lines(lines: Iterable[str]) -> Iterator[tuple[int, dict | RowRefused]]:
@@ -154,25 +195,29 @@ def read_lines(lines: Iterable[str]) -> Iterator[tuple[int, dict | RowRefused]]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError as error:
-            yield number, RowRefused(f"not JSON: {error.msg} at column {error.colno}")
+            value = _parsed(line)
+        except RowRefused as refusal:
+            yield number, refusal
             continue
         yield number, value if isinstance(value, dict) else RowRefused("a line must be a JSON object")
 
 
 def mem0_rows(lines: Iterable[str]) -> Iterator[tuple[int, dict | RowRefused]]:
     """mem0's `get_all` output (`{"results": [...]}` or a list, as one document or one memory per line)."""
-    text = "".join(lines)
+    text = "\n".join(lines)
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError:
+        document = _parsed(text)
+    except RowRefused:
         yield from read_lines(text.splitlines())
         return
     items = document.get("results", document.get("memories")) if isinstance(document, dict) else document
     if isinstance(document, dict) and items is None:
         items = [document]
-    for number, item in enumerate(items or [], start=1):
+    if not isinstance(items, list):
+        raise MalformedFile(
+            f'A mem0 export is a list of memories or {{"results": [...]}}; results here is {json_type_name(items)}.'
+        )
+    for number, item in enumerate(items, start=1):
         yield number, item if isinstance(item, dict) else RowRefused("a mem0 memory must be an object")
 
 
@@ -180,16 +225,17 @@ def from_mem0(item: dict, *, organisation: Organisation, default_place: dict | N
     """A mem0 memory as a remember request: its user is a person of the organisation (a DM with them), else
     the row goes to the default place."""
     body = item.get("memory") or item.get("text") or ""
-    user_id = str(item.get("user_id") or "")
+    user_id = item.get("user_id") if isinstance(item.get("user_id"), str) else ""
     if user_id and Membership.objects.filter(organisation=organisation, user__username=user_id).exists():
         place = {"channel": f"dm:{user_id}", "kind": "dm", "people": [user_id]}
     elif default_place is not None:
         place = default_place
     else:
         raise RowRefused(
-            f"user_id {user_id!r} is not a person of this organisation; pass --place CHANNEL:KIND for such rows"
+            f"user_id {user_id!r} is not a person of this organisation; pass --place CHANNEL:KIND for such rows",
+            field="user_id",
         )
-    ref = f"mem0:{item['id']}" if item.get("id") else ""
+    ref = f"mem0:{item['id']}" if isinstance(item.get("id"), str | int) and item.get("id") else ""
     return {
         "body": body,
         "place": place,
@@ -202,21 +248,58 @@ def from_mem0(item: dict, *, organisation: Organisation, default_place: dict | N
     }
 
 
-def _when(value, name: str) -> datetime | None:
-    if value in (None, ""):
-        return None
-    parsed = parse_datetime(str(value)) if isinstance(value, str) else None
-    if parsed is None:
-        raise RowRefused(f"{name}: {value!r} is not an ISO 8601 date and time")
-    return parsed if timezone.is_aware(parsed) else timezone.make_aware(parsed, UTC)
+def _flattened(errors, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(dotted field, message) for each message of a serializer's or a ValidationError's errors."""
+    if isinstance(errors, dict):
+        for name, value in errors.items():
+            name = "row" if name in ("non_field_errors", "__all__") else str(name)
+            yield from _flattened(value, f"{prefix}.{name}" if prefix else name)
+    elif isinstance(errors, list):
+        for item in errors:
+            if isinstance(item, dict | list):
+                yield from _flattened(item, prefix)
+            else:
+                yield prefix or "row", str(item)
+    else:
+        yield prefix or "row", str(errors)
 
 
-def _message(error: Exception) -> str:
+def _refusals(number: int, error: Exception) -> list[Refusal]:
     if isinstance(error, ValidationError):
-        if hasattr(error, "error_dict"):
-            return "; ".join(f"{name}: {' '.join(messages)}" for name, messages in error.message_dict.items())
-        return " ".join(error.messages)
-    return str(error)
+        detail = error.message_dict if hasattr(error, "error_dict") else error.messages
+        return [Refusal(number, name, reason) for name, reason in _flattened(detail)]
+    if isinstance(error, RowRefused):
+        return [Refusal(number, error.field, error.reason)]
+    if isinstance(error, ApplicationError):
+        return [Refusal(number, error.field or "row", error.message)]
+    return [Refusal(number, "row", str(error))]
+
+
+def import_rows_checked(
+    *, organisation: Organisation, rows: Iterable[tuple[int, dict | RowRefused]], format: str, default_place
+) -> tuple[list[tuple[int, dict]], list[Refusal]]:
+    """Every row checked by the API's rules before anything is written: the valid rows, and each refusal."""
+    valid: list[tuple[int, dict]] = []
+    refusals: list[Refusal] = []
+    for number, row in rows:
+        try:
+            if isinstance(row, RowRefused):
+                raise row
+            if format == "archivist" and "archivist_export" in row:
+                continue  # the header line
+            if format == "mem0":
+                row = from_mem0(row, organisation=organisation, default_place=default_place)
+        except RowRefused as refusal:
+            refusals.append(Refusal(number, refusal.field, refusal.reason))
+            continue
+        if row.get("place") is None and default_place is not None:
+            row = {**row, "place": default_place}
+        serializer = ImportRowSerializer(data=row)
+        if serializer.is_valid():
+            valid.append((number, serializer.validated_data))
+        else:
+            refusals += [Refusal(number, name, reason) for name, reason in _flattened(serializer.errors)]
+    return valid, refusals
 
 
 def memories_import(
@@ -226,105 +309,88 @@ def memories_import(
     rows: Iterable[tuple[int, dict | RowRefused]],
     format: str,
     default_place: dict | None = None,
+    partial: bool = False,
     progress: Callable[[], object] | None = None,
 ) -> ImportReport:
-    """Import rows written by `agent`; see the module's docstring for what holds."""
+    """Import rows written by `agent`; see the module's docstring for what holds.
+
+    All or nothing unless `partial`: any refusal, by the rules or at write (the cap, a place), leaves the
+    organisation as it was. With `partial` the valid rows are written and the refused ones reported.
+    """
     if format not in FORMATS:
         raise ValueError(f"format is one of {', '.join(FORMATS)}")
-    report = ImportReport()
-    imported: dict[str, Memory] = {}  # an exported ref -> the row it became here
-    for number, row in rows:
-        try:
-            if isinstance(row, RowRefused):
-                raise row
-            if format == "archivist" and "archivist_export" in row:
-                continue  # the header line
-            if format == "mem0":
-                row = from_mem0(row, organisation=organisation, default_place=default_place)
-            memory, superseded = _import_row(
-                organisation=organisation, agent=agent, row=row, imported=imported, default_place=default_place
-            )
-        except (
-            RowRefused,
-            ValidationError,
-            LimitReached,
-            PlaceNotFound,
-            PlaceConflict,
-            DatabaseError,
-            ValueError,
-            TypeError,
-            KeyError,
-        ) as error:
-            report.errors.append((number, _message(error)))
-        else:
-            if row.get("ref"):
-                imported[str(row["ref"])] = memory
-            report.superseded += superseded
-            report.created += 1
-        if progress is not None:
-            progress()
+    valid, refusals = import_rows_checked(
+        organisation=organisation, rows=rows, format=format, default_place=default_place
+    )
+    report = ImportReport(errors=refusals)
+    if refusals and not partial:
+        return report
+    with transaction.atomic():
+        imported: dict[str, Memory] = {}  # an exported ref -> the row it became here
+        for number, attrs in valid:
+            try:
+                # Each row in its own savepoint: with `partial`, a refusal leaves the rows before it.
+                with transaction.atomic():
+                    memory, superseded = _import_row(
+                        organisation=organisation, agent=agent, attrs=attrs, imported=imported
+                    )
+            except (RowRefused, ValidationError, ApplicationError, DatabaseError) as error:
+                report.errors += _refusals(number, error)
+            else:
+                if attrs.get("ref"):
+                    imported[attrs["ref"]] = memory
+                report.superseded += superseded
+                report.created += 1
+            if progress is not None:
+                progress()
+        if report.errors and not partial:
+            transaction.set_rollback(True)
+            report.created = report.superseded = 0
     return report
 
 
-def _import_row(*, organisation, agent, row: dict, imported: dict, default_place: dict | None):
-    unknown = sorted(set(row) - ROW_FIELDS)
-    if unknown:
-        raise RowRefused(f"unknown fields {', '.join(unknown)}; a row takes {', '.join(sorted(ROW_FIELDS))}")
-    body = row.get("body")
-    if not isinstance(body, str) or not body.strip():
-        raise RowRefused("body: a memory needs text")
-    place = row.get("place") or default_place
-    if not isinstance(place, dict):
-        raise RowRefused("place: a row names its place ({channel, kind, people}), or pass --place")
-    occurred_at = _when(row.get("occurred_at"), "occurred_at") or _when(row.get("created_at"), "created_at")
-    expires_at = _when(row.get("expires_at"), "expires_at")
+def _import_row(*, organisation, agent, attrs: dict, imported: dict) -> tuple[Memory, int]:
+    occurred_at = attrs.get("occurred_at") or attrs.get("created_at")
+    expires_at = attrs.get("expires_at")
     if expires_at is not None and expires_at <= timezone.now():
         expires_at = None  # it had expired by the time it was exported: a fresh expiry instead
-    # Each row in its own savepoint: a refusal leaves the rows before it, and the rest go on.
-    with transaction.atomic():
-        supersedes = row.get("supersedes")
-        if supersedes:
-            earlier = imported.get(str(supersedes))
-            if earlier is None:
-                raise RowRefused(f"supersedes {supersedes!r}, which was not imported before it")
-            earlier.refresh_from_db()
-            overrides = {
-                "source_kind": SourceKind.IMPORT,
-                "source_ref": str(row.get("source_ref") or ""),
-                "source_label": str(row.get("source_label") or ""),
-                "occurred_at": occurred_at,
-            }
-            for name in ("tier", "pinned"):
-                if row.get(name) is not None:
-                    overrides[name] = row[name]
-            if expires_at is not None:
-                overrides["expires_at"] = expires_at
-            return memory_supersede(memory=earlier, body=body, agent=agent, overrides=overrides), 1
-        resolved = place_for_turn(
-            organisation=organisation,
-            channel=str(place.get("channel", "")),
-            kind=str(place.get("kind", "")),
-            people=list(place.get("people") or []),
-            agent=agent,
-        )
-        memory, _ = memory_remember_in_place(
-            organisation=organisation,
-            resolved=resolved,
-            body=body,
-            writer=agent,
-            scope=row.get("scope"),
-            only_for=row.get("only_for"),
-            subject_type=row.get("subject_type"),
-            subject_id=str(row.get("subject_id") or ""),
-            tier=row.get("tier") or "log",
-            pinned=bool(row.get("pinned", False)),
-            expires_at=expires_at,
-            source_kind=SourceKind.IMPORT,
-            source_ref=str(row.get("source_ref") or ""),
-            source_label=str(row.get("source_label") or ""),
-            occurred_at=occurred_at,
-        )
-        return memory, 0
+    provenance = {
+        "source_kind": SourceKind.IMPORT,
+        "source_ref": attrs.get("source_ref", ""),
+        "source_label": attrs.get("source_label", ""),
+        "occurred_at": occurred_at,
+    }
+    supersedes = attrs.get("supersedes")
+    if supersedes:
+        earlier = imported.get(supersedes)
+        if earlier is None:
+            raise RowRefused(f"{supersedes!r} was not imported before this row", field="supersedes")
+        earlier.refresh_from_db()
+        overrides = {**provenance, "tier": attrs["tier"], "pinned": attrs["pinned"]}
+        if expires_at is not None:
+            overrides["expires_at"] = expires_at
+        return memory_supersede(memory=earlier, body=attrs["body"], agent=agent, overrides=overrides), 1
+    place = attrs["place"]
+    resolved = place_for_turn(
+        organisation=organisation, channel=place["channel"], kind=place["kind"], people=place["people"], agent=agent
+    )
+    memory, _ = memory_remember_in_place(
+        organisation=organisation,
+        resolved=resolved,
+        body=attrs["body"],
+        writer=agent,
+        scope=attrs.get("scope"),
+        only_for=attrs.get("only_for"),
+        subject_type=attrs.get("subject_type"),
+        subject_id=attrs.get("subject_id", ""),
+        tier=attrs["tier"],
+        pinned=attrs["pinned"],
+        expires_at=expires_at,
+        ttl_days=attrs.get("ttl_days"),
+        run_id=attrs.get("run_id", ""),
+        **provenance,
+    )
+    return memory, 0
 
 
 def agent_named(*, organisation: Organisation, name: str) -> Agent:

@@ -112,7 +112,11 @@ def on_user_facts_remembered(sender, memories: Sequence[Memory], **kwargs) -> No
 
 
 def own_fact_for(*, organisation_id, candidate: Candidate, now: datetime) -> Memory | None:
-    """The person's live own fact with this candidate's subject and key, if any."""
+    """The person's live own fact with this candidate's subject and key, if any.
+
+    A quarantined row (a fact planted about this person by someone else before the rule held) is not theirs
+    and never holds their statement back.
+    """
     if not candidate.author_id or not candidate.key:
         return None
     return (
@@ -120,6 +124,7 @@ def own_fact_for(*, organisation_id, candidate: Candidate, now: datetime) -> Mem
             current_q(),
             unexpired_q(now),
             organisation_id=organisation_id,
+            quarantined_at__isnull=True,
             bucket=Bucket.USER,
             subject_type=SubjectType.USER,
             subject_id=candidate.author_id,

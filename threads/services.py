@@ -33,7 +33,7 @@ from memories.embeddings.embedders import EmbeddingError, get_embedder
 from memories.errors import LimitReached
 from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
 from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound, place_for_turn
-from memories.scopes import WORKSPACE, Place, scope_for
+from memories.scopes import Place, scope_for
 from memories.services import memory_point_to_replacement, memory_redact, memory_supersede
 from memories.turns.writes import memory_remember_in_place
 from threads.conflicts import own_fact_for, pending_already, says_the_same, user_fact_keyed
@@ -314,7 +314,7 @@ class _Destination:
     there, and the live memories already about that subject in that scope."""
 
     resolved: PlaceInTurn
-    wanted: str | None  # the scope asked of scope_for: workspace facts ask for the workspace
+    wanted: str | None  # the scope asked of scope_for: None, the narrowest the place allows
     scope: str
     scope_ref: str
     subject: tuple[str, str]
@@ -426,13 +426,19 @@ class _Consolidator:
             self.fresh.append((where.key, vector, candidate.body))
 
     def destination(self, candidate: Candidate, last: ThreadEvent) -> _Destination:
-        """A fact about its author is kept where the place's rules put it; a workspace fact, in the workspace."""
+        """Where the place's rules put a fact: its author's, or about no one, never in the workspace scope.
+
+        A workspace fact reaches every prompt everywhere, and anyone who can post an event (a member, an author
+        who is no person of the organisation) could write one with "remember that ..."; a fact about no one
+        said in a public channel stays that channel's. An agent's explicit workspace write is another path.
+        """
         resolved = self.place_of(last)
         if candidate.about == ABOUT_AUTHOR:
             assert candidate.author_id is not None  # the extractors name the author of every fact about them
-            subject, wanted = (SubjectType.USER, candidate.author_id), None
+            subject = (SubjectType.USER, candidate.author_id)
         else:
-            subject, wanted = (SubjectType.WORKSPACE, ""), WORKSPACE
+            subject = (SubjectType.WORKSPACE, "")
+        wanted = None
         choice = scope_for(resolved.place, wanted)
         live = Memory.objects.filter(
             live_q(),
@@ -647,9 +653,7 @@ def _batch_read(thread: Thread, extractor: Extractor) -> _Batch:
     # An agent echoing its rendered <memory> block: the block goes before anything is kept
     # or extracted, so recalled memories are never learned again as new ones.
     texts = {event.sequence: strip_memory_blocks(event.text) for event in live}
-    views = [_view(event, texts[event.sequence]) for event in live if texts[event.sequence]]
-    earlier = [_view(event, strip_memory_blocks(event.text)) for event in context]
-    candidates = extractor.extract(views, context=[view for view in earlier if view.text])
+    candidates = _extract_by_place(extractor, live, texts, context)
     drafts = drafts_for(live, texts) if episodes_enabled(thread) else []
     # One encode for the candidates' cosine check and the episodes' vectors.
     vectors = _embed([candidate.body for candidate in candidates] + [draft.body for draft in drafts])
@@ -662,6 +666,30 @@ def _batch_read(thread: Thread, extractor: Extractor) -> _Batch:
         drafts=drafts,
         episode_vectors=vectors[len(candidates) :],
     )
+
+
+def _place_key(event: ThreadEvent) -> tuple:
+    return (event.place_channel, event.place_kind, tuple(sorted(str(person) for person in event.place_people)))
+
+
+def _extract_by_place(
+    extractor: Extractor, live: list[ThreadEvent], texts: dict[int, str], context: list[ThreadEvent]
+) -> list[Candidate]:
+    """Each place's events extracted apart, with only that place's earlier events as context.
+
+    A learned fact has one audience: one that cites a DM and a public channel would carry the DM's words to
+    wherever it is kept, and an extractor (a remote model) sent another place's events could repeat them.
+    """
+    places: dict[tuple, list[ThreadEvent]] = {}
+    for event in live:
+        if texts[event.sequence]:
+            places.setdefault(_place_key(event), []).append(event)
+    candidates: list[Candidate] = []
+    for key, events in places.items():
+        earlier = [_view(event, strip_memory_blocks(event.text)) for event in context if _place_key(event) == key]
+        views = [_view(event, texts[event.sequence]) for event in events]
+        candidates += extractor.extract(views, context=[view for view in earlier if view.text])
+    return candidates
 
 
 def _batch_keep(*, thread: Thread, batch: _Batch, extractor: str, now: datetime) -> ConsolidationResult | None:

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from accounts.auth import Principal, ReadWithToken
 from lib.api.views import ApiView
+from memories.db.predicates import times_in_range_q
 from memories.models import Bucket, Memory
 from memories.places import (
     PLACE_OF_TENANT_STATEMENT,
@@ -27,6 +28,7 @@ from memories.places import (
 )
 from memories.scopes import Viewer, changeable_by, visible_to
 from memories.selectors import (
+    readable_only,
     viewer_for,
 )
 from memories.turns.idempotency import (
@@ -112,12 +114,14 @@ class MemoryApi(ApiView):
         return viewer_for(user=principal.user, organisation=principal.organisation, role=principal.role)
 
     def memory_or_404(self, memory_id, viewer: Viewer) -> Memory:
-        memory = (
+        rows = (
             Memory.objects.select_related("agent", "written_by")
             .filter(organisation=self.principal().organisation, pk=memory_id)
             .exclude(bucket=Bucket.SYSTEM)
-            .first()
         )
+        memory = rows.filter(times_in_range_q()).first()
+        if memory is None:
+            readable_only(rows, read="get")  # names the row when it is there but cannot be read
         if memory is None or not visible_to(memory, viewer) or not token_reaches(self.principal().token, memory):
             raise exceptions.NotFound("No memory you can see has this id.")
         return memory

@@ -170,7 +170,7 @@ class _ProvenanceFields(StrictSerializer):
 
 
 class RememberInputSerializer(_ProvenanceFields):
-    identifier_fields = ("source_ref", "run_id", "only_for", "subject_id")
+    identifier_fields: tuple[str, ...] = ("source_ref", "run_id", "only_for", "subject_id")
 
     body = body_field()
     place = PlaceSerializer()

@@ -5,13 +5,21 @@
   so the planner can prove that a query naming it may use them.
 - **recallable**: live, and not a promotion tombstone (a row a stance replaced,
   marked by `stance`): what recall and render may show.
+- **readable**: every bounded time within 1900–2999 (`lib.times`), as the
+  database's `memories_times_in_range` holds; a row past it (written around
+  the constraint) would fail to load, so reads skip it rather than answer 500.
+- **shown in a turn**: readable and not quarantined (a row kept from before a
+  write rule held, see migration 0012). Recall and render test it on the rows
+  they return, after the indexes have chosen them, so no index changes.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db.models import Q
+
+from lib.times import in_range_sql
 
 _LIVE_TERMS = ("redacted_at IS NULL", "superseded_by_id IS NULL", "bucket <> 'system'")
 _NOT_TOMBSTONE_TERM = "stance IS NULL"
@@ -45,3 +53,32 @@ def live_q() -> Q:
 def unexpired_q(now: datetime) -> Q:
     """Not expired at `now` (a row without an expiry never is)."""
     return Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+
+
+# Times a writer gives or the store derives from them, each bounded (`lib.times`); created_at is never NULL.
+BOUNDED_TIMES = ("created_at", "occurred_at", "valid_from", "valid_until", "expires_at")
+# The times a recall or render row carries (`memories.recall.candidates.RESULT_COLUMNS`).
+TURN_TIMES = ("created_at", "occurred_at", "expires_at")
+TIMES_FROM = datetime(1900, 1, 1, tzinfo=UTC)
+TIMES_UNTIL = datetime(3000, 1, 1, tzinfo=UTC)
+
+
+def times_in_range_q() -> Q:
+    """Every bounded time of a row within the range, as an ORM condition (the CHECK's and reads' rule)."""
+    condition = Q(created_at__gte=TIMES_FROM, created_at__lt=TIMES_UNTIL)
+    for name in BOUNDED_TIMES[1:]:
+        condition &= Q(**{f"{name}__isnull": True}) | Q(**{f"{name}__gte": TIMES_FROM, f"{name}__lt": TIMES_UNTIL})
+    return condition
+
+
+def readable_sql(alias: str = "", columns: tuple[str, ...] = BOUNDED_TIMES) -> str:
+    """`times_in_range_q` as SQL over `alias`, for `columns` (by default every bounded time)."""
+    prefix = f"{alias}." if alias else ""
+    return " AND ".join(in_range_sql(prefix + name, nullable=name != "created_at") for name in columns)
+
+
+def shown_in_turn_sql(alias: str = "") -> str:
+    """The times a recall or render row loads readable, and not quarantined: what a turn may be shown of the rows
+    it chose (the other bounded times are never loaded there, so they are not tested on the hot path)."""
+    prefix = f"{alias}." if alias else ""
+    return f"{readable_sql(alias, TURN_TIMES)} AND {prefix}quarantined_at IS NULL"

@@ -35,7 +35,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from memories.db.predicates import live_sql, recallable_sql
+from memories.db.predicates import TURN_TIMES, live_sql, readable_sql, recallable_sql
 from memories.scopes import Place, solo_person
 
 RRF_K = 60
@@ -67,6 +67,22 @@ RESULT_COLUMNS = (
     "expires_at",
 )
 RANK_COLUMNS = ("pin_rank", "score", "semantic_rank", "lexical_rank", "recent_rank", "distance")
+
+
+def result_columns(alias: str = "m") -> str:
+    """`RESULT_COLUMNS` of `alias` as a select list, and `unreadable`: a row whose times are past the write rules'
+    bound (written around the database's CHECK) comes without them, to be skipped and logged, never loaded."""
+    readable = readable_sql(alias, TURN_TIMES)
+    columns = [
+        f"CASE WHEN {readable} THEN {alias}.{name} END AS {name}" if name in TURN_TIMES else f"{alias}.{name}"
+        for name in RESULT_COLUMNS
+    ]
+    return ", ".join([*columns, f"NOT ({readable}) AS unreadable"])
+
+
+def not_quarantined(alias: str = "m") -> str:
+    """A quarantined row (kept from before a write rule held) is never recalled or rendered."""
+    return f"{alias}.quarantined_at IS NULL"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,11 +213,11 @@ def statement(ctes: list[str], chosen: str) -> str:
 def build_plan(request: RecallRequest) -> RecallPlan:
     """The recall statement for the request's ranked lists (`semantic`, `lexical`, `recent`), pinned facts first."""
     found = candidate_ctes(request)
-    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
     ranks = ", ".join(f"c.{name}" for name in RANK_COLUMNS)
     chosen = (
-        f"  SELECT {columns}, {ranks} FROM cand c JOIN memories_memory m\n"
-        f"    ON m.id = c.id AND {by_key('cand')} AND m.organisation_id = {tenant_literal(request.organisation_id)}\n"
+        f"  SELECT {result_columns()}, {ranks} FROM cand c JOIN memories_memory m\n"
+        f"    ON m.id = c.id AND {by_key('cand')} AND m.organisation_id = {tenant_literal(request.organisation_id)}"
+        f" AND {not_quarantined()}\n"
         "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
         "  LIMIT %(limit)s"
     )

@@ -40,7 +40,7 @@ from django.db import connection
 from psycopg import postgres
 from psycopg.pq import Format
 
-from memories.db.predicates import live_sql
+from memories.db.predicates import live_sql, shown_in_turn_sql
 from memories.recall import ranking
 from memories.recall.candidates import (
     RESULT_COLUMNS,
@@ -149,6 +149,7 @@ def _anchor_cte(tenant: str) -> str:
         "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank, c.distance,\n"
         "    m.created_at, m.bucket, m.scope, m.scope_ref, m.agent_id, m.source_event_id\n"
         f"  FROM cand c JOIN memories_memory m ON m.id = c.id AND {by_key('cand')} AND m.organisation_id = {tenant}\n"
+        f"    AND {shown_in_turn_sql('m')}\n"
         "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
         "  LIMIT %(candidates)s\n)"
     )
@@ -177,7 +178,7 @@ def _neighbours_written(direction: str, tenant: str, base: str) -> str:
         f"      SELECT {columns_read} FROM memories_memory w WHERE w.organisation_id = {tenant} AND {live_sql('w')}\n"
         f"        AND w.created_at {cmp} a.created_at AND {bound} AND w.id <> a.id\n"
         f"      ORDER BY w.created_at {order} LIMIT %(scan)s) m\n"
-        f"    WHERE {base} AND {_SAME_PLACE}\n"
+        f"    WHERE {base} AND {_SAME_PLACE} AND {shown_in_turn_sql('m')}\n"
         f"    ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s) x"
     )
 
@@ -196,7 +197,7 @@ def _neighbours_in_thread(tenant: str, base: str) -> str:
         f"    JOIN memories_memory m ON m.source_event_id = f.id AND m.organisation_id = {tenant}\n"
         f"    WHERE f.organisation_id = {tenant} AND f.thread_id = e.thread_id AND %(window)s > 0\n"
         "      AND f.sequence BETWEEN e.sequence - %(window)s AND e.sequence + %(window)s\n"
-        f"      AND m.id <> a.id AND {base} AND {_SAME_PLACE}) x"
+        f"      AND m.id <> a.id AND {base} AND {_SAME_PLACE} AND {shown_in_turn_sql('m')}) x"
     )
 
 
@@ -415,6 +416,8 @@ _NEIGHBOUR_COLUMNS = (
     "stance",
     "redacted_at",
     "superseded_by_id",
+    # and what `shown_in_turn_sql` reads
+    "quarantined_at",
 )
 
 

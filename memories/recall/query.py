@@ -38,6 +38,7 @@ said in `notice`.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -57,11 +58,15 @@ from memories.recall.candidates import (
     RecallRequest,
     base_predicate,
     build_plan,
+    not_quarantined,
     place_params,
+    result_columns,
     tenant_literal,
 )
 from memories.recall.hnsw import tenant_hnsw_index
 from memories.scopes import Place
+
+logger = logging.getLogger(__name__)
 
 MODES = ("auto", "hybrid", "semantic", "lexical", "recent", "contextual", "reranked")
 # Modes that rank by meaning alone or first: without a vector they give the most recent facts instead.
@@ -119,7 +124,19 @@ def run_plan(plan: RecallPlan, cursor) -> tuple[list[dict], int | None, int | No
     for row in rows:
         row.pop("vec_n", None)
         row.pop("unembedded", None)
-    return rows, vec_n, unembedded
+    return readable_rows(rows, read="recall"), vec_n, unembedded
+
+
+def readable_rows(rows: list[dict], *, read: str) -> list[dict]:
+    """The rows but those `result_columns` marked unreadable, each of which is logged: one bad row (a time past
+    the bound, written around the database's CHECK) is left out, and the read answers normally."""
+    kept = []
+    for row in rows:
+        if row.pop("unreadable", False):
+            logger.error("%s skipped memory %s: a time outside 1900-2999 UTC; fix or quarantine it", read, row["id"])
+        else:
+            kept.append(row)
+    return kept
 
 
 def _execute(plan: RecallPlan) -> tuple[list[dict], int | None, int | None]:
@@ -357,11 +374,10 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
                 f"(SELECT m.id FROM memories_memory m WHERE {base} AND m.scope = '{scope}' AND {tier}"
                 f" ORDER BY m.created_at DESC LIMIT {int(count)})"
             )
-    columns = ", ".join(f"m.{name}" for name in RESULT_COLUMNS)
     sql = (
         "WITH picked AS (\n  " + "\n  UNION\n  ".join(parts) + "\n)\n"
-        f"SELECT {columns} FROM picked p JOIN memories_memory m ON m.id = p.id"
-        f" AND m.organisation_id = {tenant_literal(organisation_id)}\n"
+        f"SELECT {result_columns()} FROM picked p JOIN memories_memory m ON m.id = p.id"
+        f" AND m.organisation_id = {tenant_literal(organisation_id)} AND {not_quarantined()}\n"
         "ORDER BY m.pinned DESC, m.created_at DESC, m.id"
     )
     totals_sql = f"SELECT m.scope, count(*) FROM memories_memory m WHERE {base} GROUP BY m.scope"
@@ -369,7 +385,7 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         names = [column.name for column in cursor.description]
-        rows = [dict(zip(names, record, strict=True)) for record in cursor.fetchall()]
+        rows = readable_rows([dict(zip(names, record, strict=True)) for record in cursor.fetchall()], read="render")
         cursor.execute(totals_sql, params)
         totals = dict(cursor.fetchall())
     return rows, totals

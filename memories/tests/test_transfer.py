@@ -1,5 +1,5 @@
 """export_memories and import_memories: a round trip keeps bodies, places, scopes, subjects and chains;
-every row passes the API's rules, a refused row is reported by line number and the rest continue."""
+rows count toward the cap (the refusals themselves: test_import_checks_every_line)."""
 
 from __future__ import annotations
 
@@ -92,35 +92,6 @@ def test_an_export_imports_back_with_the_same_shapes_dates_and_chain(org, seeded
     assert imported["Standup is at 9"].superseded_by_id == imported["Standup is at 10"].pk
 
 
-def test_a_refused_row_is_reported_by_line_number_and_the_rest_continue(org, agent, member, tmp_path):
-    good = {
-        "body": "Good fact",
-        "place": {"channel": "C-general", "kind": "public", "people": ["mona"]},
-        "subject_type": "workspace",
-    }
-    lines = [
-        json.dumps(good),
-        "{not json",
-        json.dumps({**good, "body": "x" * 2001}),
-        json.dumps({**good, "place": {"channel": "D-x", "kind": "dm", "people": ["nobody"]}}),
-        json.dumps({**good, "colour": "blue"}),
-        json.dumps({**good, "body": "Another good fact"}),
-    ]
-    path = tmp_path / "rows.jsonl"
-    path.write_text("\n".join(lines))
-    out, err = io.StringIO(), io.StringIO()
-    call_command(
-        "import_memories", str(path), "--org", "acme", "--agent", "helper", "--format", "jsonl", stdout=out, stderr=err
-    )
-    assert "Imported 2 memories" in out.getvalue() and "4 refused" in out.getvalue()
-    errors = err.getvalue()
-    assert "line 2: not JSON" in errors
-    assert "line 3: body" in errors and "2000" in errors
-    assert "line 4: place.people" in errors and "nobody" in errors
-    assert "line 5: unknown fields colour" in errors
-    assert sorted(Memory.objects.values_list("body", flat=True)) == ["Another good fact", "Good fact"]
-
-
 def test_imported_rows_count_toward_the_agents_cap(org, agent, tmp_path, settings):
     settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT = 2
     place = {"channel": "C-general", "kind": "public", "people": []}
@@ -129,20 +100,20 @@ def test_imported_rows_count_toward_the_agents_cap(org, agent, tmp_path, setting
         "\n".join(json.dumps({"body": f"Fact {n}", "place": place, "subject_type": "workspace"}) for n in range(3))
     )
     err = io.StringIO()
-    call_command(
-        "import_memories",
-        str(path),
-        "--org",
-        "acme",
-        "--agent",
-        "helper",
-        "--format",
-        "jsonl",
-        stdout=io.StringIO(),
-        stderr=err,
-    )
+    with pytest.raises(CommandError, match="1 rows refused"):
+        call_command(
+            "import_memories", str(path), "--org", "acme", "--agent", "helper", "--format", "jsonl", stderr=err
+        )
+    assert Memory.objects.filter(agent=agent).count() == 0  # refused at its write: nothing is written
+    assert "line 3: row: This agent holds 2 live facts" in err.getvalue()
+    with pytest.raises(CommandError):
+        call_command(
+            "import_memories",
+            *(str(path), "--org", "acme", "--agent", "helper", "--format", "jsonl", "--partial"),
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
     assert Memory.objects.filter(agent=agent).count() == 2
-    assert "line 3: This agent holds 2 live facts" in err.getvalue()
 
 
 def test_a_mem0_export_imports_as_dms_with_its_people_and_the_rest_in_a_given_place(org, agent, member, tmp_path):

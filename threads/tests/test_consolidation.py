@@ -52,7 +52,8 @@ def test_the_scope_follows_the_place_by_the_scope_rules(post_events, private_cha
         "mona's timezone is CET": (Scope.CHANNEL, "C-private", SubjectType.USER),
         # Only a public channel may write a workspace fact; a private one keeps it.
         "The VPN is down": (Scope.CHANNEL, "C-private", SubjectType.WORKSPACE),
-        "The office closes at 6": (Scope.WORKSPACE, "", SubjectType.WORKSPACE),
+        # Consolidation never writes the workspace scope: a public channel keeps it as its own.
+        "The office closes at 6": (Scope.CHANNEL, "C-general", SubjectType.WORKSPACE),
     }
 
 

@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from accounts.models import Organisation
-from memories.transfer import FORMATS, agent_named, mem0_rows, memories_import, read_lines
+from memories.transfer import FORMATS, MalformedFile, agent_named, mem0_rows, memories_import, read_lines
 
 PLACE_KINDS = ("dm", "private", "public")
 
@@ -17,8 +17,10 @@ PLACE_KINDS = ("dm", "private", "public")
 class Command(BaseCommand):
     help = (
         "Import memories written by an agent: an Archivist export, a mem0 export (get_all output) or plain JSON "
-        "lines of the export's shape. Every row passes the same rules as the API; a row that breaks one is "
-        "reported with its line number and the rest continue. Rows carry the `import` source kind."
+        "lines of the export's shape. Every row passes the same rules as the API, and every row is checked "
+        "before any is written: if one is refused, nothing is written and each refusal is listed as "
+        "`line N: field: reason` (exit status 1); --partial writes the valid rows. Rows carry the `import` "
+        "source kind."
     )
 
     def add_arguments(self, parser):
@@ -29,8 +31,9 @@ class Command(BaseCommand):
         parser.add_argument(
             "--place", help="CHANNEL:KIND[:person,person] for rows that name no place (mem0 rows of no person)"
         )
+        parser.add_argument("--partial", action="store_true", help="write the valid rows even if some are refused")
 
-    def handle(self, *args, file: str, org: str, agent: str, format: str, place: str | None, **options):
+    def handle(self, *args, file: str, org: str, agent: str, format: str, place: str | None, partial: bool, **options):
         organisation = Organisation.objects.filter(slug=org).first()
         if organisation is None:
             raise CommandError(f"No organisation with the slug {org!r}.")
@@ -42,9 +45,14 @@ class Command(BaseCommand):
         path = Path(file)
         if file != "-" and not path.is_file():
             raise CommandError(f"No file at {file}.")
-        text = self.stdin_text() if file == "-" else path.read_text(encoding="utf-8")
-        lines = text.splitlines()
-        rows = list(mem0_rows(lines) if format == "mem0" else read_lines(lines))
+        try:
+            text = self.stdin_text() if file == "-" else path.read_text(encoding="utf-8")
+            lines = text.splitlines()
+            rows = list(mem0_rows(lines) if format == "mem0" else read_lines(lines))
+        except UnicodeDecodeError as error:
+            raise CommandError(f"{file} is not UTF-8 text: {error.reason} at byte {error.start}.") from None
+        except MalformedFile as error:
+            raise CommandError(str(error)) from None
         bar = tqdm(total=len(rows), unit="rows", desc=f"import {format}", file=self.stderr)
         report = memories_import(
             organisation=organisation,
@@ -52,15 +60,19 @@ class Command(BaseCommand):
             rows=rows,
             format=format,
             default_place=default_place,
+            partial=partial,
             progress=bar.update,
         )
         bar.close()
-        for number, message in report.errors:
-            self.stderr.write(f"line {number}: {message}")
+        for refusal in report.errors:
+            self.stderr.write(str(refusal))
         self.stdout.write(
             f"Imported {report.created} memories ({report.superseded} as corrections of earlier rows); "
             f"{report.refused} refused."
         )
+        if report.errors:
+            written = "the valid rows were written" if partial else "nothing was written (--partial writes the rest)"
+            raise CommandError(f"{report.refused} rows refused; {written}.", returncode=1)
 
     @staticmethod
     def parse_place(value: str) -> dict:

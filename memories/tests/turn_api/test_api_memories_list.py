@@ -24,6 +24,10 @@ def person_fact(make_memory, user, body):
         scope_ref=str(user.pk),
         subject_type="user",
         subject_id=str(user.pk),
+        # An agent's fact about the person: a person's own saved fact is always about its writer.
+        bucket="learned",
+        author="model",
+        source_kind="message",
         owner=None,
         written_by=None,
     )
