@@ -6,6 +6,8 @@ or to anything but empty, they never change (trigger `memories_immutable`). The 
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from django.db import IntegrityError, connection, transaction
 
@@ -68,3 +70,15 @@ def test_the_database_runs_the_trigger_the_live_module_spells():
         (source,) = cursor.fetchone()
     assert source.strip() in IMMUTABLE_TRIGGER
     assert "erased AND NEW.source_label = ''" in source
+
+
+def test_the_migration_empties_the_source_text_of_rows_erased_before_it_and_of_no_live_row(make_memory):
+    migration = importlib.import_module("memories.migrations.0013_erasure_empties_provenance")
+    erased = erased_keeping_provenance(make_memory)
+    live = make_memory(**PROVENANCE)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(migration.EMPTY_ERASED_PROVENANCE)
+    erased.refresh_from_db()
+    live.refresh_from_db()
+    assert (erased.source_ref, erased.source_label, erased.source_run_id) == ("", "", "")
+    assert (live.source_ref, live.source_label, live.source_run_id) == tuple(PROVENANCE.values())
