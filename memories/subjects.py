@@ -174,13 +174,13 @@ def subject_erase(
     these rows is emptied by the database in the same transaction (trigger
     `memories_scrub_injections`); apps built on memories erase what they derived
     from the subject (thread events, learned memories) through `subject_erased`.
-    What still names them goes last: the provenance text of the erased rows, the
-    label of their person scope, and their display name (docs/privacy.md lists
-    what is emptied and what stays).
+    What names them goes last: the erased rows' provenance text, their person
+    scope's label, their display name (docs/privacy.md: what goes, what stays).
     """
     reason = (reason or "").strip() or f"subject erasure request for {subject_type} {subject_id}"
     now = timezone.now()
     subject: dict[str, Any] = {"organisation": organisation, "subject_type": subject_type, "subject_id": subject_id}
+    is_person = subject_type == SubjectType.USER
     with transaction.atomic():
         rows = _rows_locked(**subject)
         row_ids = [row.pk for row in rows]
@@ -197,11 +197,7 @@ def subject_erase(
         questions = _questions_scrub(**subject, memory_ids=set(row_ids), now=now)
         provenance = _provenance_scrub(**subject, now=now)
         # Last: the receivers above find what quotes the subject by the names this empties.
-        names = (
-            person_display_name_erase(organisation=organisation, person_id=subject_id)
-            if subject_type == SubjectType.USER
-            else 0
-        )
+        names = person_display_name_erase(organisation=organisation, person_id=subject_id) if is_person else 0
     return {
         "subject_type": subject_type,
         "subject_id": subject_id,

@@ -109,18 +109,16 @@ def thread_subject_erase(
       included (linked to them now, so the receipt says whose they were);
     - every event of a DM with that user (their person scope: the agent's replies echo them);
     - every event that taught one of the memories this erasure removed (`memory_ids`).
-    Then every learned memory left with no source that still has its words is erased too, and so is one
-    that keeps a live source but whose text quotes the subject (`quotes_the_subject`); and every episode of
-    an erased event.
+    Then every learned memory left with no source that still has its words, or that quotes the subject
+    though a live source keeps it (`quotes_the_subject`), and every episode of an erased event.
     """
     now = now or timezone.now()
     reason = (reason or "").strip() or f"subject erasure for {subject_type} {subject_id}"
     names = _names_of(organisation=organisation, subject_type=subject_type, subject_id=subject_id)
     with transaction.atomic():
         if subject_type == SubjectType.USER and subject_id:
-            ThreadEvent.objects.filter(organisation=organisation).filter(_posted_under(names.keys)).update(
-                author_user_id=subject_id
-            )
+            posted = ThreadEvent.objects.filter(organisation=organisation).filter(_posted_under(names.keys))
+            posted.update(author_user_id=subject_id)
         said = _events_reached(
             organisation=organisation, subject_type=subject_type, subject_id=subject_id, memory_ids=memory_ids
         )
@@ -145,11 +143,8 @@ def thread_subject_erase(
             reason=f"episode of an erased thread event ({reason})",
         )
         # A learning's key repeats the value it was about ("prefers:<what>"): an erased memory's goes too.
-        keys_cleared = (
-            Learning.objects.filter(organisation=organisation, memory__redacted_at__isnull=False)
-            .exclude(key="")
-            .update(key="")
-        )
+        erased_keys = Learning.objects.filter(organisation=organisation, memory__redacted_at__isnull=False)
+        keys_cleared = erased_keys.exclude(key="").update(key="")
     return {
         "thread_events_erased": erased_events,
         "derived_memories_erased": orphans + quoting + episodes,
