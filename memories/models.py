@@ -111,6 +111,10 @@ class ClaimedAdmission(models.TextChoices):
     REJECTED = "rejected"
 
 
+# The provenance text an erasure empties, since a label ("DM with mona") or a message id can name or quote
+# whom the row was about; the trigger memories_immutable lets only an erased row lose it. The kind stays.
+ERASED_PROVENANCE = ("source_ref", "source_label", "source_run_id")
+
 SYSTEM_FIELDS = ("slug", "entity", "transparency", "as_of", "admission", "evidence_refs", "stance")
 
 

@@ -6,7 +6,7 @@ import logging
 
 from django.db.models import Q, QuerySet
 
-from accounts.models import Membership
+from accounts.models import Membership, Organisation
 from memories.db.predicates import times_in_range_q
 from memories.models import Bucket, Channel, ChannelMember, InjectionLine, Memory, Scope
 from memories.scopes import Viewer
@@ -121,4 +121,14 @@ def memory_injections(*, memory: Memory) -> QuerySet:
         InjectionLine.objects.filter(organisation_id=memory.organisation_id, memory=memory)
         .select_related("injection")
         .order_by("-injection__created_at", "-injection_id")
+    )
+
+
+def in_a_dm_with(*, organisation: Organisation, person_id: str) -> Q:
+    """Turns and thread events (both record `place_channel`, `place_kind`, `place_people`) in a DM with this
+    person: as the place was recorded with them, or in a channel whose record is a DM with them now, however
+    the DM was first named."""
+    dms = Channel.objects.filter(organisation=organisation, kind=Channel.Kind.DM, channelmember__user_id=person_id)
+    return Q(place_kind=Channel.Kind.DM, place_people__contains=[str(person_id)]) | Q(
+        place_channel__in=dms.values("external_id")
     )

@@ -25,7 +25,7 @@ from memories.db.inserts import insert_statement, insert_where, inserted
 from memories.db.locks import LIVE_CAP_LOCK, live_cap_lock_key
 from memories.db.predicates import live_q, unexpired_q
 from memories.errors import LimitReached
-from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
+from memories.models import ERASED_PROVENANCE, Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
 from memories.selectors import memory_supersede_chain
 from memories.signals import user_facts_remembered
 
@@ -495,7 +495,11 @@ def memory_redact(
     action: str = MemoryAudit.Action.REDACT,
     now: datetime | None = None,
 ) -> Memory:
-    """Erase a memory's content and vector, keeping a receipt: who, when and why."""
+    """Erase a memory's content and vector, keeping a receipt: who, when and why.
+
+    The source ref, label and run id go too: a caller's label ("DM with mona") or message id can quote or
+    name whom the row was about. The source kind and the times stay.
+    """
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": ["An erasure needs a reason for its receipt."]})
@@ -505,6 +509,8 @@ def memory_redact(
             return row  # erasing twice is a no-op; the first receipt stands
         row.body = ""
         row.embedding = None
+        for name in ERASED_PROVENANCE:
+            setattr(row, name, "")
         row.redacted_at = now or timezone.now()
         row.redacted_by = actor
         row.redacted_by_label = _actor_label(actor=actor, agent=agent)
@@ -513,6 +519,7 @@ def memory_redact(
             update_fields=[
                 "body",
                 "embedding",
+                *ERASED_PROVENANCE,
                 "redacted_at",
                 "redacted_by",
                 "redacted_by_label",

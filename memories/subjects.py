@@ -14,10 +14,20 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from accounts.erasure import person_display_name_erase
 from accounts.models import Agent, Organisation, User
 from memories.api.serializers import MemoryOutputSerializer
 from memories.db.locks import memories_rewrite_lock
-from memories.models import Injection, InjectionLine, Memory, MemoryAudit, Scope, SubjectType
+from memories.models import (
+    ERASED_PROVENANCE,
+    Injection,
+    InjectionLine,
+    Memory,
+    MemoryAudit,
+    Scope,
+    SubjectType,
+)
+from memories.selectors import in_a_dm_with
 from memories.services import memory_redact
 from memories.signals import erase_derived, export_derived
 
@@ -62,11 +72,11 @@ def subject_export_document(*, organisation: Organisation, subject_type: str, su
 
 def _injections_showing(*, organisation: Organisation, subject_type: str, subject_id: str, memory_ids) -> Q:
     """Injections whose question may say something about or by the subject: those that showed one of
-    their rows, those whose place had them as its person (a DM alone with them), and their own."""
+    their rows, those in a DM with them, and their own."""
     lines = InjectionLine.objects.filter(organisation=organisation, memory__in=list(memory_ids))
     showed = Q(pk__in=lines.values("injection"))
     if subject_type == SubjectType.USER and subject_id:
-        showed |= Q(place_kind="dm", place_people=[str(subject_id)]) | Q(user_id=subject_id)
+        showed |= in_a_dm_with(organisation=organisation, person_id=subject_id) | Q(user_id=subject_id)
     return showed
 
 
@@ -130,6 +140,24 @@ def _questions_scrub(*, organisation: Organisation, subject_type: str, subject_i
     return Injection.objects.filter(organisation=organisation).filter(showing).exclude(question="").update(question="")
 
 
+def _provenance_scrub(*, organisation: Organisation, subject_type: str, subject_id: str, now) -> int:
+    """Empty what still names or quotes the subject on the erased rows of theirs and on those this erasure
+    derived: the source ref, label and run id (rows erased before provenance went with the body keep them
+    until now), and the label of their person scope. Returns how many rows lost any."""
+    erased = Memory.objects.filter(organisation=organisation, redacted_at__isnull=False).filter(
+        Q(pk__in=_about(organisation=organisation, subject_type=subject_type, subject_id=subject_id).values("pk"))
+        | Q(redacted_at=now)
+    )
+    sourced = erased.filter(~Q(source_ref="") | ~Q(source_label="") | ~Q(source_run_id=""))
+    scrubbed = set(sourced.values_list("pk", flat=True))
+    sourced.update(**dict.fromkeys(ERASED_PROVENANCE, ""), updated_at=now)
+    if subject_type == SubjectType.USER:
+        labelled = erased.filter(scope=Scope.PERSON, scope_ref=subject_id).exclude(scope_label="")
+        scrubbed |= set(labelled.values_list("pk", flat=True))
+        labelled.update(scope_label="", updated_at=now)
+    return len(scrubbed)
+
+
 def subject_erase(
     *,
     organisation: Organisation,
@@ -146,10 +174,13 @@ def subject_erase(
     these rows is emptied by the database in the same transaction (trigger
     `memories_scrub_injections`); apps built on memories erase what they derived
     from the subject (thread events, learned memories) through `subject_erased`.
+    What names them goes last: the erased rows' provenance text, their person
+    scope's label, their display name (docs/privacy.md: what goes, what stays).
     """
     reason = (reason or "").strip() or f"subject erasure request for {subject_type} {subject_id}"
     now = timezone.now()
     subject: dict[str, Any] = {"organisation": organisation, "subject_type": subject_type, "subject_id": subject_id}
+    is_person = subject_type == SubjectType.USER
     with transaction.atomic():
         rows = _rows_locked(**subject)
         row_ids = [row.pk for row in rows]
@@ -164,6 +195,9 @@ def subject_erase(
             InjectionLine.objects.filter(organisation=organisation, erased_at=now).exclude(memory__in=row_ids).count()
         )
         questions = _questions_scrub(**subject, memory_ids=set(row_ids), now=now)
+        provenance = _provenance_scrub(**subject, now=now)
+        # Last: the receivers above find what quotes the subject by the names this empties.
+        names = person_display_name_erase(organisation=organisation, person_id=subject_id) if is_person else 0
     return {
         "subject_type": subject_type,
         "subject_id": subject_id,
@@ -179,5 +213,7 @@ def subject_erase(
             "derived_memories": derived.get("derived_memories_erased", 0),
             "learning_keys": derived.get("learning_keys_cleared", 0),
             "injection_questions": questions,
+            "provenance": provenance,
+            "names": names,
         },
     }

@@ -4,13 +4,19 @@ A unique marker is planted in every memory about one person: what an agent
 learned in a DM with them, a fact kept for them alone from a group channel,
 their own note, a correction of one of those, what consolidation learned from
 their messages in a thread (including a channel fact derived from their words),
-and the injection records that quoted all of these. Rows are committed, their
-embedding tasks go through the real Redis broker, and a worker-equivalent call
-embeds them through an OpenAI-compatible stand-in on loopback.
+and the injection records that quoted all of these. It is planted too in what
+names them: their display name and first and last name, the source ref, label
+and run id of a row about them, messages posted under their handle before they
+had a record (and what was learned and kept of those), and a question asked in
+a DM with them that an agent named for the first time in that turn. Rows are
+committed, their embedding tasks go through the real Redis broker, and a
+worker-equivalent call embeds them through an OpenAI-compatible stand-in on loopback.
 
 Then an owner erases the person through the API, and the marker is searched for:
-- in every text, character, JSON and tsvector column of every table (and in the
-  decoded sessions);
+- in every column of every table the database's catalogue lists, whatever its
+  type, save those that cannot hold text (numbers, times, ids, booleans), so a
+  column added later is searched without this test changing (and in the decoded
+  sessions); the marker is found there first, in each place it was planted;
 - among the vectors: nearest neighbours of the marker's embedding, and of each
   erased row's former vector, find none of the erased rows and no copy of a vector;
 - in Redis: every key and every value, kombu's base64 message bodies decoded;
@@ -33,18 +39,34 @@ from django.db import connection
 from pgvector.django import CosineDistance
 from rest_framework.test import APIClient
 
+from accounts.models import Membership
 from accounts.services import agent_create
 from memories.embeddings.writes import memory_embed
 from memories.models import Memory
 from memories.tests.loopback import EmbeddingsStandIn, hashed_vector
-from threads.models import Thread
+from threads.models import Thread, ThreadEvent
 from threads.services import thread_consolidate
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 MARKER = "zqxv7marker"  # one token, so it also shows in tsvector columns as itself
 CONTROL = "kpjw3control"  # in memories about someone else: these must survive
-SEARCHED_TYPES = ("text", "character varying", "character", "json", "jsonb", "tsvector")
+# Column types that cannot hold a marker; every other column (text, JSON, arrays, tsvector, vectors, types
+# added later) is searched as text.
+UNSEARCHED_TYPES = (
+    "smallint",
+    "integer",
+    "bigint",
+    "numeric",
+    "real",
+    "double precision",
+    "boolean",
+    "uuid",
+    "date",
+    "timestamp with time zone",
+    "timestamp without time zone",
+    "interval",
+)
 
 
 def bearer(token: str) -> APIClient:
@@ -54,13 +76,13 @@ def bearer(token: str) -> APIClient:
 
 
 def tables_holding(text: str) -> dict[str, int]:
-    """Rows per table.column whose value contains `text`, over every textual column of every table."""
+    """Rows per table.column whose value contains `text`, over every column of every table that can hold text."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT c.table_name, c.column_name FROM information_schema.columns c"
             " JOIN information_schema.tables t USING (table_schema, table_name)"
-            " WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' AND c.data_type = ANY(%s)",
-            [list(SEARCHED_TYPES)],
+            " WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' AND NOT c.data_type = ANY(%s)",
+            [list(UNSEARCHED_TYPES)],
         )
         columns = cursor.fetchall()
         hits = {}
@@ -168,27 +190,45 @@ def test_erasing_a_person_leaves_no_trace_of_them_anywhere(
         f"/api/v1/memories/{learned}/supersede", {"body": f"Her locker code is {MARKER}-4", "place": dm}, format="json"
     )
     assert corrected.status_code == 201
-    # Her words in threads, and what consolidation learned from them: a person fact and a channel fact.
-    for thread_id, place, text in (
-        ("T-dm", dm, f"I prefer {MARKER} tea"),
-        ("T-team", team, f"Remember that the {MARKER} release is on Monday"),
+    # What names her: her names, and where a row about her came from.
+    Membership.objects.filter(user=member).update(display_name=f"Mona {MARKER}")
+    member.first_name, member.last_name = "Mona", f"{MARKER}-surname"
+    member.save(update_fields=["first_name", "last_name"])
+    sourced = remember(
+        api,
+        dm,
+        "Her desk is by the window",
+        source_ref=f"msg-{MARKER}",
+        source_label=f"Told by {MARKER}",
+        run_id=f"run-{MARKER}",
+    )
+    # Her words in threads, and what consolidation learned from them: a person fact and a channel fact; and
+    # a message posted under a handle before it was hers (an integration links it to her record below).
+    for thread_id, place, text, author in (
+        ("T-dm", dm, f"I prefer {MARKER} tea", member.username),
+        ("T-team", team, f"Remember that the {MARKER} release is on Monday", member.username),
+        ("T-early", team, f"Remember that the {MARKER} badge office opens at nine", "U-mona"),
     ):
-        event = {"id": f"{thread_id}-1", "role": "user", "author": member.username, "text": text}
+        event = {"id": f"{thread_id}-1", "role": "user", "author": author, "text": text}
         event.update({"time": datetime(2026, 11, 30, 9, tzinfo=UTC).isoformat(), "place": place})
         ingested = api.post(f"/api/v1/threads/{thread_id}/events", {"events": [event]}, format="json")
         assert ingested.status_code in (200, 201), ingested.content
         thread_consolidate(thread_id=Thread.objects.get(external_id=thread_id).pk)
+    Membership.objects.filter(user=member).update(handle="U-mona")
     derived = list(Memory.objects.filter(learning__isnull=False, body__icontains=MARKER))
     assert any(row.scope == "channel" for row in derived)
     # What others are owed: about max, and the workspace.
     control = remember(api, dm_max, f"Max likes {CONTROL}")
 
     # Injection records quoting them, and every row embedded as a worker would. The questions repeat the
-    # marker: one in a DM with her, one in a channel that showed a fact about her; max's turn is the control.
+    # marker: one in a DM with her, one in a DM with her an agent names for the first time in that turn
+    # (nothing about her shown there), one in a channel that showed a fact about her; max's turn is the control.
+    dm_named_now = {"channel": "D-mona-2", "kind": "dm", "people": [member.username]}
     for turn, place, question in (
         ("turn-dm", dm, ""),
         ("turn-team", team, ""),
         ("turn-dm-asked", dm, f"What is the {MARKER} code?"),
+        ("turn-dm-named-now-asked", dm_named_now, f"Did {MARKER} arrive?"),
         ("turn-team-asked", team, f"When is the {MARKER} release?"),
         ("turn-max-asked", dm_max, f"What does Max like, {CONTROL}?"),
     ):
@@ -208,8 +248,14 @@ def test_erasing_a_person_leaves_no_trace_of_them_anywhere(
         "memories_injectionline.line",
         "threads_threadevent.text",
         "memories_injection.question",
+        "memories_memory.source_ref",
+        "memories_memory.source_label",
+        "memories_memory.source_run_id",
+        "accounts_membership.display_name",
+        "accounts_user.last_name",
     } <= set(before), before
-    assert before["memories_injection.question"] == 2
+    assert before["memories_injection.question"] == 3
+    assert before["threads_threadevent.text"] == 3
     assert any(task["queue"] == "embed" for task in queued_tasks(broker))  # the queue was really used
 
     owner_api = APIClient()
@@ -219,6 +265,7 @@ def test_erasing_a_person_leaves_no_trace_of_them_anywhere(
     assert {event["text"] for event in exported["thread_events"]} == {
         f"I prefer {MARKER} tea",
         f"Remember that the {MARKER} release is on Monday",
+        f"Remember that the {MARKER} badge office opens at nine",
     }
     response = owner_api.post(
         f"/api/v1/subjects/user/{member.pk}/erase", {"reason": "Erasure request #12"}, format="json"
@@ -244,15 +291,29 @@ def test_erasing_a_person_leaves_no_trace_of_them_anywhere(
     assert not [task for task in queued_tasks(broker) if MARKER.encode() in task["body"]]
 
     # One receipt per row, and what was done in each store.
-    assert {item["id"] for item in receipt["receipts"]} >= {learned, kept_for_her, her_note, corrected.json()["id"]}
+    assert {item["id"] for item in receipt["receipts"]} >= {
+        learned,
+        kept_for_her,
+        her_note,
+        corrected.json()["id"],
+        sourced,
+    }
     assert all(item["erased_at"] and item["reason"] == "Erasure request #12" for item in receipt["receipts"])
     stores = receipt["stores"]
     assert stores["memories"] == len(receipt["receipts"])
     assert stores["vectors"] >= len(former_vectors) - len(derived)
     assert stores["injection_lines"] >= 2
-    assert stores["thread_events"] == 2
+    assert stores["thread_events"] == 3
     assert stores["derived_memories"] >= 1
-    assert stores["injection_questions"] >= 2
+    assert stores["injection_questions"] >= 3
+    assert stores["provenance"] >= 1 and stores["names"] == 2
+    # What stays: her ids and handles, and who wrote what, of which kind, when.
+    her = Membership.objects.select_related("user").get(user=member)
+    assert (her.handle, her.user.username) == ("U-mona", "mona")
+    assert set(ThreadEvent.objects.filter(author="U-mona").values_list("author_user_id", "role")) == {
+        (member.pk, "user")
+    }
+    assert Memory.objects.get(pk=sourced).source_kind and Memory.objects.get(pk=sourced).created_at
     # And what is owed to others is still there.
     assert Memory.objects.get(pk=control).body == f"Max likes {CONTROL}"
     assert {"memories_memory.body", "memories_injection.question"} <= set(tables_holding(CONTROL))

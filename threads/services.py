@@ -1,5 +1,5 @@
-"""Writes for threads: ingesting events, consolidating them into learned memories, and
-erasure reaching the events and the memories derived from an erased subject.
+"""Writes for threads: ingesting events and consolidating them into learned memories
+(erasure reaching them is `threads.erasure`).
 
 Consolidation is idempotent per thread: each run takes the events past the
 thread's watermark, and writes its memories and the new watermark in one
@@ -10,10 +10,9 @@ since it read the events (another run got there first) writes nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -23,7 +22,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from accounts.models import Agent, AgentToken, Membership, Organisation, User
+from accounts.models import Agent, AgentToken, Membership, Organisation
 from accounts.people import people_by_name
 from lib.errors import ApplicationError
 from lib.tasks import enqueue_after_commit
@@ -31,10 +30,10 @@ from memories.db.locks import memories_rewrite_lock
 from memories.db.predicates import live_q, unexpired_q
 from memories.embeddings.embedders import EmbeddingError, get_embedder
 from memories.errors import LimitReached
-from memories.models import CONTROL_CHARS, Bucket, Memory, MemoryAudit, SourceKind, SubjectType
+from memories.models import CONTROL_CHARS, Bucket, Memory, SourceKind, SubjectType
 from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound, place_for_turn
 from memories.scopes import Place, scope_for
-from memories.services import memory_point_to_replacement, memory_redact, memory_supersede
+from memories.services import memory_point_to_replacement, memory_supersede
 from memories.turns.writes import memory_remember_in_place
 from threads.conflicts import own_fact_for, pending_already, says_the_same, user_fact_keyed
 from threads.episodes import EpisodeDraft, drafts_for, episodes_enabled, episodes_write, strip_memory_blocks
@@ -49,7 +48,6 @@ from threads.extractors.base import (
 )
 from threads.extractors.registry import get_extractor
 from threads.models import Learning, LearningSource, Thread, ThreadEvent
-from threads.selectors import learned_memories_orphaned_by
 
 logger = logging.getLogger(__name__)
 
@@ -728,153 +726,3 @@ def _batch_keep(*, thread: Thread, batch: _Batch, extractor: str, now: datetime)
 
 def thread_record_failure(*, thread_id: int, error: str) -> None:
     Thread.objects.filter(pk=thread_id).update(consolidation_error=error[:2000], updated_at=timezone.now())
-
-
-# --- Erasure -------------------------------------------------------------------------
-
-
-def events_about_subject(*, organisation: Organisation, subject_type: str, subject_id: str, memory_ids) -> Q:
-    """The events a subject request reaches: what they wrote, their DMs alone, and what taught their memories."""
-    reached = Q(
-        pk__in=LearningSource.objects.filter(
-            organisation=organisation, learning__memory_id__in=list(memory_ids)
-        ).values("event_id")
-    )
-    if subject_type == SubjectType.USER and subject_id:
-        reached |= Q(author_user_id=subject_id) | Q(place_kind="dm", place_people=[str(subject_id)])
-    return reached
-
-
-def on_subject_exporting(sender, **kwargs) -> dict[str, list]:
-    """Receiver of memories.signals.subject_exporting: the events an erasure of this subject would erase."""
-    organisation = kwargs["organisation"]
-    reached = events_about_subject(
-        organisation=organisation,
-        subject_type=kwargs["subject_type"],
-        subject_id=kwargs["subject_id"],
-        memory_ids=kwargs.get("memory_ids") or [],
-    )
-    events = (
-        ThreadEvent.objects.filter(organisation=organisation)
-        .filter(reached)
-        .select_related("thread")
-        .order_by("occurred_at", "pk")
-    )
-    return {
-        "thread_events": [
-            {
-                "thread": event.thread.external_id,
-                "sequence": event.sequence,
-                "id": event.external_id,
-                "role": event.role,
-                "author": event.author,
-                "text": event.text,
-                "time": event.occurred_at,
-                "place": {"channel": event.place_channel, "kind": event.place_kind},
-                "erased_at": event.erased_at,
-            }
-            for event in events
-        ]
-    }
-
-
-def thread_subject_erase(
-    *,
-    organisation: Organisation,
-    subject_type: str,
-    subject_id: str,
-    memory_ids: Sequence[str],
-    reason: str,
-    actor: User | None = None,
-    agent: Agent | None = None,
-    now: datetime | None = None,
-) -> dict[str, int]:
-    """Erasure reaching what was derived from a subject: thread events, then learned memories.
-
-    The events whose words go (the row stays, with a receipt):
-    - every event a user subject wrote;
-    - every event of a DM with that user alone (their person scope: the agent's replies echo them);
-    - every event that taught one of the memories this erasure removed (`memory_ids`).
-    Then every learned memory left with no source that still has its words is erased too.
-    """
-    now = now or timezone.now()
-    reason = (reason or "").strip() or f"subject erasure for {subject_type} {subject_id}"
-    with transaction.atomic():
-        event_ids = _event_ids_reached(
-            organisation=organisation, subject_type=subject_type, subject_id=subject_id, memory_ids=memory_ids
-        )
-        erased_events = ThreadEvent.objects.filter(organisation=organisation, pk__in=event_ids).update(
-            text="", erased_at=now, erasure_reason=reason[:500]
-        )
-        erase = partial(_erase_each, actor=actor, agent=agent, now=now)
-        orphans, orphan_vectors = erase(
-            learned_memories_orphaned_by(organisation=organisation, event_ids=event_ids),
-            reason=f"learned only from erased thread events ({reason})",
-        )
-        # Episodes keep an event's words: every episode of an erased event goes with it.
-        episodes, episode_vectors = erase(
-            Memory.objects.filter(
-                organisation=organisation, source_event_id__in=event_ids, redacted_at__isnull=True
-            ).order_by("created_at", "id"),
-            reason=f"episode of an erased thread event ({reason})",
-        )
-        # A learning's key repeats the value it was about ("prefers:<what>"): an erased memory's goes too.
-        keys_cleared = (
-            Learning.objects.filter(organisation=organisation, memory__redacted_at__isnull=False)
-            .exclude(key="")
-            .update(key="")
-        )
-    return {
-        "thread_events_erased": erased_events,
-        "derived_memories_erased": orphans + episodes,
-        "derived_vectors_cleared": orphan_vectors + episode_vectors,
-        "learning_keys_cleared": keys_cleared,
-    }
-
-
-def _event_ids_reached(
-    *, organisation: Organisation, subject_type: str, subject_id: str, memory_ids: Sequence[str]
-) -> list[int]:
-    """The events an erasure takes the words of, still unerased, locked: those about the subject
-    (`events_about_subject`) and those whose episodes it erased."""
-    reached = events_about_subject(
-        organisation=organisation, subject_type=subject_type, subject_id=subject_id, memory_ids=memory_ids
-    )
-    # An erased episode takes its event's words with it (and so the event's other parts).
-    reached |= Q(
-        pk__in=Memory.objects.filter(
-            organisation=organisation, pk__in=list(memory_ids), source_event__isnull=False
-        ).values("source_event_id")
-    )
-    events = ThreadEvent.objects.select_for_update(no_key=True).filter(
-        organisation=organisation, erased_at__isnull=True
-    )
-    return list(events.filter(reached).values_list("pk", flat=True))
-
-
-def _erase_each(
-    memories: Iterable[Memory], *, reason: str, actor: User | None, agent: Agent | None, now: datetime
-) -> tuple[int, int]:
-    """Erase each memory, keeping its receipt; returns how many, and how many of them had a vector."""
-    erased = vectors = 0
-    for memory in memories:
-        vectors += memory.embedding is not None
-        memory_redact(
-            memory=memory, reason=reason[:500], actor=actor, agent=agent, action=MemoryAudit.Action.REDACT, now=now
-        )
-        erased += 1
-    return erased, vectors
-
-
-def on_subject_erased(sender, **kwargs) -> dict[str, int]:
-    """Receiver of memories.signals.subject_erased."""
-    return thread_subject_erase(
-        organisation=kwargs["organisation"],
-        subject_type=kwargs["subject_type"],
-        subject_id=kwargs["subject_id"],
-        memory_ids=kwargs.get("memory_ids") or [],
-        reason=kwargs.get("reason") or "",
-        actor=kwargs.get("actor"),
-        agent=kwargs.get("agent"),
-        now=kwargs.get("now"),
-    )

@@ -69,6 +69,9 @@ SUBJECT_ERASE_EXAMPLE = {
         "thread_events": 0,
         "derived_memories": 0,
         "learning_keys": 0,
+        "injection_questions": 1,
+        "provenance": 4,
+        "names": 0,
     },
     "receipts": [
         {

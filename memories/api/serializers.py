@@ -571,7 +571,9 @@ class SubjectEraseOutputSerializer(FieldsBuiltOnce):
         help_text=(
             "What was emptied in each store: memories (rows about the subject, receipts kept), vectors, "
             "injection_lines, thread_events, derived_memories (learned only from erased words), learning_keys, "
-            "injection_questions (questions of turns that showed the subject's rows or were in a DM with them)."
+            "injection_questions (questions of turns that showed the subject's rows or were in a DM with them), "
+            "provenance (erased rows whose source ref, label, run id or person-scope label was emptied), "
+            "names (person records whose display name or first and last name were emptied)."
         ),
     )
 

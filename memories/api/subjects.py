@@ -93,8 +93,9 @@ class SubjectEraseApi(_SubjectApi):
         """Erase everything held about a subject; one receipt per row stays.
 
         Erases every memory about the subject, its vectors, its lines in injections, the thread events it was said in
-        and what was learned only from them; one receipt per memory stays. A person or an owner erases a user; owners
-        and agents a candidate.
+        and what was learned only from them or quotes them, and what still names them: the source ref, label and run
+        id of their rows, the label of their person scope, their display name. One receipt per memory stays, with
+        ids, handles, kinds and times. A person or an owner erases a user; owners and agents a candidate.
         """
         principal = self.principal()
         data = self.validated(s.SubjectEraseInputSerializer)

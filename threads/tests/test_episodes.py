@@ -233,7 +233,7 @@ def test_erasure_and_export_reach_episodes(episodes_on, post_events, dm_with, pr
 
 
 def test_erasing_an_event_erases_every_episode_of_it(episodes_on, post_events, private_channel, org):
-    from threads.services import thread_subject_erase
+    from threads.erasure import thread_subject_erase
 
     thread = post_events("T-split", [("arthur", LONG), ("arthur", "Keep this.")], place=private_channel)
     thread_consolidate(thread_id=thread.pk)
