@@ -41,6 +41,19 @@ class Principal:
         return self.agent is not None
 
     @property
+    def is_restricted(self) -> bool:
+        """An agent whose token an owner restricted to listed channels and people."""
+        return self.token is not None and self.token.restricted
+
+    def refuse_if_restricted(self, action: str) -> None:
+        """403 naming the restriction: a restricted token acts in its places only, never on the organisation's
+        records (people, places' kinds and people) or on a subject as a whole (export, erasure)."""
+        if self.is_restricted:
+            raise exceptions.PermissionDenied(
+                f"This token is restricted to listed channels and people; a restricted token may not {action}."
+            )
+
+    @property
     def is_owner(self) -> bool:
         return self.role == Membership.Role.OWNER
 

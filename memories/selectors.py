@@ -5,8 +5,9 @@ from __future__ import annotations
 from django.db.models import Q, QuerySet
 
 from accounts.models import Membership
+from memories.db.predicates import audience_q, held_or_shared_q
 from memories.models import Bucket, Channel, ChannelMember, InjectionLine, Memory, Scope
-from memories.scopes import Viewer
+from memories.scopes import Place, Viewer
 
 
 def memory_supersede_chain(*, memory: Memory) -> list[Memory]:
@@ -70,24 +71,11 @@ def memories_visible_to(*, viewer_user, organisation) -> QuerySet[Memory]:
     )
 
 
-def memories_visible_to_agent(*, agent, organisation, token=None) -> QuerySet[Memory]:
-    """What an agent may list outside a turn: what it holds, and the workspace facts shared by all agents.
-
-    A token restricted to listed channels lists only what is recallable there:
-    workspace facts, those channels' facts, and the listed people's person facts.
-    """
-    rows = (
-        Memory.objects.filter(organisation=organisation)
-        .exclude(bucket=Bucket.SYSTEM)
-        .filter(Q(agent=agent) | Q(agent__isnull=True, scope=Scope.WORKSPACE))
-    )
-    if token is not None and token.restricted:
-        rows = rows.filter(
-            Q(scope=Scope.WORKSPACE)
-            | Q(scope=Scope.CHANNEL, scope_ref__in=list(token.allowed_channels))
-            | Q(scope=Scope.PERSON, scope_ref__in=[str(person) for person in token.allowed_people])
-        )
-    return rows
+def memories_seen_by_agent(*, agent, organisation, place: Place) -> QuerySet[Memory]:
+    """What an agent may list outside a turn: the rows it could have recalled in `place`, the place it serves,
+    in every state (an erased one as its receipt). Recall's own predicates: its rows or those no agent holds,
+    whose scope reaches the place (`scopes.agent_sees`, as SQL). A restricted token's place is one it may act in."""
+    return Memory.objects.filter(organisation=organisation).filter(audience_q(place) & held_or_shared_q(agent.pk))
 
 
 def memory_injections(*, memory: Memory) -> QuerySet:

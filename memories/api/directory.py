@@ -80,7 +80,9 @@ class PersonListApi(DirectoryApi, PagedListApi):
         return self.answer_page(self.get_queryset())
 
 
-DIRECTORY_REFUSED = OpenApiResponse(description="Neither an owner nor a token with the directory right.")
+DIRECTORY_REFUSED = OpenApiResponse(
+    description="Neither an owner nor a token with the directory right, or a restricted token (it is named)."
+)
 
 
 def put_answers(record, refusals: dict[int, str]) -> dict:
@@ -108,6 +110,7 @@ class PersonDetailApi(DirectoryApi):
         A person an integration knows by a chat handle: created (201) with no password, so they cannot sign in until
         invited, or updated (200). Their one stable id is what person memories and subjects store.
         """
+        self.principal().refuse_if_restricted("create or rename people")
         data = self.directory_write("handle", handle_problem(handle), s.PersonInputSerializer)
 
         def write():
@@ -137,7 +140,7 @@ class PlaceDetailApi(DirectoryApi):
         operation_id="places_put",
         request=s.PlaceInputSerializer,
         conflict="A DM stays with the person it was first recorded with.",
-        responses=put_answers(s.PlaceOutputSerializer, {404: "The token is restricted to other channels."}),
+        responses=put_answers(s.PlaceOutputSerializer, {}),
         examples=[
             asked("A private channel", {"kind": "private", "people": ["U024BE7LH", "max"]}),
             answered("Recorded", PLACE_RECORD_EXAMPLE, "201"),
@@ -149,11 +152,9 @@ class PlaceDetailApi(DirectoryApi):
         Creates (201) or updates (200) a place's record: `kind` and every member, by handle or username. Turn calls
         never change it; each change is audited. A DM keeps the one person it was recorded with.
         """
-        data = self.directory_write("channel", channel_problem(channel), s.PlaceInputSerializer)
         principal = self.principal()
-        token = principal.token
-        if token is not None and token.restricted and channel not in token.allowed_channels:
-            raise exceptions.NotFound("No place you can act in has this channel id.")
+        principal.refuse_if_restricted("change a place's kind or people")
+        data = self.directory_write("channel", channel_problem(channel), s.PlaceInputSerializer)
 
         def write():
             record, created = place_put(
