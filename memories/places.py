@@ -355,14 +355,19 @@ def place_for_turn(
 
 
 def place_to_read(*, organisation: Organisation, channel: str, token: AgentToken | None = None) -> PlaceInTurn:
-    """The recorded place an agent names to read in, by its channel id: a read never records a place.
-    `PlaceNotFound` when there is no record or the token may not act there; `ValidationError` naming `place`
-    when the id is malformed."""
+    """The place an agent names to read in, by its channel id, as its record says: a read never records a
+    place. `PlaceNotFound` where the token may not act; `ValidationError` naming `place` for a malformed id."""
     problem = channel_problem(channel)
     if problem:
         raise ValidationError({"place": [problem]})
     record = place_record(organisation=organisation, channel=channel)
-    if record is None or not token_allows(token, channel=channel, kind=record.channel.kind, people=record.member_ids):
+    if record is None:
+        # Not recorded yet (a turn call records it): read as a channel nobody is in, where recall would give
+        # the workspace's facts and that channel id's own; never a DM, whose person no record names.
+        if not token_allows(token, channel=channel, kind=Channel.Kind.PRIVATE, people=[]):
+            raise PlaceNotFound()
+        return PlaceInTurn(place=Place(channel=channel, kind=Channel.Kind.PRIVATE))
+    if not token_allows(token, channel=channel, kind=record.channel.kind, people=record.member_ids):
         raise PlaceNotFound()
     return in_turn(record)
 

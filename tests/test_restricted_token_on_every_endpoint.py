@@ -52,7 +52,7 @@ class World:
     restricted: APIClient
     unrestricted: APIClient
     outside_fact: str
-    claim: str
+    claim: str = ""
 
 
 def client_with(raw: str) -> APIClient:
@@ -75,12 +75,26 @@ def world(org, member, second_member, agent_with_token, settings) -> World:
     fact = unrestricted.post(
         "/api/v1/memories", {"body": "Outside fact", "place": OUTSIDE, "subject_type": "workspace"}, format="json"
     )
-    rendered = unrestricted.post("/api/v1/render", {"place": OUTSIDE, "turn_id": "turn-outside"}, format="json")
-    assert fact.status_code == 201 and rendered.status_code == 200
-    thread = unrestricted.post("/api/v1/threads/T-outside/events", {"events": [event("e-1", OUTSIDE)]}, format="json")
-    assert thread.status_code == 201, thread.content
-    claim = unrestricted.post("/api/v1/system-claims", {**CLAIM, "as_of": date.today().isoformat()}, format="json")
-    return World(client_with(restricted_raw), unrestricted, fact.json()["id"], claim.json()["id"])
+    assert fact.status_code == 201, fact.content
+    return World(client_with(restricted_raw), unrestricted, fact.json()["id"])
+
+
+def rendered_outside(world: World) -> None:
+    answer = world.unrestricted.post("/api/v1/render", {"place": OUTSIDE, "turn_id": "turn-outside"}, format="json")
+    assert answer.status_code == 200, answer.content
+
+
+def thread_outside(world: World) -> None:
+    events = {"events": [event("e-1", OUTSIDE)]}
+    answer = world.unrestricted.post("/api/v1/threads/T-outside/events", events, format="json")
+    assert answer.status_code == 201, answer.content
+
+
+def claim_submitted(world: World) -> None:
+    answer = world.unrestricted.post(
+        "/api/v1/system-claims", {**CLAIM, "as_of": date.today().isoformat()}, format="json"
+    )
+    world.claim = answer.json()["id"]
 
 
 def status(code: int) -> Callable:
@@ -111,6 +125,7 @@ class Probe:
     send: Callable[[APIClient, World, Endpoint], object]
     restricted: Callable
     unrestricted: Callable
+    prepare: Callable[[World], None] | None = None  # what the probe needs besides the world, made unrestricted
 
 
 def at(data: dict | None = None, **path) -> Callable:
@@ -127,7 +142,7 @@ OUTSIDE_WRITE = {"body": "Outside again", "place": OUTSIDE, "subject_type": "wor
 PROBES: dict[str, Probe] = {
     # Placeless: a claim goes to the stewards, and a claim is read by its id; no place is reached.
     "POST system-claims": Probe(at({**CLAIM, "slug": "sys:other", "as_of": "2026-11-30"}), status(201), status(201)),
-    "GET system-claims/<uuid:claim_id>": Probe(at(), status(200), status(200)),
+    "GET system-claims/<uuid:claim_id>": Probe(at(), status(200), status(200), claim_submitted),
     "GET memories": Probe(query(place="C-outside"), status(404), listed("body", "Outside fact", present=True)),
     "POST memories": Probe(at(OUTSIDE_WRITE), status(404), status(201)),
     "POST memories/batch": Probe(at({"items": [OUTSIDE_WRITE]}), batch_item("refused"), batch_item("created")),
@@ -149,8 +164,10 @@ PROBES: dict[str, Probe] = {
     ),
     "POST recall": Probe(at({"question": "fact", "place": OUTSIDE}), status(404), status(200)),
     "POST render": Probe(at({"place": OUTSIDE, "turn_id": "turn-probe"}), status(404), status(200)),
-    "GET injections/<str:turn_id>": Probe(at(turn_id="turn-outside"), status(404), status(200)),
-    "POST injections/<str:turn_id>/replay": Probe(at(turn_id="turn-outside"), status(404), status(200)),
+    "GET injections/<str:turn_id>": Probe(at(turn_id="turn-outside"), status(404), status(200), rendered_outside),
+    "POST injections/<str:turn_id>/replay": Probe(
+        at(turn_id="turn-outside"), status(404), status(200), rendered_outside
+    ),
     "GET subjects/<str:subject_type>/<str:subject_id>/memories": Probe(
         at(subject_type="candidate", subject_id="c-1"), restriction_named, status(200)
     ),
@@ -159,9 +176,9 @@ PROBES: dict[str, Probe] = {
     ),
     # An event in its own channel, sent to a thread that happened outside it.
     "POST threads/<str:thread_id>/events": Probe(
-        at({"events": [event("e-2", INSIDE)]}, thread_id="T-outside"), status(404), status(201)
+        at({"events": [event("e-2", INSIDE)]}, thread_id="T-outside"), status(404), status(201), thread_outside
     ),
-    "GET threads/<str:thread_id>": Probe(at(thread_id="T-outside"), status(404), status(200)),
+    "GET threads/<str:thread_id>": Probe(at(thread_id="T-outside"), status(404), status(200), thread_outside),
 }
 
 
@@ -169,6 +186,8 @@ PROBES: dict[str, Probe] = {
 def test_a_restricted_token_acts_only_inside_its_restriction(world, endpoint):
     probe = PROBES.get(str(endpoint))
     assert probe is not None, f"{endpoint} has no probe: say what a restricted token may do there"
+    if probe.prepare is not None:
+        probe.prepare(world)
     refused = probe.send(world.restricted, world, endpoint)
     assert probe.restricted(refused), (refused.status_code, refused.content)
     allowed = probe.send(world.unrestricted, world, endpoint)
