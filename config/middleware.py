@@ -135,7 +135,7 @@ class Gate(NamedTuple):
     """What the rate gate counted for a request: its token's count in the window, the sliding log's verdict
     (None without Redis), and whether its address is barred for presenting bad tokens."""
 
-    count: int
+    in_window: int
     verdict: LogVerdict | None
     barred: bool = False
 
@@ -237,7 +237,7 @@ class TokenRateGateMiddleware:
         if gate.barred:
             return self._barred(now)
         limit, period = parse_rate(settings.MEMORY_API_RATE)
-        if gate.count > limit:
+        if gate.in_window > limit:
             return throttled_response(seconds_left(now, period))
         response = self.get_response(request)
         if response.status_code == 401:

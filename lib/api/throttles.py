@@ -87,7 +87,8 @@ def gate_then_log(
     verdict, and whether the address is barred."""
     limit, period = rate
     score, member = log_entry(now)
-    keys, args = [gate, log], [period + 1, limit, score, period, member]
+    keys = [gate, log]
+    args: list[str | int | float] = [period + 1, limit, score, period, member]
     if failures is not None:
         keys.append(failures[0])
         args.append(failures[1])
