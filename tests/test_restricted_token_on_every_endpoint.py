@@ -21,6 +21,7 @@ from rest_framework.test import APIClient
 from accounts.tokens import token_issue, token_restrict
 from memories.models import Channel, Memory
 from memories.places import place_recorded
+from memories.turns.writes import memory_remember_in_place
 from tests.api_routes import Endpoint, api_endpoints
 
 pytestmark = pytest.mark.django_db
@@ -65,18 +66,14 @@ def client_with(raw: str) -> APIClient:
 def world(org, member, second_member, agent_with_token, settings) -> World:
     settings.EMBEDDER = "none"
     agent, raw = agent_with_token
-    for place in (INSIDE, OUTSIDE):
-        place_recorded(organisation=org, channel=place["channel"], kind=place["kind"], people=[])
-    place_recorded(organisation=org, channel="D-max", kind="dm", people=["max"])
-    place_recorded(organisation=org, channel="D-mona", kind="dm", people=["mona"])
+    place_recorded(organisation=org, **INSIDE)
+    outside = place_recorded(organisation=org, **OUTSIDE)
     token, restricted_raw = token_issue(agent=agent)
     token_restrict(token=token, restricted=True, channels=["C-inside"], people=["mona"])
-    unrestricted = client_with(raw)
-    fact = unrestricted.post(
-        "/api/v1/memories", {"body": "Outside fact", "place": OUTSIDE, "subject_type": "workspace"}, format="json"
+    fact, _ = memory_remember_in_place(
+        organisation=org, resolved=outside, body="Outside fact", writer=agent, subject_type="workspace"
     )
-    assert fact.status_code == 201, fact.content
-    return World(client_with(restricted_raw), unrestricted, fact.json()["id"])
+    return World(client_with(restricted_raw), client_with(raw), str(fact.pk))
 
 
 def rendered_outside(world: World) -> None:
