@@ -113,8 +113,9 @@ def gate_key(header: str, window: int) -> str:
 
 
 def failures_key(address: str, window: int) -> str:
-    """The cache key counting one client address's unknown or malformed tokens in one window."""
-    return f"badtoken:{address}:{window}"
+    """The cache key counting one client address's unknown or malformed tokens in one window (an address is
+    at most 45 characters; a longer forwarded one is cut, never let grow the key)."""
+    return f"badtoken:{address[:64]}:{window}"
 
 
 @functools.lru_cache(maxsize=4)
@@ -171,7 +172,7 @@ def count_in_window(header: str, now: float, address: str | None = None) -> Gate
 def failure_counted(address: str, now: float) -> int:
     """One unknown or malformed token from `address` counted in its window: the window's count. Only a refused
     request pays for this, so the cache's own add and incr are enough."""
-    limit, period = parse_rate(settings.BAD_TOKEN_RATE)
+    period = parse_rate(settings.BAD_TOKEN_RATE)[1]
     key = failures_key(address, int(now // period))
     cache.add(key, 0, timeout=period + 1)
     return cache.incr(key)
