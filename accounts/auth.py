@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from django.db import connection
 from django.utils import timezone
 from rest_framework import exceptions
-from rest_framework.authentication import BaseAuthentication, SessionAuthentication, get_authorization_header
+from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.permissions import BasePermission
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
+from lib.api.bearer import MALFORMED_AUTHORIZATION, bearer_token
 from lib.rows import ModelColumns, SessionPrepared
 from tenancy.context import TenancyError, tenant_activate
 from tenancy.sql import CROSS_TENANT_SETTING, STEWARD, TENANT_SETTING, TOKEN_HASH_SETTING
@@ -38,6 +39,19 @@ class Principal:
     @property
     def is_agent(self) -> bool:
         return self.agent is not None
+
+    @property
+    def is_restricted(self) -> bool:
+        """An agent whose token an owner restricted to listed channels and people."""
+        return self.token is not None and self.token.restricted
+
+    def refuse_if_restricted(self, action: str) -> None:
+        """403 naming the restriction: a restricted token acts in its places only, never on the organisation's
+        records (people, places' kinds and people) or on a subject as a whole (export, erasure)."""
+        if self.is_restricted:
+            raise exceptions.PermissionDenied(
+                f"This token is restricted to listed channels and people; a restricted token may not {action}."
+            )
 
     @property
     def is_owner(self) -> bool:
@@ -149,30 +163,21 @@ def token_authenticate(*, token_hash: str, now, with_token: ReadWithToken | None
 
 def presented_token_hash(request) -> str | None:
     """The hash of the Bearer token a request presents, unchecked; None when it presents none usable."""
-    parts = get_authorization_header(request).split()
-    if len(parts) != 2 or parts[0].lower() != BearerTokenAuthentication.keyword:
-        return None
-    try:
-        return hash_token(parts[1].decode())
-    except UnicodeDecodeError:
-        return None
+    raw = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
+    return hash_token(raw) if raw is not None else None
 
 
 class BearerTokenAuthentication(BaseAuthentication):
-    """`Authorization: Bearer <token>`; the token names the organisation and the agent."""
-
-    keyword = b"bearer"
+    """`Authorization: Bearer <token>`, one space, nothing else (`lib.api.bearer`); the token names the
+    organisation and the agent. Any other Authorization header is refused, never skipped for the session."""
 
     def authenticate(self, request):
-        parts = get_authorization_header(request).split()
-        if not parts or parts[0].lower() != self.keyword:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
             return None
-        if len(parts) != 2:
-            raise exceptions.AuthenticationFailed("The Authorization header must be 'Bearer <token>'.")
-        try:
-            raw = parts[1].decode()
-        except UnicodeDecodeError:
-            raise exceptions.AuthenticationFailed("The token is not valid text.") from None
+        raw = bearer_token(header)
+        if raw is None:
+            raise exceptions.AuthenticationFailed(MALFORMED_AUTHORIZATION)
         now = timezone.now()
         # A view with a read to send in the same round trip (the place its body names) offers it.
         offer = getattr((getattr(request, "parser_context", None) or {}).get("view"), "read_with_token", None)

@@ -35,6 +35,8 @@ import unicodedata
 CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # The same class for PostgreSQL (NUL cannot be stored, so it is not listed); see migration 0005.
 CONTROL_CHARS_SQL = "[\\x01-\\x08\\x0b-\\x1f\\x7f-\\x9f]"
+# An id is one line: every C0 control (tab and newline too), DEL and the C1 block.
+ID_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 ZWNJ, ZWJ = "\u200c", "\u200d"
 _BLACK_FLAG = "\U0001f3f4"
@@ -145,6 +147,18 @@ def invisible_problem(value: str) -> str | None:
         f"Contains {describe(found.group())} at character {found.start() + 1}; "
         "ids and names may not hold invisible characters."
     )
+
+
+def identifier_problem(value: str) -> str | None:
+    """Why `value` may not be an id (a path parameter, say): a control character, tab and newline included,
+    or an invisible character; None when it may."""
+    found = ID_CONTROL_CHARS.search(value)
+    if found is not None:
+        return (
+            f"Contains {describe(found.group())} at character {found.start() + 1}; "
+            "ids may not hold control characters (newline and tab included)."
+        )
+    return invisible_problem(value)
 
 
 def surrogate_path(data, path: str = "") -> str | None:

@@ -203,6 +203,18 @@ def token_allows(token: AgentToken | None, *, channel: str, kind: str, people: S
     return kind == Channel.Kind.DM and len(people) == 1 and str(people[0]) in allowed
 
 
+def token_may_create(token: AgentToken | None, *, channel: str, kind: str, people: Sequence[str]) -> bool:
+    """Whether a token may record a new place from its call. A restricted token records a DM only with a listed
+    person, whatever the channel id (a DM's facts are its person's, and recording one with someone else would
+    reach their facts), and another place only in a listed channel."""
+    if token is None or not token.restricted:
+        return True
+    if kind == Channel.Kind.DM:
+        allowed = {str(person_id) for person_id in token.allowed_people}
+        return len(people) == 1 and str(people[0]) in allowed
+    return channel in token.allowed_channels
+
+
 def token_reaches(token: AgentToken | None, memory) -> bool:
     """Whether a row is inside a token's restriction: workspace facts, and its channels' and people's facts."""
     if token is None or not token.restricted:
@@ -317,7 +329,7 @@ def place_for_turn(
         person_ids = [member.user_id for member in resolve_people(organisation=organisation, names=names)]
         if kind == Channel.Kind.DM and len(person_ids) != 1:
             raise ValidationError({"place.people": ["A DM is with exactly one person; name them in place.people."]})
-        if not token_allows(token, channel=channel, kind=kind, people=[str(pk) for pk in person_ids]):
+        if not token_may_create(token, channel=channel, kind=kind, people=[str(pk) for pk in person_ids]):
             raise PlaceNotFound()
         record, _ = place_write(
             organisation=organisation, channel=channel, kind=kind, people=person_ids, agent=agent, created_only=True
@@ -340,6 +352,24 @@ def place_for_turn(
         ):
             raise PlaceNotFound()
     return in_turn(record, _difference(record, kind=kind, names=names))
+
+
+def place_to_read(*, organisation: Organisation, channel: str, token: AgentToken | None = None) -> PlaceInTurn:
+    """The place an agent names to read in, by its channel id, as its record says: a read never records a
+    place. `PlaceNotFound` where the token may not act; `ValidationError` naming `place` for a malformed id."""
+    problem = channel_problem(channel)
+    if problem:
+        raise ValidationError({"place": [problem]})
+    record = place_record(organisation=organisation, channel=channel)
+    if record is None:
+        # Not recorded yet (a turn call records it): read as a channel nobody is in, where recall would give
+        # the workspace's facts and that channel id's own; never a DM, whose person no record names.
+        if not token_allows(token, channel=channel, kind=Channel.Kind.PRIVATE, people=[]):
+            raise PlaceNotFound()
+        return PlaceInTurn(place=Place(channel=channel, kind=Channel.Kind.PRIVATE))
+    if not token_allows(token, channel=channel, kind=record.channel.kind, people=record.member_ids):
+        raise PlaceNotFound()
+    return in_turn(record)
 
 
 def _names_the_one(record: PlaceRecord, names: list[str]) -> bool:

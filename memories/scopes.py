@@ -169,6 +169,12 @@ def visible_to(memory: ScopedRow, viewer: Viewer) -> bool:
     return False
 
 
+def agent_sees(memory: ScopedRow, *, agent_id: str, place: Place) -> bool:
+    """What an agent reads outside a turn (a list, one memory): what it could have recalled in the place it
+    serves, its own rows or those no agent holds, whose scope reaches that place. Seeing follows recall."""
+    return _shared_with(memory, agent_id) and recallable(memory, place)
+
+
 def changeable_by(memory: ScopedRow, viewer: Viewer) -> bool:
     """Whether the viewer may correct, pin or forget this fact."""
     if not visible_to(memory, viewer):

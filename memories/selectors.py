@@ -95,26 +95,6 @@ def memories_visible_to(*, viewer_user, organisation) -> QuerySet[Memory]:
     return readable_only(rows, read="list")
 
 
-def memories_visible_to_agent(*, agent, organisation, token=None) -> QuerySet[Memory]:
-    """What an agent may list outside a turn: what it holds, and the workspace facts shared by all agents.
-
-    A token restricted to listed channels lists only what is recallable there:
-    workspace facts, those channels' facts, and the listed people's person facts.
-    """
-    rows = (
-        Memory.objects.filter(organisation=organisation)
-        .exclude(bucket=Bucket.SYSTEM)
-        .filter(Q(agent=agent) | Q(agent__isnull=True, scope=Scope.WORKSPACE))
-    )
-    if token is not None and token.restricted:
-        rows = rows.filter(
-            Q(scope=Scope.WORKSPACE)
-            | Q(scope=Scope.CHANNEL, scope_ref__in=list(token.allowed_channels))
-            | Q(scope=Scope.PERSON, scope_ref__in=[str(person) for person in token.allowed_people])
-        )
-    return readable_only(rows, read="list")
-
-
 def memory_injections(*, memory: Memory) -> QuerySet:
     """The turns a memory was injected into, newest first: turn id, when, and where in the block."""
     return (

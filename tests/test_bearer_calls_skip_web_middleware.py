@@ -33,12 +33,12 @@ def signed_in(org):
 
 
 def test_a_bearer_call_loads_no_session_and_sets_no_cookie(signed_in, raw_token):
-    answered = signed_in.get("/api/v1/memories", HTTP_AUTHORIZATION=f"Bearer {raw_token}")
+    answered = signed_in.get("/api/v1/places", HTTP_AUTHORIZATION=f"Bearer {raw_token}")
     assert answered.status_code == 200
     assert not hasattr(answered.wsgi_request, "session") and not hasattr(answered.wsgi_request, "_messages")
     assert not answered.cookies
     # The positive control: the same client's session call runs the session and the user middleware.
-    by_session = signed_in.get("/api/v1/memories")
+    by_session = signed_in.get("/api/v1/places")
     assert by_session.status_code == 200 and by_session.wsgi_request.session.session_key
 
 

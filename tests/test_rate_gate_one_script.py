@@ -70,9 +70,9 @@ def test_the_log_refuses_what_the_next_window_lets_through_and_a_refusal_leaves_
     settings.MEMORY_API_RATE = "3/min"
     header, now = "Bearer arch_verdict", (int(time.time()) // 60) * 60 + 50.0
     first = [count_in_window(header, now) for _ in range(3)]
-    assert [(count, verdict.allowed) for count, verdict in first] == [(1, True), (2, True), (3, True)]
+    assert [(count, verdict.allowed) for count, verdict, _ in first] == [(1, True), (2, True), (3, True)]
     # 20 s later: the gate's next window counts it first, but the sliding log still holds the three.
-    count, verdict = count_in_window(header, now + 20)
+    count, verdict, _ = count_in_window(header, now + 20)
     assert (count, verdict.allowed, verdict.oldest) == (1, False, now)
     assert shared_redis().zcard(cache.make_key(log_key(header))) == 3
     # Past the gate's own rate, the gate refuses and the log is not consulted.
@@ -119,9 +119,9 @@ def test_the_gate_is_one_redis_command_and_other_headers_send_none():
     # Not a Bearer token: nothing counted.
     assert commands_received(lambda: gate(factory.get("/", HTTP_AUTHORIZATION="Basic bW9uYTpzZWNyZXQ="))) == {}
     # The positive control: a token is counted by one script, whose commands run inside the server: the
-    # window's INCR and EXPIRE, the sliding log's trim, count, add and expiry.
+    # address's bad-token count, the window's INCR and EXPIRE, the sliding log's trim, count, add and expiry.
     counted = commands_received(lambda: gate(factory.get("/", HTTP_AUTHORIZATION="Bearer arch_once")))
-    inside = {"incr": 1, "expire": 1, "zremrangebyscore": 1, "zcard": 1, "zadd": 1, "pexpire": 1}
+    inside = {"get": 1, "incr": 1, "expire": 1, "zremrangebyscore": 1, "zcard": 1, "zadd": 1, "pexpire": 1}
     assert counted == {"evalsha": 1, **inside}
 
 

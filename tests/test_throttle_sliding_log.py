@@ -41,13 +41,13 @@ def test_the_log_slides_a_refusal_is_not_counted_and_retry_after_names_the_oldes
     settings.MEMORY_API_RATE = "3/min"
     start = (int(time.time()) // 60 + 1) * 60 + 50
     with time_machine.travel(start, tick=False) as traveller:
-        assert [client.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 200]
+        assert [client.get("/api/v1/places").status_code for _ in range(3)] == [200, 200, 200]
         traveller.shift(20)
-        refused = client.get("/api/v1/memories")
+        refused = client.get("/api/v1/places")
         assert refused.status_code == 429 and 39 <= int(refused["Retry-After"]) <= 40
         assert throttle_log() == (b"zset", 3)  # the refused request left no entry
         traveller.shift(41)  # the first three left the window
-        assert client.get("/api/v1/memories").status_code == 200
+        assert client.get("/api/v1/places").status_code == 200
         assert throttle_log() == (b"zset", 1)
 
 
@@ -66,9 +66,9 @@ def redis_commands_sent(monkeypatch) -> list:
 
 def test_the_throttle_costs_one_redis_command_per_request(client, settings, monkeypatch):
     settings.MEMORY_API_RATE = "100/min"
-    client.get("/api/v1/memories")
+    client.get("/api/v1/places")
     sent = redis_commands_sent(monkeypatch)
-    assert client.get("/api/v1/memories").status_code == 200
+    assert client.get("/api/v1/places").status_code == 200
     # The rate gate's fixed window and the sliding log in one script; the throttle answers from its verdict.
     assert sent == ["EVALSHA"], sent
 
@@ -78,9 +78,9 @@ def test_a_signed_in_person_is_throttled_by_the_log_the_throttle_checks_itself(m
     cache.clear()
     client = APIClient()
     client.force_login(member)
-    assert client.get("/api/v1/memories").status_code == 200  # the server learns the script
+    assert client.get("/api/v1/places").status_code == 200  # the server learns the script
     sent = redis_commands_sent(monkeypatch)
-    assert [client.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 429]
+    assert [client.get("/api/v1/places").status_code for _ in range(3)] == [200, 200, 429]
     assert sent == ["EVALSHA"] * 3  # no gate for a session: the throttle's own script, each request
     cache.clear()
 
@@ -90,11 +90,11 @@ def test_without_the_gate_a_bearer_call_is_throttled_all_the_same_and_says_why(o
     token = agent_create(organisation=org, name="ungated")[1]
     cache.clear()
     with caplog.at_level("INFO", logger="lib.api.throttles"):
-        assert bearer_client(token).get("/api/v1/memories").status_code == 200
+        assert bearer_client(token).get("/api/v1/places").status_code == 200
         assert "no rate gate verdict" not in caplog.text  # the positive control: with the gate there is one
         settings.MIDDLEWARE = [path for path in settings.MIDDLEWARE if not path.endswith("TokenRateGateMiddleware")]
         cache.clear()
         ungated = bearer_client(token)  # a client loads the middleware on its first request
-        assert [ungated.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 429]
+        assert [ungated.get("/api/v1/places").status_code for _ in range(3)] == [200, 200, 429]
     assert "no rate gate verdict" in caplog.text
     cache.clear()

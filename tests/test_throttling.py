@@ -39,11 +39,11 @@ def client_for(token: str) -> APIClient:
 def test_the_count_lives_in_redis_so_every_web_worker_shares_it(token, settings):
     settings.MEMORY_API_RATE = "2/min"
     client = client_for(token)
-    assert [client.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 429]
+    assert [client.get("/api/v1/places").status_code for _ in range(3)] == [200, 200, 429]
     shared = redis.Redis.from_url(django_settings.CACHES["default"]["LOCATION"])
     assert any(b"throttle_" in key for key in shared.keys("*"))
     # A second client (another worker would be another process) meets the same count.
-    assert client_for(token).get("/api/v1/memories").status_code == 429
+    assert client_for(token).get("/api/v1/places").status_code == 429
 
 
 def test_every_api_is_throttled_with_retry_after_not_only_the_turn_api(token, settings):
@@ -76,16 +76,16 @@ def test_an_unreachable_cache_lets_requests_through_and_says_so(token, settings,
         }
     }
     client = client_for(token)
-    assert [client.get("/api/v1/memories").status_code for _ in range(3)] == [200, 200, 200]
+    assert [client.get("/api/v1/places").status_code for _ in range(3)] == [200, 200, 200]
     assert "rate limiter unavailable" in caplog.text
 
 
 def test_a_flooding_token_is_refused_before_any_database_work(token, settings, django_assert_num_queries):
     settings.MEMORY_API_RATE = "2/min"
     client = client_for(token)
-    assert [client.get("/api/v1/memories").status_code for _ in range(2)] == [200, 200]
+    assert [client.get("/api/v1/places").status_code for _ in range(2)] == [200, 200]
     with django_assert_num_queries(0):
-        refused = client.get("/api/v1/memories")
+        refused = client.get("/api/v1/places")
     assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
     assert refused.json() == {"error": "throttled", "detail": refused.json()["detail"], "fields": {}}
 
@@ -94,7 +94,7 @@ def test_guessed_tokens_are_counted_too(org, settings, django_assert_num_queries
     settings.MEMORY_API_RATE = "2/min"
     cache.clear()
     guesser = client_for("arch_not-a-real-token")
-    assert [guesser.get("/api/v1/memories").status_code for _ in range(2)] == [401, 401]
+    assert [guesser.get("/api/v1/places").status_code for _ in range(2)] == [401, 401]
     with django_assert_num_queries(0):
-        assert guesser.get("/api/v1/memories").status_code == 429
+        assert guesser.get("/api/v1/places").status_code == 429
     cache.clear()

@@ -274,9 +274,12 @@ class Turns(RuleBasedStateMachine):
         # Recent mode, no question: everything recallable here, when it fits the limit.
         if len(allowed) <= 40:
             assert returned == allowed, allowed - returned
-        # Listing what it may see, the agent sees only its own organisation's rows.
-        listed = t.agent.get("/api/v1/memories", {"page_size": 200}).json()["results"]
+        # Listing what it may see where it serves: its own organisation's rows, and of the live ones only
+        # those it could recall there (seeing follows recall).
+        listed = t.agent.get("/api/v1/memories", {"page_size": 200, "place": where["channel"]}).json()["results"]
         assert {row["id"] for row in listed} <= {row.id for row in self.rows.values() if row.org == tenant}
+        live = {row["id"] for row in listed if row["state"] == "live"}
+        assert live <= allowed, live - allowed
 
     @rule(tenant=st.integers(0, TENANTS - 1), place=st.integers(0, PEOPLE + 1))
     def render(self, tenant, place):

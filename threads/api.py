@@ -19,7 +19,7 @@ from lib.fields import StrictDateTimeField, optional_text
 from memories.api.serializers import BatchErrorOutputSerializer, PlaceSerializer, StrictSerializer
 from memories.turns.idempotency import idempotent_response
 from threads.models import THREAD_ID_PATTERN, Learning, Thread, ThreadEvent
-from threads.selectors import thread_episodes_status
+from threads.selectors import thread_episodes_status, thread_within_restriction
 from threads.services import EventsRefused, IngestOutcome, RefusedEvent, thread_events_ingest
 
 MAX_EVENTS_PER_CALL = 100
@@ -192,8 +192,17 @@ class _ThreadApi(ApiView):
             )
         return thread_id
 
+    def thread_in_reach(self, thread_id: str) -> Thread | None:
+        """The thread (None when there is none yet), if the caller's token reaches every place it happened in;
+        404 when it does not, the answer a thread that is not there gets."""
+        principal = self.principal()
+        thread = Thread.objects.filter(organisation=principal.organisation, external_id=thread_id).first()
+        if thread is not None and not thread_within_restriction(thread=thread, token=principal.token):
+            raise exceptions.NotFound("No thread with this id.")
+        return thread
+
     def thread_or_404(self, thread_id: str) -> Thread:
-        thread = Thread.objects.filter(organisation=self.principal().organisation, external_id=thread_id).first()
+        thread = self.thread_in_reach(thread_id)
         if thread is None:
             raise exceptions.NotFound("No thread with this id.")
         return thread
@@ -257,6 +266,7 @@ class ThreadEventsApi(_ThreadApi):
         """
         principal = self.agent_principal()
         thread_id = self.checked_thread_id(thread_id)
+        self.thread_in_reach(thread_id)
         data = self.validated(IngestInputSerializer)
 
         def write():

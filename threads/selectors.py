@@ -10,8 +10,9 @@ from django.utils import timezone
 
 from accounts.models import Organisation
 from memories.models import Bucket, Memory
+from memories.places import token_allows
 from threads.episodes import episode_bound, episodes_enabled, live_episodes, organisation_keeps_episodes
-from threads.models import Thread
+from threads.models import Thread, ThreadEvent
 
 
 def threads_behind(*, now: datetime | None = None, grace: timedelta = timedelta(seconds=30)) -> QuerySet[Thread]:
@@ -62,3 +63,16 @@ def thread_episodes_status(*, thread: Thread, agent=None, now: datetime | None =
         "expired_by_bound": thread.episodes_expired,
         "notice": "; ".join(notices) + ("." if notices else ""),
     }
+
+
+def thread_within_restriction(*, thread: Thread, token) -> bool:
+    """Whether every event of the thread happened in a place the token may act in (always, unrestricted): a
+    restricted token neither reads nor adds to a thread that reaches into places outside its restriction."""
+    if token is None or not token.restricted:
+        return True
+    places = (
+        ThreadEvent.objects.filter(organisation_id=thread.organisation_id, thread=thread)
+        .values_list("place_channel", "place_kind", "place_people")
+        .distinct()
+    )
+    return all(token_allows(token, channel=channel, kind=kind, people=people or []) for channel, kind, people in places)

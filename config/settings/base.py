@@ -3,8 +3,11 @@
 from datetime import timedelta
 from pathlib import Path
 
+from django.core.exceptions import ImproperlyConfigured
+
 from config import embedded
 from config.env import env_bool, env_choice, env_float, env_int, env_list, env_str
+from lib.client_address import proxy_networks
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -37,6 +40,8 @@ MIDDLEWARE = [
     # Outside the middlewares that answer early, so their answers carry the policy too.
     "config.middleware.ContentSecurityPolicyMiddleware",
     "config.middleware.RefuseNulBytesMiddleware",
+    # A chunked body would be read as empty: 411, before anything reads it.
+    "config.middleware.RefuseChunkedBodiesMiddleware",
     # Refuses a flooding token with one Redis round trip, before any database work.
     "config.middleware.TokenRateGateMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -318,6 +323,15 @@ MEMORY_VECTOR_HNSW_THRESHOLD = env_int("ARCHIVIST_VECTOR_HNSW_THRESHOLD", 10_000
 MEMORY_VECTOR_EF_SEARCH = env_int("ARCHIVIST_VECTOR_EF_SEARCH", 200, minimum=10)
 # Requests per token (or per signed-in person) on the turn API; 429 with Retry-After beyond it.
 MEMORY_API_RATE = env_str("ARCHIVIST_TOKEN_RATE", "1200/min")
+# Unknown, revoked, expired or malformed tokens per client address; beyond it that address's Bearer calls
+# are answered 429 with Retry-After until the window ends, counted in Redis with no database work.
+BAD_TOKEN_RATE = env_str("ARCHIVIST_BAD_TOKEN_RATE", "30/min")
+# Proxies (addresses or networks) whose X-Forwarded-For names the client; any other peer is the client itself.
+TRUSTED_PROXIES = env_list("ARCHIVIST_TRUSTED_PROXIES", [])
+try:
+    proxy_networks(TRUSTED_PROXIES)
+except ValueError as error:
+    raise ImproperlyConfigured(f"ARCHIVIST_TRUSTED_PROXIES: {error}") from None
 # Memory for building one tenant's HNSW index; a graph that fits builds many times faster.
 MEMORY_VECTOR_BUILD_MEMORY_MB = env_int("ARCHIVIST_VECTOR_BUILD_MEMORY_MB", 256, minimum=16)
 

@@ -31,16 +31,18 @@ end
 _SLIDING_LOG_SCRIPT = unbound_script(  # its SHA once, not per request
     _SLIDE + "return slide(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])"
 )
-# The token rate gate's fixed window (count, the key expiring with its window), then, within it, the sliding
-# log: both of a Bearer request's checks in one round trip, atomic across workers.
+# The token rate gate: first, when a third key is given, the client address's count of bad tokens (barred at
+# or past its limit, nothing counted); then the fixed window (count, the key expiring with its window), then,
+# within it, the sliding log: a Bearer request's checks in one round trip, atomic across workers.
 _GATE_THEN_LOG_SCRIPT = unbound_script(
     _SLIDE
     + """
+if KEYS[3] and tonumber(redis.call('GET', KEYS[3]) or '0') >= tonumber(ARGV[6]) then return {0, 0, '', 1} end
 local count = redis.call('INCR', KEYS[1])
 if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-if count > tonumber(ARGV[2]) then return {count, 0, ''} end
+if count > tonumber(ARGV[2]) then return {count, 0, '', 0} end
 local verdict = slide(KEYS[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[2]), ARGV[5])
-return {count, verdict[1], verdict[2]}
+return {count, verdict[1], verdict[2], 0}
 """
 )
 
@@ -76,15 +78,22 @@ def log_entry(now: float) -> list[str]:
     return [repr(now), f"{now!r}:{uuid.uuid4().hex}"]
 
 
-def gate_then_log(*, gate: str, log: str, rate: tuple[int, int], now: float, client) -> tuple[int, LogVerdict]:
+def gate_then_log(
+    *, gate: str, log: str, rate: tuple[int, int], now: float, client, failures: tuple[str, int] | None = None
+) -> tuple[int, LogVerdict, bool]:
     """A Bearer request counted in its window under `gate` and, if within the rate, checked and added in its
-    sliding log under `log` (full cache keys): one script. The window's count, and the log's verdict."""
+    sliding log under `log` (full cache keys): one script. With `failures` (an address's bad-token key and its
+    limit), an address at its limit is barred first and nothing is counted. The window's count, the log's
+    verdict, and whether the address is barred."""
     limit, period = rate
     score, member = log_entry(now)
-    count, allowed, oldest = _GATE_THEN_LOG_SCRIPT(
-        keys=[gate, log], args=[period + 1, limit, score, period, member], client=client
-    )
-    return int(count), LogVerdict.answered(now=now, rate=rate, allowed=allowed, oldest=oldest)
+    keys = [gate, log]
+    args: list[str | int | float] = [period + 1, limit, score, period, member]
+    if failures is not None:
+        keys.append(failures[0])
+        args.append(failures[1])
+    count, allowed, oldest, barred = _GATE_THEN_LOG_SCRIPT(keys=keys, args=args, client=client)
+    return int(count), LogVerdict.answered(now=now, rate=rate, allowed=allowed, oldest=oldest), bool(barred)
 
 
 class PrincipalRateThrottle(SimpleRateThrottle):

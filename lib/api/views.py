@@ -10,9 +10,15 @@ from rest_framework.views import APIView
 
 from lib.api.parsers import SafeJSONParser
 from lib.api.throttles import PrincipalRateThrottle
+from lib.text import identifier_problem
 
 if TYPE_CHECKING:  # only the type: lib imports no app
     from accounts.auth import Principal
+
+
+def path_problem(value: object) -> str | None:
+    """Why a path parameter may not be read (uuids and ints are already parsed), or None."""
+    return identifier_problem(value) if isinstance(value, str) else None
 
 
 class ApiRateThrottle(PrincipalRateThrottle):
@@ -51,6 +57,14 @@ class ApiView(APIView):
         elif isinstance(exc, exceptions.ParseError):
             exc = exceptions.ValidationError({"json": [f"Malformed JSON: {exc.detail}"]})
         return super().handle_exception(exc)
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # A path parameter is an id, read as sent: the rule a body's ids follow, or 400 naming it (never a
+        # lookup, a header or a log line holding a control character).
+        problems = {name: [problem] for name, value in kwargs.items() if (problem := path_problem(value))}
+        if problems:
+            raise exceptions.ValidationError(problems)
 
     def principal(self) -> Principal:
         """The caller authentication set on the request (`accounts.auth`), never one a body names."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import abc
 import json
 import logging
+from collections.abc import Callable
 
 from django.db import connection, models
 from django.utils import timezone
@@ -23,10 +24,11 @@ from memories.places import (
     PlaceRead,
     channel_problem,
     place_for_turn,
+    place_to_read,
     record_from_row,
     token_reaches,
 )
-from memories.scopes import Viewer, changeable_by, visible_to
+from memories.scopes import Viewer, agent_sees, changeable_by, visible_to
 from memories.selectors import (
     readable_only,
     viewer_for,
@@ -38,6 +40,9 @@ from memories.turns.idempotency import (
 logger = logging.getLogger(__name__)
 
 
+AGENT_READS_NAME_A_PLACE = (
+    "An agent names the place it serves (?place=<channel id>); it sees what it could recall there."
+)
 READ_AHEAD_BYTES = 65536  # a turn's body is far smaller; a batch's is not read twice
 
 
@@ -113,7 +118,30 @@ class MemoryApi(ApiView):
             return Viewer(agent_id=str(principal.agent.pk), place=resolved.place if resolved else None)
         return viewer_for(user=principal.user, organisation=principal.organisation, role=principal.role)
 
+    def place_to_read(self) -> PlaceInTurn:
+        """The place an agent's read names (`?place=<channel id>`, its record): 400 naming `place` without
+        it, 404 where its token may not act."""
+        channel = self.request.query_params.get("place")
+        if not channel:
+            raise exceptions.ValidationError({"place": [AGENT_READS_NAME_A_PLACE]})
+        principal = self.principal()
+        return place_to_read(organisation=principal.organisation, channel=channel, token=principal.token)
+
+    def reader(self) -> Callable[[Memory], bool]:
+        """Whether the caller may read a row outside a turn: an agent, what it could have recalled in the place
+        it names (`place_to_read`); a person, what their view shows."""
+        principal = self.principal()
+        if principal.agent is None:
+            viewer = self.viewer()
+            return lambda memory: visible_to(memory, viewer)
+        place, agent_id = self.place_to_read().place, str(principal.agent.pk)
+        return lambda memory: agent_sees(memory, agent_id=agent_id, place=place)
+
     def memory_or_404(self, memory_id, viewer: Viewer) -> Memory:
+        token = self.principal().token
+        return self.memory_seen_or_404(memory_id, lambda row: visible_to(row, viewer) and token_reaches(token, row))
+
+    def memory_seen_or_404(self, memory_id, sees: Callable[[Memory], bool]) -> Memory:
         rows = (
             Memory.objects.select_related("agent", "written_by")
             .filter(organisation=self.principal().organisation, pk=memory_id)
@@ -122,7 +150,7 @@ class MemoryApi(ApiView):
         memory = rows.filter(times_in_range_q()).first()
         if memory is None:
             readable_only(rows, read="get")  # names the row when it is there but cannot be read
-        if memory is None or not visible_to(memory, viewer) or not token_reaches(self.principal().token, memory):
+        if memory is None or not sees(memory):
             raise exceptions.NotFound("No memory you can see has this id.")
         return memory
 

@@ -80,7 +80,9 @@ class PersonListApi(DirectoryApi, PagedListApi):
         return self.answer_page(self.get_queryset())
 
 
-DIRECTORY_REFUSED = OpenApiResponse(description="Neither an owner nor a token with the directory right.")
+DIRECTORY_REFUSED = OpenApiResponse(
+    description="Neither an owner nor a token with the directory right, or a restricted token (it is named)."
+)
 
 
 def put_answers(record, refusals: dict[int, str]) -> dict:
@@ -108,6 +110,7 @@ class PersonDetailApi(DirectoryApi):
         A person an integration knows by a chat handle: created (201) with no password, so they cannot sign in until
         invited, or updated (200). Their one stable id is what person memories and subjects store.
         """
+        self.principal().refuse_if_restricted("create or rename people")
         data = self.directory_write("handle", handle_problem(handle), s.PersonInputSerializer)
 
         def write():
@@ -145,7 +148,7 @@ class PlaceDetailApi(DirectoryApi):
             "A DM stays with the person it was first recorded with and stays a DM; a place's kind changes only "
             "between private and public."
         ),
-        responses=put_answers(s.PlaceOutputSerializer, {404: "The token is restricted to other channels."}),
+        responses=put_answers(s.PlaceOutputSerializer, {}),
         examples=[
             asked("A private channel", {"kind": "private", "people": ["U024BE7LH", "max"]}),
             answered("Recorded", PLACE_RECORD_EXAMPLE, "201"),
@@ -158,11 +161,9 @@ class PlaceDetailApi(DirectoryApi):
         never change it; each change is audited. A DM keeps the one person it was recorded with and stays a DM; a
         place's kind changes only between `private` and `public` (409 otherwise, whoever asks).
         """
-        data = self.directory_write("channel", channel_problem(channel), s.PlaceInputSerializer)
         principal = self.principal()
-        token = principal.token
-        if token is not None and token.restricted and channel not in token.allowed_channels:
-            raise exceptions.NotFound("No place you can act in has this channel id.")
+        principal.refuse_if_restricted("change a place's kind or people")
+        data = self.directory_write("channel", channel_problem(channel), s.PlaceInputSerializer)
 
         def write():
             record, created = place_put(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -18,10 +18,9 @@ from memories.api.docs import FORGOTTEN_EXAMPLE, LIMIT_REACHED, MEMORY_EXAMPLE, 
 from memories.api.filters import MemoryFilter
 from memories.models import Memory
 from memories.places import PlaceInTurn
-from memories.scopes import visible_to
 from memories.selectors import (
+    memories_seen_by_agent,
     memories_visible_to,
-    memories_visible_to_agent,
     memory_injections,
     memory_supersede_chain,
 )
@@ -37,6 +36,17 @@ from memories.turns.writes import (
     memory_remember_in_place,
 )
 
+AGENT_PLACE_PARAMETER = OpenApiParameter(
+    "place",
+    str,
+    required=False,
+    description=(
+        "The channel id of the place an agent serves: required for agents (400 without it), who see only what "
+        "they could recall there; 404 where the agent may not act. Ignored for people."
+    ),
+    examples=[OpenApiExample("A DM", value="D024BE7LH")],
+)
+
 
 class MemoryListApi(PagedListApi):
     """`GET` what the caller may see; `POST` remembers a fact said in a place."""
@@ -47,8 +57,8 @@ class MemoryListApi(PagedListApi):
 
     def rows(self, principal: Principal):
         if principal.agent is not None:
-            rows = memories_visible_to_agent(
-                agent=principal.agent, organisation=principal.organisation, token=principal.token
+            rows = memories_seen_by_agent(
+                agent=principal.agent, organisation=principal.organisation, place=self.place_to_read().place
             )
         else:
             rows = memories_visible_to(viewer_user=principal.user, organisation=principal.organisation)
@@ -62,6 +72,7 @@ class MemoryListApi(PagedListApi):
 
     @read_schema(
         operation_id="memories_list",
+        parameters=[AGENT_PLACE_PARAMETER],
         responses={200: s.MemoryOutputSerializer(many=True)},
         examples=[answered("A page of memories", [MEMORY_EXAMPLE])],
     )
@@ -69,8 +80,9 @@ class MemoryListApi(PagedListApi):
         """List the memories you may see.
 
         Every memory the caller may see, newest first, as cursor pages (`next`, `previous`, `results`; `page_size` up
-        to 200). Agents see the facts they hold and those shared with them; a person sees their own and their
-        organisation's. Filters: bucket, scope, subject, author, tier, pinned, created and expiry ranges, `state`
+        to 200). An agent names the `place` it serves and sees what it could recall there (its own facts and those
+        shared by all agents, whose scope reaches that place); a person sees their own and their organisation's.
+        Filters: bucket, scope, subject, author, tier, pinned, created and expiry ranges, `state`
         (live, expired, superseded, erased), `q` for words, `source_ref` or `source_ref_prefix` for an integration's
         own references, and `channel` for a place (its channel facts, and for a DM its person's facts). Erased rows
         show their receipt, never their text.
@@ -200,6 +212,7 @@ class MemoryDetailApi(MemoryApi):
 
     @read_schema(
         operation_id="memories_read",
+        parameters=[AGENT_PLACE_PARAMETER],
         responses={
             200: s.MemoryDetailOutputSerializer,
             404: OpenApiResponse(description="No memory you can see."),
@@ -231,14 +244,15 @@ class MemoryDetailApi(MemoryApi):
         """Read a memory: provenance, supersede chain and injections.
 
         One memory the caller may see, with its source, every version of its supersede chain (oldest first) and the
-        turns it was injected into. A forgotten memory answers 410 with its receipt (who erased it, when, why) in
-        place of its text. Another organisation's memory, or one the caller may not see, answers 404.
+        turns it was injected into. An agent names the `place` it serves and reads only what it could recall there. A
+        forgotten memory answers 410 with its receipt (who erased it, when, why) in place of its text. Another
+        organisation's memory, or one the caller may not see, answers 404.
         """
-        viewer = self.viewer()
-        memory = self.memory_or_404(memory_id, viewer)
+        sees = self.reader()
+        memory = self.memory_seen_or_404(memory_id, sees)
         detail = s.Annotated(
             memory,
-            chain=[row for row in memory_supersede_chain(memory=memory) if visible_to(row, viewer)],
+            chain=[row for row in memory_supersede_chain(memory=memory) if sees(row)],
             injections=memory_injections(memory=memory)[:100],
         )
         data = memory_data(detail, serializer=s.MemoryDetailOutputSerializer)

@@ -24,7 +24,7 @@ SUBJECT_REFUSALS = {
     ),
     403: OpenApiResponse(
         description="A person's data is exported by that person and erased by them or an owner; a candidate's by "
-        "owners and agents."
+        "owners and agents whose token is not restricted."
     ),
     404: OpenApiResponse(description="No such account in your organisation."),
 }
@@ -37,6 +37,7 @@ class _SubjectApi(MemoryApi):
         if subject_type not in (SubjectType.CANDIDATE, SubjectType.USER):
             raise exceptions.ValidationError({"subject_type": ["A subject is a candidate or a user."]})
         principal = self.principal()
+        principal.refuse_if_restricted("export or erase a subject")
         if subject_type == SubjectType.USER:
             try:
                 subject_id = user_subject_id(organisation=principal.organisation, subject_id=subject_id)

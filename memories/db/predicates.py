@@ -11,6 +11,10 @@
 - **shown in a turn**: readable and not quarantined (a row kept from before a
   write rule held, see migration 0012). Recall and render test it on the rows
   they return, after the indexes have chosen them, so no index changes.
+- **audience**: `scopes.recallable`, the rows whose scope reaches a place
+  (workspace facts, the channel's facts, and in a DM with one person that
+  person's facts), and **held or shared**: an agent's own rows and the rows no
+  agent holds. Recall selects by both; an agent's reads outside a turn do too.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from datetime import UTC, datetime
 from django.db.models import Q
 
 from lib.times import in_range_sql
+from memories.scopes import CHANNEL, PERSON, SYSTEM_BUCKET, WORKSPACE, Place, solo_person
 
 _LIVE_TERMS = ("redacted_at IS NULL", "superseded_by_id IS NULL", "bucket <> 'system'")
 _NOT_TOMBSTONE_TERM = "stance IS NULL"
@@ -82,3 +87,42 @@ def shown_in_turn_sql(alias: str = "") -> str:
     it chose (the other bounded times are never loaded there, so they are not tested on the hot path)."""
     prefix = f"{alias}." if alias else ""
     return f"{readable_sql(alias, TURN_TIMES)} AND {prefix}quarantined_at IS NULL"
+
+
+def _audience(place: Place, include_workspace: bool) -> list[tuple[str, str | None, str | None]]:
+    """The scopes that reach `place`, each as (scope, the parameter naming its scope_ref, that ref's value);
+    a scope reached whatever its ref has None for both. SQL and the ORM both render this one list."""
+    terms: list[tuple[str, str | None, str | None]] = [(WORKSPACE, None, None)] if include_workspace else []
+    terms.append((CHANNEL, "channel", place.channel))
+    person = solo_person(place)
+    if person is not None:
+        terms.append((PERSON, "person", person))
+    return terms
+
+
+def audience_sql(place: Place, alias: str = "m", include_workspace: bool = True) -> str:
+    """`scopes.recallable` as SQL over `alias` (parameters: channel, person)."""
+    return " OR ".join(
+        f"{alias}.scope = '{scope}'"
+        if parameter is None
+        else f"({alias}.scope = '{scope}' AND {alias}.scope_ref = %({parameter})s)"
+        for scope, parameter, _ in _audience(place, include_workspace)
+    )
+
+
+def audience_q(place: Place) -> Q:
+    """`scopes.recallable` as an ORM condition: the scopes that reach `place`, and never a system row."""
+    reached = Q()
+    for scope, parameter, value in _audience(place, include_workspace=True):
+        reached |= Q(scope=scope) if parameter is None else Q(scope=scope, scope_ref=value)
+    return reached & ~Q(bucket=SYSTEM_BUCKET)
+
+
+def held_or_shared_sql(alias: str = "m") -> str:
+    """The agent's own rows and those no agent holds, as SQL over `alias` (parameter: agent)."""
+    return f"({alias}.agent_id IS NULL OR {alias}.agent_id = %(agent)s)"
+
+
+def held_or_shared_q(agent_id) -> Q:
+    """The agent's own rows and those no agent holds, as an ORM condition."""
+    return Q(agent__isnull=True) | Q(agent_id=agent_id)

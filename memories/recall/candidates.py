@@ -35,7 +35,7 @@ from datetime import datetime
 
 from django.conf import settings
 
-from memories.db.predicates import TURN_TIMES, live_sql, readable_sql, recallable_sql
+from memories.db.predicates import TURN_TIMES, audience_sql, held_or_shared_sql, live_sql, readable_sql, recallable_sql
 from memories.scopes import Place, solo_person
 
 RRF_K = 60
@@ -132,14 +132,14 @@ def base_predicate(*, organisation_id, place: Place, agent_id, alias: str = "m",
     """Rows recallable in `place` for this principal, as SQL over `alias` (parameters: now, channel, person, agent)."""
     a = alias
     if scopes_sql is None:
-        scopes_sql = scope_predicate(place=place, alias=alias)
+        scopes_sql = audience_sql(place, alias)
     sql = (
         f"{a}.organisation_id = {tenant_literal(organisation_id)} AND {recallable_sql(a)}"
         f" AND {a}.expires_at > %(now)s AND ({scopes_sql})"
     )
     if agent_id is not None:
         # An agent recalls what it holds and what the organisation's agents share.
-        sql += f" AND ({a}.agent_id IS NULL OR {a}.agent_id = %(agent)s)"
+        sql += f" AND {held_or_shared_sql(a)}"
     return sql
 
 
@@ -155,18 +155,6 @@ def time_predicate(*, occurred_after=None, occurred_before=None, alias: str = "m
     return sql
 
 
-def scope_predicate(*, place: Place, alias: str = "m", include_workspace: bool = True) -> str:
-    """`scopes.recallable` as SQL."""
-    a = alias
-    parts = []
-    if include_workspace:
-        parts.append(f"{a}.scope = 'workspace'")
-    parts.append(f"({a}.scope = 'channel' AND {a}.scope_ref = %(channel)s)")
-    if solo_person(place) is not None:
-        parts.append(f"({a}.scope = 'person' AND {a}.scope_ref = %(person)s)")
-    return " OR ".join(parts)
-
-
 def place_params(*, place: Place, agent_id, now: datetime) -> dict:
     """The parameters `base_predicate` names."""
     return {
@@ -179,7 +167,7 @@ def place_params(*, place: Place, agent_id, now: datetime) -> dict:
 
 def recall_predicate(request: RecallRequest, *, include_workspace: bool = True) -> str:
     """The rows this request may return (`base_predicate` and its time filters), over `m`."""
-    scopes_sql = scope_predicate(place=request.place, include_workspace=include_workspace)
+    scopes_sql = audience_sql(request.place, include_workspace=include_workspace)
     return base_predicate(
         organisation_id=request.organisation_id, place=request.place, agent_id=request.agent_id, scopes_sql=scopes_sql
     ) + time_predicate(occurred_after=request.occurred_after, occurred_before=request.occurred_before)

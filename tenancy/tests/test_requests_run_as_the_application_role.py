@@ -82,7 +82,8 @@ def test_the_turn_api_works_under_row_level_security(server, tenants):
         f"{server}/api/v1/memories", json={"body": "Likes early meetings", "place": place}, headers=headers, timeout=10
     )
     assert created.status_code == 201, created.text
-    listed = requests.get(f"{server}/api/v1/memories", headers=headers, timeout=10).json()["results"]
+    listed = requests.get(f"{server}/api/v1/memories", {"place": "D-acme"}, headers=headers, timeout=10)
+    listed = listed.json()["results"]
     assert {row["id"] for row in listed} >= {created.json()["id"], str(acme.memory.pk)}
     recalled = requests.post(f"{server}/api/v1/recall", json={"place": place}, headers=headers, timeout=10)
     assert recalled.status_code == 200, recalled.text
@@ -92,7 +93,9 @@ def test_the_turn_api_works_under_row_level_security(server, tenants):
     assert rendered.status_code == 200, rendered.text
     assert "Likes early meetings" in rendered.json()["text"]
     # Another tenant's row by id: 404, the same as a row that does not exist.
-    foreign = requests.get(f"{server}/api/v1/memories/{globex.memory.pk}", headers=headers, timeout=10)
+    foreign = requests.get(
+        f"{server}/api/v1/memories/{globex.memory.pk}", {"place": "D-acme"}, headers=headers, timeout=10
+    )
     assert foreign.status_code == 404
     # The admitted claim of another organisation is the documented exception.
     claim = requests.get(f"{server}/api/v1/system-claims/{globex.claim.pk}", headers=headers, timeout=10)

@@ -67,11 +67,11 @@ def test_a_revoked_or_expired_token_is_refused_over_the_api_with_the_same_answer
     agent, raw = agent_create(organisation=acme, name="helper")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    assert client.get("/api/v1/memories").status_code == 200  # the positive control: usable, it works
+    assert client.get("/api/v1/places").status_code == 200  # the positive control: usable, it works
     AgentToken.objects.filter(agent=agent).update(revoked_at=timezone.now())
-    revoked = client.get("/api/v1/memories")
+    revoked = client.get("/api/v1/places")
     AgentToken.objects.filter(agent=agent).update(revoked_at=None, expires_at=timezone.now())
-    expired = client.get("/api/v1/memories")
+    expired = client.get("/api/v1/places")
     for refused in (revoked, expired):
         assert refused.status_code == 401
         assert refused.json()["detail"] == "The token is unknown, revoked or expired."

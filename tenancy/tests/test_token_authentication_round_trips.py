@@ -83,7 +83,7 @@ def test_an_agents_request_sets_its_tenant_once_and_a_persons_through_the_middle
     acme, agent, raw = tenants
     client = Client()
     with CaptureQueriesContext(connection) as queries:
-        response = client.get("/api/v1/memories", HTTP_AUTHORIZATION=f"Bearer {raw}")
+        response = client.get("/api/v1/places", HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert response.status_code == 200
     # The middleware sets nothing in a new transaction; the token's statement sets the tenant.
     settings_made = _tenant_settings(queries)

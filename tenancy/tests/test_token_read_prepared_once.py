@@ -95,7 +95,7 @@ def test_a_request_rolled_back_keeps_the_statement_for_the_next(tenants, setting
     assert refused.status_code == 400  # its transaction rolled back, after the PREPARE
     assert plans() is not None  # a session's statement outlives the transaction that made it
     with CaptureQueriesContext(connection) as queries:
-        assert client.get("/api/v1/memories").status_code == 200
+        assert client.get("/api/v1/places").status_code == 200
     assert not any("PREPARE" in query["sql"] for query in queries.captured_queries)
 
 

@@ -45,7 +45,10 @@ def test_one_event_naming_nobody_is_refused_and_the_other_two_are_kept_and_conso
 
 
 def test_a_place_the_token_may_not_use_refuses_only_its_event(agent_api, agent, member):
-    AgentToken.objects.filter(agent=agent).update(restricted=True, allowed_channels=["D-mona"])
+    # Its DM with mona, which its events record: a restricted token records a DM only with a listed person.
+    AgentToken.objects.filter(agent=agent).update(
+        restricted=True, allowed_channels=["D-mona"], allowed_people=[member.pk]
+    )
     response = post(agent_api, three({"channel": "C-elsewhere", "kind": "public", "people": []}))
     assert response.status_code == 201, response.json()
     [refusal] = response.json()["refusals"]

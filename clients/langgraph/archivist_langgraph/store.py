@@ -185,14 +185,15 @@ class ArchivistStore(BaseStore):
             return SearchItem(namespace, key, value, created, created, score=score)
         return Item(value=value, key=key, namespace=namespace, created_at=created, updated_at=created)
 
-    def _live(self, namespace: tuple[str, ...], key: str) -> Memory | None:
-        ref = source_ref(namespace, key)
-        for memory in self.client.list(source_ref=ref, state="live", page_size=10):
+    def _live(self, target: Target, key: str) -> Memory | None:
+        """The live memory a key names, as seen from its namespace's place (an agent reads in a place)."""
+        ref = source_ref(target.namespace, key)
+        for memory in self.client.list(place=target.place, source_ref=ref, state="live", page_size=10):
             if memory.source.ref == ref:
                 return memory
         if _is_uuid(key):
             try:
-                memory = self.client.get(key)
+                memory = self.client.get(key, place=target.place)
             except NotFound:
                 return None
             return memory if memory.state == "live" else None
@@ -221,13 +222,12 @@ class ArchivistStore(BaseStore):
     def _get(self, op: GetOp) -> Item | None:
         if op.refresh_ttl:
             raise ValueError(REFRESH_REFUSED)
-        self.target(op.namespace)
-        memory = self._live(op.namespace, op.key)
+        memory = self._live(self.target(op.namespace), op.key)
         return None if memory is None else self.item(memory, op.namespace, op.key)
 
     def _put(self, op: PutOp) -> None:
         target = self.target(op.namespace)
-        existing = self._live(op.namespace, op.key)
+        existing = self._live(target, op.key)
         if op.value is None:
             if existing is not None:
                 self.client.forget(existing.id, reason="deleted through the LangGraph store", place=target.place)
@@ -271,7 +271,7 @@ class ArchivistStore(BaseStore):
                     continue
                 found.append(self.item(row, namespace, key, score=row.rank.score, search=True))
         else:
-            for memory in self.client.list(state="live", page_size=200):
+            for memory in self.client.list(place=target.place, state="live", page_size=200):
                 parsed = parse_source_ref(memory.source.ref)
                 if parsed is None or parsed[0][: len(op.namespace_prefix)] != op.namespace_prefix:
                     continue
@@ -286,10 +286,12 @@ class ArchivistStore(BaseStore):
         namespaces: set[tuple[str, ...]] = {("memories", channel) for channel in self.places}
         with contextlib.suppress(NotFound):  # a server without the places directory
             namespaces |= {("memories", row.channel) for row in self.client.places()}
-        for memory in self.client.list(state="live", page_size=200):
-            parsed = parse_source_ref(memory.source.ref)
-            if parsed is not None:
-                namespaces.add(parsed[0])
+        # An agent lists what it could recall in a place, so the items are found place by place.
+        for channel in sorted({namespace[1] for namespace in namespaces}):
+            for memory in self.client.list(place=self.place_for(channel), state="live", page_size=200):
+                parsed = parse_source_ref(memory.source.ref)
+                if parsed is not None:
+                    namespaces.add(parsed[0])
         chosen = []
         for namespace in sorted(namespaces):
             if op.match_conditions and not all(_matches(namespace, c) for c in op.match_conditions):

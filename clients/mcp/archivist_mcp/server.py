@@ -107,7 +107,7 @@ def build_server(
     if not take_bearer and not token:
         raise SystemExit("archivist-mcp: set ARCHIVIST_TOKEN (an agent token) for the stdio transport.")
     upstream = _Upstream(base_url, token, place, take_bearer)
-    server = MCPServer("archivist", instructions=INSTRUCTIONS, version="0.1.0")
+    server = MCPServer("archivist", instructions=INSTRUCTIONS, version="1.0.0")
     for tool in TOOLS:
         server.add_tool(_as_mcp_tool(tool, upstream), description=tool.description, annotations=tool.annotations)
     return server

@@ -157,10 +157,14 @@ async def render_context(
 
 
 @tool(MemoryRead, read_only=True, idempotent=True)
-async def get_memory(archivist: AsyncArchivist, memory_id: Annotated[str, Field(description="The memory's id.")]):
-    """Read one memory: its line, provenance and versions."""
+async def get_memory(
+    archivist: AsyncArchivist,
+    memory_id: Annotated[str, Field(description="The memory's id.")],
+    place: PlaceArg = None,
+):
+    """Read one memory recallable in the place you serve: its line, provenance and versions."""
     try:
-        row = await archivist.get(memory_id)
+        row = await archivist.get(memory_id, place=_place(place))
     except Forgotten as gone:
         return _forgotten(gone)
     result = MemoryRead(fact=fact(row), chain=[fact(version) for version in row.chain])
@@ -189,11 +193,12 @@ async def list_memories(
     q: Annotated[str | None, Field(description="Words the body must match.")] = None,
     source_ref: Annotated[str | None, Field(description="Only memories from this source reference.")] = None,
     limit: Annotated[int, Field(ge=1, le=200, description="At most this many.")] = 20,
+    place: PlaceArg = None,
 ):
-    """List the memories you may see, newest first, optionally filtered."""
+    """List the memories recallable in the place you serve, newest first, optionally filtered."""
     rows, more = [], False
     async for row in archivist.list(
-        page_size=min(limit + 1, 200), scope=scope, state=state, q=q, source_ref=source_ref
+        place=_place(place), page_size=min(limit + 1, 200), scope=scope, state=state, q=q, source_ref=source_ref
     ):
         if len(rows) == limit:
             more = True

@@ -81,8 +81,9 @@ async def session_scenario(client: Client, place: dict) -> dict:
     memory_id = remembered.structured_content["fact"]["id"]
     seen["recalled"] = await client.call_tool("recall", {"question": "instructions", "place": place})
     seen["rendered"] = await client.call_tool("render_context", {"turn_id": "mcp-turn-1", "place": place})
-    seen["listed"] = await client.call_tool("list_memories", {})
-    seen["got"] = await client.call_tool("get_memory", {"memory_id": memory_id})
+    # Reads name the place served (or take the server's default): an agent sees what it could recall there.
+    seen["listed"] = await client.call_tool("list_memories", {"place": place})
+    seen["got"] = await client.call_tool("get_memory", {"memory_id": memory_id, "place": place})
     seen["corrected"] = await client.call_tool(
         "correct_memory", {"memory_id": memory_id, "body": "Plain now", "place": place}
     )
@@ -107,7 +108,7 @@ async def session_scenario(client: Client, place: dict) -> dict:
     seen["forgotten"] = await client.call_tool(
         "forget_memory", {"memory_id": new_id, "reason": "asked", "place": place}
     )
-    seen["gone"] = await client.call_tool("get_memory", {"memory_id": new_id})
+    seen["gone"] = await client.call_tool("get_memory", {"memory_id": new_id, "place": place})
     return seen
 
 

@@ -89,7 +89,7 @@ class ArchivistMemoryTool(BetaAbstractMemoryTool):
 
     def _files(self, scope: str | None = None, under: str = "") -> list[Memory]:
         start = self.prefix + (f"{scope}/" if scope else "") + (f"{under.rstrip('/')}/" if under else "")
-        rows = self.client.list(state="live", page_size=200, source_ref_prefix=start)
+        rows = self.client.list(place=self.place, state="live", page_size=200, source_ref_prefix=start)
         return [row for row in rows if row.source.ref.startswith(start)]
 
     def _file(self, path: str) -> Memory | None:
@@ -97,7 +97,7 @@ class ArchivistMemoryTool(BetaAbstractMemoryTool):
         if scope is None or not name:
             return None
         ref = self._ref(scope, name)
-        for row in self.client.list(state="live", page_size=10, source_ref=ref):
+        for row in self.client.list(place=self.place, state="live", page_size=10, source_ref=ref):
             if row.source.ref == ref:
                 return row
         return None

@@ -241,9 +241,18 @@ class _Operations:
         calls = [_Call("POST", "memories/batch", {"items": chunk}, model=m.Batch, write=True) for chunk in chunks]
         return self._run_all(calls, _merge_batches)
 
-    def get(self, memory_id: Any) -> m.MemoryDetail:
-        """A memory with its provenance, versions and injections; raises `Forgotten` (with the receipt) if erased."""
-        return self._run(_Call("GET", f"memories/{_segment(memory_id)}", model=m.MemoryDetail))
+    def _serving(self, place: m.Place | Mapping | None) -> dict[str, str]:
+        """The `place` query parameter an agent's read names: the channel of `place`, or of the default place.
+        An agent sees only what it could recall in the place it serves."""
+        resolved = self._place(place, required=True)
+        assert resolved is not None  # required
+        return {"place": resolved["channel"]}
+
+    def get(self, memory_id: Any, *, place: m.Place | Mapping | None = None) -> m.MemoryDetail:
+        """A memory with its provenance, versions and injections, as seen from the place served (`place` or the
+        default); raises `Forgotten` (with the receipt) if erased, `NotFound` if it is not recallable there."""
+        path = f"memories/{_segment(memory_id)}"
+        return self._run(_Call("GET", path, params=self._serving(place), model=m.MemoryDetail))
 
     def correct(
         self,
@@ -398,13 +407,17 @@ class _Operations:
         """The places the caller may use."""
         return self._pages(_Pages("places", _clean({"page_size": page_size}), m.PlaceRecord))
 
-    def list(self, *, page_size: int | None = None, **filters: Any) -> Iterator[m.Memory]:
-        """Every memory you may see, newest first, as an iterator that follows the cursors.
+    def list(
+        self, *, place: m.Place | Mapping | None = None, page_size: int | None = None, **filters: Any
+    ) -> Iterator[m.Memory]:
+        """Every memory recallable in the place served (`place` or the default), newest first, as an iterator
+        that follows the cursors.
 
         Filters are the API's (`scope`, `tier`, `state`, `q`, `subject_type`, `subject_id`, `source_ref`, `channel`,
         `created_after`, ...); `page_size` is how many each request fetches (at most 200).
         """
-        return self._pages(_Pages("memories", _clean({**filters, "page_size": page_size}), m.Memory))
+        params = _clean({**filters, "page_size": page_size}) | self._serving(place)
+        return self._pages(_Pages("memories", params, m.Memory))
 
 
 class _Core:

@@ -22,9 +22,9 @@ def test_a_refusal_names_its_fields(live_api):
 
 
 def test_unknown_ids_are_not_found_and_a_bad_token_unauthenticated(live_api):
-    with Archivist(live_api.url, live_api.token) as archivist, pytest.raises(NotFound):
+    with Archivist(live_api.url, live_api.token, place=live_api.dm) as archivist, pytest.raises(NotFound):
         archivist.get(uuid.uuid4())
-    with Archivist(live_api.url, "not-a-token") as stranger, pytest.raises(Unauthenticated):
+    with Archivist(live_api.url, "not-a-token", place=live_api.dm) as stranger, pytest.raises(Unauthenticated):
         stranger.get(uuid.uuid4())
 
 
@@ -77,7 +77,10 @@ def test_a_key_reused_for_another_request_is_a_conflict(live_api):
 
 def test_throttled_names_retry_after_when_retries_are_off(live_api):
     live_api.throttle_token(seconds_left=30)
-    with Archivist(live_api.url, live_api.token, max_retries=0) as archivist, pytest.raises(Throttled) as throttled:
+    with (
+        Archivist(live_api.url, live_api.token, place=live_api.dm, max_retries=0) as archivist,
+        pytest.raises(Throttled) as throttled,
+    ):
         list(archivist.list())
     assert throttled.value.status == 429 and 1 <= throttled.value.retry_after <= 30
 
@@ -94,7 +97,7 @@ def test_a_throttled_call_is_retried_after_retry_after(live_api):
 
 def test_a_retry_after_beyond_the_longest_wait_is_not_waited_for(live_api):
     live_api.throttle_token(seconds_left=50)
-    with Archivist(live_api.url, live_api.token, max_retry_wait=5) as archivist:
+    with Archivist(live_api.url, live_api.token, place=live_api.dm, max_retry_wait=5) as archivist:
         started = time.monotonic()
         with pytest.raises(Throttled):
             list(archivist.list())

@@ -15,21 +15,24 @@ def test_list_filters_by_source_ref_and_its_prefix(agent_api, general):
     remember(agent_api, general, "From the tool", source_ref="memtool/C-general/channel/a.md")
     remember(agent_api, general, "Also from the tool", source_ref="memtool/C-general/channel/b.md")
     remember(agent_api, general, "From a message", source_ref="msg-1")
-    assert bodies(agent_api) == ["Also from the tool", "From a message", "From the tool"]  # the positive control
-    assert bodies(agent_api, source_ref="msg-1") == ["From a message"]
-    assert bodies(agent_api, source_ref_prefix="memtool/C-general/") == ["Also from the tool", "From the tool"]
-    assert bodies(agent_api, source_ref="nothing") == []
+    here = {"place": "C-general"}  # an agent names the place it serves
+    assert bodies(agent_api, **here) == ["Also from the tool", "From a message", "From the tool"]  # the control
+    assert bodies(agent_api, **here, source_ref="msg-1") == ["From a message"]
+    assert bodies(agent_api, **here, source_ref_prefix="memtool/C-general/") == ["Also from the tool", "From the tool"]
+    assert bodies(agent_api, **here, source_ref="nothing") == []
 
 
-def test_list_filters_by_place_a_channels_facts_and_a_dms_persons(agent_api, general, private_team, dm_with_mona):
+def test_list_filters_by_place_a_channels_facts_and_a_dms_persons(
+    agent_api, member_api, general, private_team, dm_with_mona
+):
     remember(agent_api, general, "General fact")
     remember(agent_api, private_team, "Team fact")
     remember(agent_api, dm_with_mona, "Mona's fact")
-    assert bodies(agent_api, channel="G-team") == ["Team fact"]
-    assert bodies(agent_api, channel="D-mona") == ["Mona's fact"]
-    assert bodies(agent_api, channel="C-nowhere") == []
+    assert bodies(member_api, channel="G-team") == ["Team fact"]
+    assert bodies(member_api, channel="D-mona") == ["Mona's fact"]
+    assert bodies(member_api, channel="C-nowhere") == []
 
 
-def test_an_overlong_filter_is_refused_by_name(agent_api):
-    response = agent_api.get("/api/v1/memories", {"source_ref": "x" * 201})
+def test_an_overlong_filter_is_refused_by_name(agent_api, general):
+    response = agent_api.get("/api/v1/memories", {"place": "C-general", "source_ref": "x" * 201})
     assert response.status_code == 400 and "source_ref" in response.json()["fields"]

@@ -52,14 +52,16 @@ def test_an_owner_never_sees_another_persons_facts(owner_api, make_memory, membe
     assert listed(owner_api) == ["Workspace fact"]
 
 
-def test_an_agent_sees_what_it_holds_and_the_shared_workspace_facts(
+def test_an_agent_sees_its_own_and_the_shared_facts_recallable_in_its_place(
     agent_api, second_agent_api, make_memory, general, dm_with_mona
 ):
     make_memory(body="Shared workspace fact")
     make_memory(body="Someone's channel fact", scope="channel", scope_ref="C-general")
     remember(agent_api, dm_with_mona, "Learned in a DM")
     remember(second_agent_api, general, "The other agent's fact")
-    assert sorted(listed(agent_api)) == ["Learned in a DM", "Shared workspace fact"]
+    # Seeing follows recall: in the place it serves, what it could recall there.
+    assert sorted(listed(agent_api, place="D-mona")) == ["Learned in a DM", "Shared workspace fact"]
+    assert sorted(listed(agent_api, place="C-general")) == ["Shared workspace fact", "Someone's channel fact"]
 
 
 def test_filters_narrow_the_list(member_api, make_memory, member):

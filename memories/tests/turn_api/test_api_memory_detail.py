@@ -19,7 +19,7 @@ def test_the_detail_shows_provenance_chain_and_injections(agent_api, general, me
     ).json()
     render(agent_api, general, "turn-a")
     second = memory_supersede(memory=Memory.objects.get(pk=first["id"]), body="Deploys on Wednesday", actor=member)
-    data = agent_api.get(f"/api/v1/memories/{first['id']}").json()
+    data = agent_api.get(f"/api/v1/memories/{first['id']}", {"place": "C-general"}).json()
     assert data["source"] == {"kind": "message", "ref": "m-9", "label": "#general", "run_id": "run-5"}
     assert (data["author"], data["written"], data["agent"]) == ("model", "inferred by an agent", "helper")
     assert data["state"] == "superseded" and data["superseded_by"] == str(second.pk)

@@ -36,9 +36,9 @@ def test_forgetting_any_version_forgets_the_whole_chain_with_a_receipt_per_row(a
     assert all(row.redacted_at is not None and row.body == "" and row.embedding is None for row in rows)
     assert MemoryAudit.objects.filter(memory_id__in=chain, action=MemoryAudit.Action.REDACT).count() == 3
     for memory_id in chain:
-        later = agent_api.get(f"/api/v1/memories/{memory_id}")
+        later = agent_api.get(f"/api/v1/memories/{memory_id}", {"place": "D-mona"})
         assert later.status_code == 410 and "Door code" not in later.content.decode()
-    listed = agent_api.get("/api/v1/memories").content.decode()
+    listed = agent_api.get("/api/v1/memories", {"place": "D-mona"}).content.decode()
     assert "Door code" not in listed
 
 

@@ -22,7 +22,7 @@ def globex_fact(outsider_agent_api, other_org):
 @pytest.mark.parametrize(
     "method, path, body",
     [
-        ("get", "/api/v1/memories/{id}", None),
+        ("get", "/api/v1/memories/{id}?place=C-general", None),  # a place the agent may read in
         ("delete", "/api/v1/memories/{id}", None),
         ("post", "/api/v1/memories/{id}/supersede", {"body": "x"}),
         ("post", "/api/v1/memories/{id}/pin", {}),
@@ -31,7 +31,7 @@ def globex_fact(outsider_agent_api, other_org):
         ("post", "/api/v1/injections/turn-globex/replay", None),
     ],
 )
-def test_another_organisations_row_is_a_404(agent_api, owner_api, globex_fact, method, path, body):
+def test_another_organisations_row_is_a_404(agent_api, owner_api, globex_fact, general, method, path, body):
     for client in (agent_api, owner_api):
         response = getattr(client, method)(path.format(id=globex_fact), body, format="json")
         assert response.status_code == 404, (path, response.content)
@@ -42,7 +42,7 @@ def test_another_organisations_row_is_a_404(agent_api, owner_api, globex_fact, m
 def test_recall_render_and_list_never_return_another_tenants_rows(agent_api, owner_api, globex_fact, general):
     assert recall(agent_api, general, "tea").json()["results"] == []
     assert render(agent_api, general, "turn-acme").json()["text"] == ""
-    assert agent_api.get("/api/v1/memories").json()["results"] == []
+    assert agent_api.get("/api/v1/memories", {"place": "C-general"}).json()["results"] == []
     assert owner_api.get("/api/v1/memories").json()["results"] == []
     assert agent_api.get("/api/v1/subjects/candidate/x/memories").json()["count"] == 0
 

@@ -204,9 +204,11 @@ def test_a_restricted_token_stays_inside_its_channels(org, agent_with_token, age
     assert recall(agent_api, general, "retro").status_code == 404
     assert render(agent_api, general, "turn-general-2").status_code == 404
     assert remember(agent_api, general, "Sneaky").status_code == 404
-    assert agent_api.get(f"/api/v1/memories/{outside['id']}").status_code == 404
+    assert agent_api.get(f"/api/v1/memories/{outside['id']}", {"place": "C-general"}).status_code == 404
+    assert agent_api.get(f"/api/v1/memories/{outside['id']}", {"place": "G-team"}).status_code == 404
+    assert agent_api.get("/api/v1/memories", {"place": "C-general"}).status_code == 404
     assert agent_api.get("/api/v1/injections/turn-general").status_code == 404
-    listed = {row["id"] for row in agent_api.get("/api/v1/memories").json()["results"]}
+    listed = {row["id"] for row in agent_api.get("/api/v1/memories", {"place": "G-team"}).json()["results"]}
     assert listed == {inside["id"]}
     thread = agent_api.post(
         "/api/v1/threads/t-1/events",
@@ -223,7 +225,7 @@ def test_a_restricted_token_stays_inside_its_channels(org, agent_with_token, age
     # Positive control: inside its channel the token works.
     found = recall(agent_api, private_team, "retro")
     assert [row["body"] for row in found.json()["results"]] == ["Team retro on Monday"]
-    assert agent_api.get(f"/api/v1/memories/{inside['id']}").status_code == 200
+    assert agent_api.get(f"/api/v1/memories/{inside['id']}", {"place": "G-team"}).status_code == 200
 
 
 def test_a_record_differing_from_the_call_is_noticed_in_render_and_recall(agent_api, private_team):
