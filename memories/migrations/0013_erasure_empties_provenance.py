@@ -68,7 +68,7 @@ UPDATE memories_memory SET source_ref = '', source_label = '', source_run_id = '
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("memories", "0010_word_list_definer_and_model_index"),
+        ("memories", "0012_quarantine_and_write_rules"),
     ]
 
     operations = [
