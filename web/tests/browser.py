@@ -37,6 +37,7 @@ CHROMIUM_ARGS = [
 SERVER_START_SECONDS = 60
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups
 def pytest_collection_modifyitems(items):
     """Every test that drives Chromium runs on one worker of `make test` (pytest-xdist's `loadgroup`), so one
     browser and its server serve them all."""
