@@ -20,9 +20,11 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(PY) -m config.supervisor
 
-## Runs every check: ruff, migrations, the deploy check, then the whole test suite.
+## Runs every check: ruff, migrations, the deploy check, then the whole test suite, a worker per core
+## (TEST_WORKERS=0 runs it in one process; the browser tests share one worker and one Chromium).
+TEST_WORKERS ?= auto
 test: $(STAMP) lint typecheck migrations-check deploy-check
-	HF_HUB_OFFLINE=1 $(PY) -m pytest $(PYTEST_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

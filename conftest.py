@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
+from pathlib import Path
+
 import pytest
 
 from accounts.models import Membership
@@ -11,6 +14,24 @@ from memories.services import memory_remember
 
 # The browser harness: gunicorn on the test database, Chromium, a screenshot on failure.
 pytest_plugins = ["web.tests.browser", "tests.leftovers"]
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings):
+    """Test databases are made one at a time on this machine: `make test` runs a worker per core (pytest-xdist),
+    each with its own database in the one cluster, and the first migration creates the cluster's roles, which two
+    workers must not both try at once. Released once this worker's database is ready (`django_db_setup`)."""
+    from django.conf import settings
+
+    lock = (Path(settings.DATA_DIR) / "test-databases.lock").open("w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    yield lock
+    lock.close()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_modify_db_settings):
+    fcntl.flock(django_db_modify_db_settings, fcntl.LOCK_UN)
 
 
 def _clear_signin_counts() -> None:

@@ -84,6 +84,20 @@ def size_shared_buffers(server, wanted: str) -> None:
     logger.info("the embedded PostgreSQL's shared_buffers becomes %s when it next starts", wanted)
 
 
+def relax_durability(server) -> None:
+    """No flush to disk at each commit, for a throwaway cluster only (the test suite's): `fsync`,
+    `synchronous_commit` and `full_page_writes` off, from now on (each is read again on reload).
+
+    A test's rows are gone when its session ends, and no test crashes this cluster's host, so what the
+    flushes buy is never asked for; they cost most of each TRUNCATE between transactional tests."""
+    state = server.psql("SELECT current_setting('fsync') || current_setting('full_page_writes');")
+    if "offoff" in state:
+        return
+    for name in ("fsync", "synchronous_commit", "full_page_writes"):
+        server.psql(f"ALTER SYSTEM SET {name} = off;")
+    server.psql("SELECT pg_reload_conf();")
+
+
 def postgres_url(server, database: str = DATABASE_NAME) -> str:
     return server.get_uri(database=database)
 

@@ -1,9 +1,26 @@
 """What drf-spectacular cannot infer: the authentication schemes, and the rules validation enforces."""
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema
 
 from lib.api.idempotency import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_PATTERN
 from threads.models import THREAD_ID_PATTERN
+
+
+class BodiedDeleteSchema(AutoSchema):
+    """drf-spectacular's schema, with the body a DELETE declares (forgetting takes a reason and a place).
+
+    drf-spectacular documents a request body for PUT, PATCH and POST only; a DELETE that names its request
+    serializer reads that body, so the schema says so, and clients generated or checked against it see it."""
+
+    def _get_request_body(self, direction="request"):
+        if self.method != "DELETE" or self.get_request_serializer() is None:
+            return super()._get_request_body(direction)
+        self.method = "POST"  # the parent asks the method only to decide whether a body may exist
+        try:
+            return super()._get_request_body(direction)
+        finally:
+            self.method = "DELETE"
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

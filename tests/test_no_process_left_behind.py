@@ -4,8 +4,10 @@ daemonised redis-server fails, and the leftovers are gone afterwards; a clean se
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -50,10 +52,20 @@ def run_session(folder: Path, source: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
-def test_a_session_that_leaks_a_process_fails_and_the_process_is_stopped(tmp_path):
+@pytest.fixture
+def short_tmp_path():
+    """A folder with a short path: the inner session's Redis socket lives under it, and a Unix socket's path is
+    at most 107 bytes (a worker's tmp_path under `make test` is already most of that)."""
+    folder = Path(tempfile.mkdtemp(prefix="leftovers-"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_session_that_leaks_a_process_fails_and_the_process_is_stopped(short_tmp_path):
+    tmp_path = short_tmp_path
     result = run_session(tmp_path, LEAKY)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
+    assert "1 passed" in result.stdout, result.stdout[-3000:]
     assert "processes left running by the test session" in result.stdout
     assert "leaked-child" in result.stdout and "redis-server" in result.stdout
     survivors = [

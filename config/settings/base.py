@@ -182,7 +182,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("ARCHIVIST_MAX_REQUEST_BYTES", 262_144, mi
 
 # --- REST framework and schema -------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "config.schema.BodiedDeleteSchema",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["lib.api.parsers.SafeJSONParser"],

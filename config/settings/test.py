@@ -38,7 +38,15 @@ if not os.environ.get("REDIS_URL"):
     atexit.register(stop_test_redis)
 
 from config.settings.base import *  # noqa: E402, F403
-from config.settings.base import DATABASES  # noqa: E402
+from config.settings.base import DATA_DIR, DATABASES  # noqa: E402
+
+if not os.environ.get("DATABASE_URL"):
+    import pgserver
+
+    from config.embedded import relax_durability
+
+    # The suite's own cluster (the process that started it holds its handle): no flush to disk per commit.
+    relax_durability(pgserver.get_server(DATA_DIR / "pg", cleanup_mode="stop"))
 
 # One database per pytest process, so parallel runs on one machine never collide.
 DATABASES["default"]["TEST"] = {"NAME": f"test_archivist_{os.getpid()}"}

@@ -210,6 +210,8 @@ class PlaceOnlyInputSerializer(StrictSerializer):
 
 
 class ForgetInputSerializer(StrictSerializer):
+    """A forget's optional body: why it is forgotten (kept on the receipt), and the place of the agent's turn."""
+
     reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
     place = PlaceSerializer(required=False)
 

@@ -37,6 +37,15 @@ CHROMIUM_ARGS = [
 SERVER_START_SECONDS = 60
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's worker reads the groups
+def pytest_collection_modifyitems(items):
+    """Every test that drives Chromium runs on one worker of `make test` (pytest-xdist's `loadgroup`), so one
+    browser and its server serve them all."""
+    for item in items:
+        if "chromium" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """Keep each phase's report on the item, so a fixture can tell whether the test failed."""

@@ -1,8 +1,10 @@
 """The client's typed models and keyword arguments match the API's schema: the committed `openapi.yaml`
-when there is one, else the schema the code generates."""
+when there is one, else the schema the code generates. A component the client mirrors that the schema lacks is
+a failure, never a skip (the last tests check the checks against a scratch schema)."""
 
 from __future__ import annotations
 
+import copy
 import inspect
 import typing
 from pathlib import Path
@@ -26,11 +28,13 @@ def components():
     return schema["components"]["schemas"]
 
 
-@pytest.mark.parametrize("model", [*m.ANSWERS, m.Place], ids=lambda model: model.__name__)
-def test_each_model_has_the_fields_of_its_schema_component(model, components):
-    component = components.get(model.schema_name)
-    if component is None:
-        pytest.skip(f"{model.schema_name} is not in this schema (its endpoint is not merged here)")
+def component_of(components: dict, name: str) -> dict:
+    assert name in components, f"{name} is not in the schema"
+    return components[name]
+
+
+def check_model(model, components: dict) -> None:
+    component = component_of(components, model.schema_name)
     properties = set(component.get("properties", {}))
     fields = set(model.model_fields)
     assert fields <= properties, f"{model.__name__} has fields the schema lacks: {sorted(fields - properties)}"
@@ -39,6 +43,11 @@ def test_each_model_has_the_fields_of_its_schema_component(model, components):
     if model is not m.Place:
         # An answer's field is required in the model exactly when the schema says the server always sends it.
         assert {name for name, info in model.model_fields.items() if info.is_required()} <= required
+
+
+@pytest.mark.parametrize("model", [*m.ANSWERS, m.Place], ids=lambda model: model.__name__)
+def test_each_model_has_the_fields_of_its_schema_component(model, components):
+    check_model(model, components)
 
 
 REQUESTS = [
@@ -65,11 +74,8 @@ def keywords(method) -> dict[str, bool]:
     return found
 
 
-@pytest.mark.parametrize(("method", "component_name", "outside_the_body"), REQUESTS, ids=lambda v: str(v))
-def test_each_method_takes_the_fields_of_its_request(method, component_name, outside_the_body, components):
-    component = components.get(component_name)
-    if component is None:
-        pytest.skip(f"{component_name} is not in this schema")
+def check_method(method: str, component_name: str, outside_the_body: tuple[str, ...], components: dict) -> None:
+    component = component_of(components, component_name)
     parameters = {
         name: optional
         for name, optional in keywords(getattr(Archivist, method)).items()
@@ -83,3 +89,46 @@ def test_each_method_takes_the_fields_of_its_request(method, component_name, out
     assert not (required & optional), sorted(required & optional)
     # Every field of the request can be given (the claim's claimed admission is left to the API's default).
     assert properties - set(parameters) <= {"admission"}, sorted(properties - set(parameters))
+
+
+@pytest.mark.parametrize(("method", "component_name", "outside_the_body"), REQUESTS, ids=lambda v: str(v))
+def test_each_method_takes_the_fields_of_its_request(method, component_name, outside_the_body, components):
+    check_method(method, component_name, outside_the_body, components)
+
+
+def scratch(components: dict, change) -> dict:
+    copied = copy.deepcopy(components)
+    change(copied)
+    return copied
+
+
+def test_a_component_missing_from_the_schema_fails_the_checks(components):
+    check_model(m.Place, components)  # the positive control: the real schema passes
+    check_method("forget", "ForgetInputRequest", ("memory_id", "idempotency_key"), components)
+    without_place = scratch(components, lambda c: c.pop(m.Place.schema_name))
+    with pytest.raises(AssertionError, match="is not in the schema"):
+        check_model(m.Place, without_place)
+    without_forget = scratch(components, lambda c: c.pop("ForgetInputRequest"))
+    with pytest.raises(AssertionError, match="ForgetInputRequest is not in the schema"):
+        check_method("forget", "ForgetInputRequest", ("memory_id", "idempotency_key"), without_forget)
+
+
+def renamed(components: dict, component_name: str, field: str) -> dict:
+    def rename(copied):
+        component = copied[component_name]
+        component["properties"][f"{field}_renamed"] = component["properties"].pop(field)
+        component["required"] = [name for name in component.get("required", []) if name != field]
+
+    return scratch(components, rename)
+
+
+def test_a_field_renamed_in_the_schema_fails_the_checks(components):
+    with pytest.raises(AssertionError, match="fields the schema lacks: \\['channel'\\]"):
+        check_model(m.Place, renamed(components, m.Place.schema_name, "channel"))
+    with pytest.raises(AssertionError, match="reason"):
+        check_method(
+            "forget",
+            "ForgetInputRequest",
+            ("memory_id", "idempotency_key"),
+            renamed(components, "ForgetInputRequest", "reason"),
+        )
