@@ -7,9 +7,9 @@ import logging
 from django.db.models import Q, QuerySet
 
 from accounts.models import Membership, Organisation
-from memories.db.predicates import times_in_range_q
+from memories.db.predicates import audience_q, held_or_shared_q, times_in_range_q
 from memories.models import Bucket, Channel, ChannelMember, InjectionLine, Memory, Scope
-from memories.scopes import Viewer
+from memories.scopes import Place, Viewer
 
 logger = logging.getLogger(__name__)
 # How many unreadable rows one read names in its log line: enough to find them, bounded for a flood.
@@ -92,6 +92,14 @@ def memories_visible_to(*, viewer_user, organisation) -> QuerySet[Memory]:
         .exclude(bucket=Bucket.SYSTEM)
         .filter(shared | Q(scope=Scope.PERSON, scope_ref=user_id))
     )
+    return readable_only(rows, read="list")
+
+
+def memories_seen_by_agent(*, agent, organisation, place: Place) -> QuerySet[Memory]:
+    """What an agent may list outside a turn: the rows it could have recalled in `place`, the place it serves,
+    in every state (an erased one as its receipt). Recall's own predicates: its rows or those no agent holds,
+    whose scope reaches the place (`scopes.agent_sees`, as SQL). A restricted token's place is one it may act in."""
+    rows = Memory.objects.filter(organisation=organisation).filter(audience_q(place) & held_or_shared_q(agent.pk))
     return readable_only(rows, read="list")
 
 
