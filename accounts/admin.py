@@ -1,6 +1,7 @@
 """The operators' screens for accounts. Who may sign in, roles and an organisation's switches change only
 through the audited services (accounts.access, accounts.roles, accounts.organisation_switches), here as
-actions that report counts; their fields are shown, never edited by a form save."""
+actions that report counts; their fields are shown, never edited by a form save. Agents and their tokens
+are view-only (tokens may be revoked): they change on the owners' agents page (accounts.tokens)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from accounts.access import person_remove, person_restore
 from accounts.models import AccountAudit, Agent, AgentToken, Membership, Organisation, User
 from accounts.organisation_switches import organisation_set_system_recall, organisation_set_thread_episodes
 from accounts.roles import membership_set_role
+from accounts.tokens import token_revoke
 from lib.admin import ViewOnlyAdmin
 
 
@@ -134,27 +136,25 @@ class AccountAuditAdmin(ViewOnlyAdmin, admin.ModelAdmin):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(ViewOnlyAdmin, admin.ModelAdmin):
+    """View-only: an agent is added, with its first token, on the owners' agents page (`agent_add`); its
+    organisation never changes."""
+
     list_display = ["name", "organisation", "created_at"]
     list_select_related = ["organisation"]
 
 
 @admin.register(AgentToken)
-class AgentTokenAdmin(admin.ModelAdmin):
-    list_display = ["hint", "agent", "organisation", "expires_at", "revoked_at", "last_used_at"]
+class AgentTokenAdmin(OperatorActions, ViewOnlyAdmin, admin.ModelAdmin):
+    """View-only: a token's restriction and directory right change on the owners' agents page, through
+    `accounts.tokens`, which locks the row and logs who changed what; an operator may only revoke here."""
+
+    list_display = ["hint", "agent", "organisation", "restricted", "directory", "expires_at", "revoked_at"]
+    list_filter = ["restricted", "directory"]
     list_select_related = ["agent", "organisation"]
-    readonly_fields = ["hint", "token_hash", "created_at", "last_used_at", "organisation", "agent"]
     actions = ["revoke"]
 
-    def has_add_permission(self, request):
-        # A token is shown once at creation, which the admin cannot do; use create_agent.
-        return False
-
-    @admin.action(description="Revoke selected tokens")
+    @admin.action(description="Revoke selected tokens", permissions=["operate"])
     def revoke(self, request, queryset):
-        count = 0
-        for token in queryset:
-            if token.revoked_at is None:
-                token.revoke()
-                count += 1
-        self.message_user(request, f"{count} tokens revoked")
+        live = queryset.filter(revoked_at__isnull=True).select_related("organisation")
+        self.each(request, live, lambda token: token_revoke(token=token, actor=request.user), "tokens revoked")

@@ -215,17 +215,6 @@ def token_may_create(token: AgentToken | None, *, channel: str, kind: str, peopl
     return channel in token.allowed_channels
 
 
-def token_reaches(token: AgentToken | None, memory) -> bool:
-    """Whether a row is inside a token's restriction: workspace facts, and its channels' and people's facts."""
-    if token is None or not token.restricted:
-        return True
-    if memory.scope == "workspace":
-        return True
-    if memory.scope == "channel":
-        return memory.scope_ref in token.allowed_channels
-    return memory.scope_ref in {str(person_id) for person_id in token.allowed_people}
-
-
 def person_may_use(record: PlaceRecord, user: User) -> bool:
     """A person acts only in their own DM, a private channel listing them, or a public channel."""
     kind = record.channel.kind

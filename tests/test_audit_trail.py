@@ -60,7 +60,8 @@ def test_every_write_path_leaves_its_audit_row(org, owner, member, settings):
     agent.post(f"/api/v1/memories/{toggled}/pin", {"place": dm}, format="json")
     agent.post(f"/api/v1/memories/{toggled}/unpin", {"place": dm}, format="json")
     corrected = remember(public, "The office opens at 9", scope="workspace", subject_type="workspace")
-    assert agent.post(f"/api/v1/memories/{corrected}/supersede", {"body": "The office opens at 8"}, format="json")
+    correction = {"body": "The office opens at 8", "place": public}
+    assert agent.post(f"/api/v1/memories/{corrected}/supersede", correction, format="json").status_code == 201
     forgotten = remember(dm, "Her locker code is 1234")
     assert agent.delete(f"/api/v1/memories/{forgotten}", {"place": dm}, format="json").status_code == 200
     expired = remember(dm, "Is on leave this week", ttl_days=1)

@@ -157,7 +157,10 @@ PROBES: dict[str, Probe] = {
     ),
     # Its own channel, even: a restricted token changes no place's kind or people.
     "PUT places/<str:channel>": Probe(
-        at({"kind": "dm", "people": ["max"]}, channel="C-inside"), restriction_named, status(200)
+        # (No channel becomes a DM, whoever asks: 409. Making it private with someone else is the change here.)
+        at({"kind": "private", "people": ["max"]}, channel="C-inside"),
+        restriction_named,
+        status(200),
     ),
     "POST recall": Probe(at({"question": "fact", "place": OUTSIDE}), status(404), status(200)),
     "POST render": Probe(at({"place": OUTSIDE, "turn_id": "turn-probe"}), status(404), status(200)),

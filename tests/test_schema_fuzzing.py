@@ -17,6 +17,8 @@ stateful runs, so the whole file stays within about two minutes.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import schemathesis
 from django.core.cache import cache
@@ -184,5 +186,6 @@ def test_stateful_runs_hold_the_checks_and_a_forgotten_memory_stays_forgotten(ap
     assert len(calls) >= STATEFUL_RUNS and any(200 <= code < 300 for _, code in calls), calls
     client = Client(HTTP_AUTHORIZATION=f"Bearer {Credentials.token}")
     kept, _ = memory_remember_in_place(organisation=org, resolved=place, body="Forget me", writer=Credentials.agent)
-    assert client.delete(f"/api/v1/memories/{kept.id}").status_code == 200
+    dm = json.dumps({"place": {"channel": "D-mona", "kind": "dm", "people": [member.username]}})
+    assert client.delete(f"/api/v1/memories/{kept.id}", dm, content_type="application/json").status_code == 200
     assert client.get(f"/api/v1/memories/{kept.id}", {"place": "D-mona"}).status_code == 410

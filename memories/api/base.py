@@ -6,6 +6,7 @@ import abc
 import json
 import logging
 from collections.abc import Callable
+from functools import partial
 
 from django.db import connection, models
 from django.utils import timezone
@@ -16,6 +17,7 @@ from rest_framework.response import Response
 
 from accounts.auth import Principal, ReadWithToken
 from lib.api.views import ApiView
+from memories.api.serializers import AGENT_CHANGES_IN_A_PLACE
 from memories.db.predicates import times_in_range_q
 from memories.models import Bucket, Memory
 from memories.places import (
@@ -26,7 +28,6 @@ from memories.places import (
     place_for_turn,
     place_to_read,
     record_from_row,
-    token_reaches,
 )
 from memories.scopes import Viewer, agent_sees, changeable_by, visible_to
 from memories.selectors import (
@@ -128,18 +129,18 @@ class MemoryApi(ApiView):
         return place_to_read(organisation=principal.organisation, channel=channel, token=principal.token)
 
     def reader(self) -> Callable[[Memory], bool]:
-        """Whether the caller may read a row outside a turn: an agent, what it could have recalled in the place
-        it names (`place_to_read`); a person, what their view shows."""
+        """Whether the caller may read a row outside a turn: an agent, what it could have recalled in the place it
+        names (`place_to_read`); a person, what their view shows."""
         principal = self.principal()
         if principal.agent is None:
-            viewer = self.viewer()
-            return lambda memory: visible_to(memory, viewer)
-        place, agent_id = self.place_to_read().place, str(principal.agent.pk)
-        return lambda memory: agent_sees(memory, agent_id=agent_id, place=place)
+            return partial(visible_to, viewer=self.viewer())
+        return self.agent_recalls_in(self.place_to_read())
 
-    def memory_or_404(self, memory_id, viewer: Viewer) -> Memory:
-        token = self.principal().token
-        return self.memory_seen_or_404(memory_id, lambda row: visible_to(row, viewer) and token_reaches(token, row))
+    def agent_recalls_in(self, resolved: PlaceInTurn) -> Callable[[Memory], bool]:
+        """Whether the calling agent could have recalled a row in this place (seeing follows recall)."""
+        agent = self.principal().agent
+        assert agent is not None  # only an agent's reads and writes ask
+        return partial(agent_sees, agent_id=str(agent.pk), place=resolved.place)
 
     def memory_seen_or_404(self, memory_id, sees: Callable[[Memory], bool]) -> Memory:
         rows = (
@@ -161,10 +162,25 @@ class MemoryApi(ApiView):
                 "and an agent changes only facts it holds or that are recallable in the place it names."
             )
 
+    def memory_in_place(self, memory_id, place: dict | None) -> tuple[Memory, Viewer]:
+        """The memory a write names, with the viewer the caller is in the place it names. An agent names the place
+        of its turn (400 naming `place` without it) and reaches only a row it could recall there, as its reads
+        do (`agent_recalls_in`); a person, what their view shows."""
+        agent = self.principal().agent is not None
+        if agent and not place:
+            raise exceptions.ValidationError({"place": [AGENT_CHANGES_IN_A_PLACE]})
+        resolved = self.resolve_place(place)
+        viewer = self.viewer(resolved)
+        if agent:
+            assert resolved is not None  # an agent's place is required above
+            sees = self.agent_recalls_in(resolved)
+        else:
+            sees = partial(visible_to, viewer=viewer)
+        return self.memory_seen_or_404(memory_id, sees), viewer
+
     def memory_to_change(self, memory_id, place: dict | None) -> Memory:
-        """The memory, seen and changeable by the caller in the place it names."""
-        viewer = self.viewer(self.resolve_place(place))
-        memory = self.memory_or_404(memory_id, viewer)
+        """The memory, seen and changeable by the caller in the place it names (`memory_in_place`)."""
+        memory, viewer = self.memory_in_place(memory_id, place)
         self.changeable_or_403(memory, viewer)
         return memory
 

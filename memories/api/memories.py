@@ -272,14 +272,13 @@ class MemoryDetailApi(MemoryApi):
         """Forget a memory (a recorded erasure).
 
         Erases the memory's text and vector and keeps a receipt (who, when, why); its lines in recorded injections are
-        scrubbed. An agent names the `place` of its turn to forget a channel's facts there. Forgetting twice answers
-        the receipt.
+        scrubbed. An agent names the `place` of its turn (400 without it) and forgets only what it could recall there.
+        Forgetting twice answers the receipt.
         """
         data = self.validated(s.ForgetInputSerializer)
 
         def write():
-            viewer = self.viewer(self.resolve_place(data.get("place")))
-            memory = self.memory_or_404(memory_id, viewer)
+            memory, viewer = self.memory_in_place(memory_id, data.get("place"))
             if memory.redacted_at is None:
                 self.changeable_or_403(memory, viewer)
                 memory = memory_forget(memory=memory, reason=data.get("reason", ""), **self.actor())
@@ -302,8 +301,8 @@ class MemorySupersedeApi(MemoryApi):
         """Correct a memory: a new version replaces it.
 
         Writes a new version with the corrected body; the old one stays in the chain, superseded, and is no longer
-        recalled. Tier, pin, expiry and source may be changed with it. An agent names the `place` of its turn to
-        correct facts there.
+        recalled. Tier, pin, expiry and source may be changed with it. An agent names the `place` of its turn (400
+        without it) and corrects only what it could recall there.
         """
         data = dict(self.validated(s.SupersedeInputSerializer))
         return self.idempotent(
@@ -363,7 +362,8 @@ def pin_schema(*, operation_id: str, summary: str, description: str, examples: l
     summary="Pin a memory: recalled and rendered before the others",
     description=(
         "Pinned facts come first in recall and in the rendered block, within the size limits. Only the "
-        "current version can be pinned; an agent names the `place` of its turn."
+        "current version can be pinned; an agent names the `place` of its turn (400 without it) and pins only what "
+        "it could recall there."
     ),
     examples=[
         asked("Pin (an agent names its place)", {"place": PLACE_EXAMPLE}),
@@ -377,9 +377,12 @@ class MemoryPinApi(_PinApi):
 @pin_schema(
     operation_id="memories_unpin",
     summary="Unpin a memory",
-    description="Takes the pin away: the fact is ranked with the others again.",
+    description=(
+        "Takes the pin away: the fact is ranked with the others again. An agent names the `place` of its turn "
+        "(400 without it) and unpins only what it could recall there."
+    ),
     examples=[
-        asked("Unpin", {}),
+        asked("Unpin (an agent names its place)", {"place": PLACE_EXAMPLE}),
         answered("Unpinned", MEMORY_EXAMPLE),
     ],
 )

@@ -198,22 +198,29 @@ class RememberInputSerializer(_ProvenanceFields):
     )
 
 
+# Seeing follows recall for an agent's writes too: the place is required of agents (`MemoryApi.memory_in_place`).
+AGENT_CHANGES_IN_A_PLACE = (
+    "The place of the agent's turn: required for agents (400 without it), who change only what they could "
+    "recall there (404 otherwise). People need not name one."
+)
+
+
 class SupersedeInputSerializer(_ProvenanceFields):
     body = body_field()
-    place = PlaceSerializer(required=False, help_text="An agent names the place of its turn to correct facts there.")
+    place = PlaceSerializer(required=False, help_text=AGENT_CHANGES_IN_A_PLACE)
     tier = serializers.ChoiceField(choices=Tier.choices, required=False)
     pinned = serializers.BooleanField(required=False)
 
 
 class PlaceOnlyInputSerializer(StrictSerializer):
-    place = PlaceSerializer(required=False, help_text="An agent names the place of its turn to change facts there.")
+    place = PlaceSerializer(required=False, help_text=AGENT_CHANGES_IN_A_PLACE)
 
 
 class ForgetInputSerializer(StrictSerializer):
-    """A forget's optional body: why it is forgotten (kept on the receipt), and the place of the agent's turn."""
+    """A forget's body: why it is forgotten (kept on the receipt), and the place of the turn (required of agents)."""
 
     reason = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
-    place = PlaceSerializer(required=False)
+    place = PlaceSerializer(required=False, help_text=AGENT_CHANGES_IN_A_PLACE)
 
 
 class RecallInputSerializer(StrictSerializer):

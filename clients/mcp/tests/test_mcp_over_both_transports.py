@@ -90,7 +90,7 @@ async def session_scenario(client: Client, place: dict) -> dict:
     new_id = seen["corrected"].structured_content["fact"]["id"]
     seen["pinned"] = await client.call_tool("pin_memory", {"memory_id": new_id, "place": place})
     seen["refused"] = await client.call_tool(
-        "correct_memory", {"memory_id": "5f0c8a52-1e8e-4a7a-9f3c-3a1f1b0f9d21", "body": "x"}
+        "correct_memory", {"memory_id": "5f0c8a52-1e8e-4a7a-9f3c-3a1f1b0f9d21", "body": "x", "place": place}
     )
     seen["too_long"] = await client.call_tool(
         "remember", {"body": "x" * 2001, "place": place, "subject_type": "workspace"}

@@ -43,7 +43,7 @@ def test_an_agent_changes_a_persons_fact_only_in_the_place_it_is_recallable(
         subject_id=str(member.pk),
     )
     url = f"/api/v1/memories/{fact.pk}/supersede"
-    assert agent_api.post(url, {"body": "Mona lives in York"}, format="json").status_code == 404
+    assert agent_api.post(url, {"body": "Mona lives in York"}, format="json").status_code == 400  # names no place
     assert agent_api.post(url, {"body": "Mona lives in York", "place": general}, format="json").status_code == 404
     response = agent_api.post(url, {"body": "Mona lives in York", "place": dm_with_mona}, format="json")
     assert response.status_code == 201 and response.json()["author"] == "model"
@@ -57,10 +57,10 @@ def test_an_agent_may_not_change_a_shared_workspace_fact(agent_api, make_memory,
 
 def test_pin_and_unpin_are_recorded(agent_api, general, agent):
     fact = remember(agent_api, general, "Parking is behind the office").json()
-    pinned = agent_api.post(f"/api/v1/memories/{fact['id']}/pin")
+    pinned = agent_api.post(f"/api/v1/memories/{fact['id']}/pin", {"place": general}, format="json")
     assert pinned.status_code == 200 and pinned.json()["pinned"] is True
     assert recall(agent_api, general, "anything").json()["results"][0]["rank"]["pinned"] is True
-    unpinned = agent_api.post(f"/api/v1/memories/{fact['id']}/unpin", {}, format="json")
+    unpinned = agent_api.post(f"/api/v1/memories/{fact['id']}/unpin", {"place": general}, format="json")
     assert unpinned.json()["pinned"] is False
     actions = list(MemoryAudit.objects.filter(memory_id=fact["id"]).values_list("action", flat=True))
     assert actions == ["remember", "pin", "unpin"]
@@ -91,7 +91,7 @@ def test_forget_is_a_recorded_redaction_and_later_reads_return_the_receipt(membe
 
 def test_forget_without_a_reason_still_leaves_a_receipt(agent_api, general):
     fact = remember(agent_api, general, "Temporary fact").json()
-    receipt = agent_api.delete(f"/api/v1/memories/{fact['id']}").json()["receipt"]
+    receipt = agent_api.delete(f"/api/v1/memories/{fact['id']}", {"place": general}, format="json").json()["receipt"]
     assert receipt["erased_by"] == "agent:helper" and receipt["reason"] == "forgotten on request"
 
 

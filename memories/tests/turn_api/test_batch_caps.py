@@ -45,7 +45,7 @@ def test_a_batch_at_the_cap_refuses_every_item_and_a_freed_place_is_seen_by_the_
     assert [item["status"] for item in first["items"]] == ["created", "refused"]
     assert batch(agent_api, [fact(general, "Still too many")]).json()["refused"] == 1
     only = first["items"][0]["memory"]["id"]
-    assert agent_api.delete(f"/api/v1/memories/{only}").status_code in (200, 204)
+    assert agent_api.delete(f"/api/v1/memories/{only}", {"place": general}, format="json").status_code in (200, 204)
     assert batch(agent_api, [fact(general, "Room again")]).json()["created"] == 1
 
 

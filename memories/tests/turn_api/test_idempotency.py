@@ -34,7 +34,7 @@ def test_keys_belong_to_one_principal(agent_api, second_agent_api, general):
 
 def test_a_retry_after_an_erasure_returns_the_receipt_not_the_text(agent_api, general):
     first = post(agent_api, "My code is 4321", "key-4", general).json()
-    agent_api.delete(f"/api/v1/memories/{first['id']}")
+    agent_api.delete(f"/api/v1/memories/{first['id']}", {"place": general}, format="json")
     again = post(agent_api, "My code is 4321", "key-4", general).json()
     assert again["id"] == first["id"] and again["body"] == "" and again["state"] == "erased"
 

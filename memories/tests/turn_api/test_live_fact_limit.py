@@ -36,7 +36,7 @@ def test_the_2001st_live_fact_is_refused_until_one_is_forgotten(agent_api, agent
     assert "forget before remembering" in response.json()["detail"]
     assert Memory.objects.filter(agent=agent).count() == 2000
     one = Memory.objects.filter(agent=agent).first()
-    assert agent_api.delete(f"/api/v1/memories/{one.pk}").status_code == 200
+    assert agent_api.delete(f"/api/v1/memories/{one.pk}", {"place": general}, format="json").status_code == 200
     assert remember(agent_api, general, "Room again").status_code == 201
 
 
@@ -45,9 +45,9 @@ def test_expired_erased_and_corrected_facts_do_not_count(agent_api, agent, gener
     Memory.objects.filter(agent=agent).update(expires_at=timezone.now() - timedelta(days=1))
     fill(agent, 1998)
     erased = remember(agent_api, general, "Erased soon").json()
-    agent_api.delete(f"/api/v1/memories/{erased['id']}")
+    agent_api.delete(f"/api/v1/memories/{erased['id']}", {"place": general}, format="json")
     old = remember(agent_api, general, "Corrected soon").json()
-    agent_api.post(f"/api/v1/memories/{old['id']}/supersede", {"body": "Corrected"}, format="json")
+    agent_api.post(f"/api/v1/memories/{old['id']}/supersede", {"body": "Corrected", "place": general}, format="json")
     assert remember(agent_api, general, "Still room").status_code == 201
     assert remember(agent_api, general, "Now full").status_code == 409
 

@@ -7,10 +7,12 @@ import pytest
 from memories.models import Memory
 from memories.tests.turn_api.helpers import recall, remember, render
 
+GENERAL = {"channel": "C-general", "kind": "public", "people": []}
+
 
 @pytest.fixture
 def globex_fact(outsider_agent_api, other_org):
-    place = {"channel": "C-general", "kind": "public", "people": []}
+    place = GENERAL
     remembered = remember(outsider_agent_api, place, "Globex secret about tea", scope="workspace")
     assert remembered.status_code == 201, remembered.content
     rendered = render(outsider_agent_api, place, "turn-globex")
@@ -23,10 +25,11 @@ def globex_fact(outsider_agent_api, other_org):
     "method, path, body",
     [
         ("get", "/api/v1/memories/{id}?place=C-general", None),  # a place the agent may read in
-        ("delete", "/api/v1/memories/{id}", None),
-        ("post", "/api/v1/memories/{id}/supersede", {"body": "x"}),
-        ("post", "/api/v1/memories/{id}/pin", {}),
-        ("post", "/api/v1/memories/{id}/unpin", {}),
+        # Writes name the same place (an agent's must name one).
+        ("delete", "/api/v1/memories/{id}", {"place": GENERAL}),
+        ("post", "/api/v1/memories/{id}/supersede", {"body": "x", "place": GENERAL}),
+        ("post", "/api/v1/memories/{id}/pin", {"place": GENERAL}),
+        ("post", "/api/v1/memories/{id}/unpin", {"place": GENERAL}),
         ("get", "/api/v1/injections/turn-globex", None),
         ("post", "/api/v1/injections/turn-globex/replay", None),
     ],
