@@ -661,7 +661,7 @@ def test_ids_of_another_tenant_answer_404_as_if_they_did_not_exist(agent_api, dm
     memory = foreign["memory"]
     for method, path, body in [
         ("get", f"/api/v1/memories/{memory}?place={dm['channel']}", None),
-        ("delete", f"/api/v1/memories/{memory}", {"reason": "planted"}),
+        ("delete", f"/api/v1/memories/{memory}", {"reason": "planted", "place": dm}),
         ("post", f"/api/v1/memories/{memory}/supersede", {"body": "Otto hates jazz", "place": dm}),
         ("post", f"/api/v1/memories/{memory}/pin", {"place": dm}),
         ("post", f"/api/v1/memories/{memory}/unpin", {"place": dm}),
