@@ -34,30 +34,6 @@ def django_db_setup(django_db_setup, django_db_modify_db_settings):
     fcntl.flock(django_db_modify_db_settings, fcntl.LOCK_UN)
 
 
-def _django_order(item) -> int:
-    """pytest-django's order for a test: 0 in a rolled-back transaction, 1 transactional, 2 no database."""
-    marker = item.get_closest_marker("django_db")
-    fixtures = getattr(item, "fixturenames", ())
-    if "transactional_db" in fixtures or (marker is not None and marker.kwargs.get("transaction")):
-        return 1
-    return 0 if marker is not None or "db" in fixtures else 2
-
-
-def _run_order(item) -> tuple[int, int]:
-    """Tests that need no database and start processes first; then pytest-django's groups in its order, the
-    tests that start processes or servers (`slow`) first in each; the other tests without a database last."""
-    group, slow = _django_order(item), item.get_closest_marker("slow") is not None
-    if group == 2:
-        return (0, 0) if slow else (3, 0)
-    return (group + 1, 0 if slow else 1)
-
-
-@pytest.hookimpl(trylast=True)  # after pytest-django's own ordering, which this refines
-def pytest_collection_modifyitems(items):
-    """Long tests start early: with a worker per core, a long test started last leaves the others idle."""
-    items.sort(key=_run_order)
-
-
 # Failure counts in Redis, per cache: sign-in failures per account, and unknown tokens per client address (every
 # test calls from 127.0.0.1, so one test's wrong tokens would otherwise bar the next test's calls).
 FAILURE_COUNTS = (("signin", "signin:*"), ("default", "*badtoken:*"))

@@ -48,11 +48,12 @@ def test_list_get_recall_and_render_skip_and_log_a_row_past_the_bound(org, agent
     good = remember(agent_api, general, "The good row says hello").json()["id"]
     bad = plant(org, column)
 
-    listed = agent_api.get("/api/v1/memories")
+    where = {"place": general["channel"]}  # an agent reads in the place it serves
+    listed = agent_api.get("/api/v1/memories", where)
     assert listed.status_code == 200
     assert [row["id"] for row in listed.json()["results"]] == [good]
-    assert agent_api.get(f"/api/v1/memories/{bad}").status_code == 404
-    assert agent_api.get(f"/api/v1/memories/{good}").status_code == 200
+    assert agent_api.get(f"/api/v1/memories/{bad}", where).status_code == 404
+    assert agent_api.get(f"/api/v1/memories/{good}", where).status_code == 200
 
     in_turn = column in TURN_TIMES
     for mode in ("recent", "lexical", "contextual"):

@@ -55,7 +55,7 @@ def test_receipts_and_lists_keep_no_source_text_and_no_label_naming_them(
         assert row["source"]["kind"] and row["created_at"] and row["receipt"]["erased_at"]
         assert row["scope_label"] == ""  # each was in her person scope: the label was her name
         assert row["scope"] == "person" and row["subject_id"] == str(member.pk)
-    gone = agent_api.get(f"/api/v1/memories/{in_her_dm['id']}")
+    gone = agent_api.get(f"/api/v1/memories/{in_her_dm['id']}", {"place": dm_with_mona["channel"]})
     assert gone.status_code == 410 and "Mona Lisa" not in gone.content.decode()
 
 
