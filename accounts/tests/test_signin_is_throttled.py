@@ -30,7 +30,8 @@ def handler_for():
         AxesProxyHandler.get_implementation(force=True)
 
     yield rebuild
-    AxesProxyHandler.get_implementation(force=True)
+    # Built again on its next use, from the settings then: this teardown runs before `settings` is restored.
+    AxesProxyHandler.implementation = None
 
 
 def sign_in(client, username: str, password: str, *, address: str, url: str = LOGIN):
