@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck format migrations-check deploy-check bench venv clean schema
+.PHONY: run test suite lint typecheck format migrations-check deploy-check bench venv clean schema
 
 $(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml clients/mcp/pyproject.toml clients/langgraph/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -20,10 +20,14 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(PY) -m config.supervisor
 
-## Runs every check: ruff, migrations, the deploy check, then the whole test suite, a worker per core
-## (TEST_WORKERS=0 runs it in one process; the browser tests share one worker and one Chromium).
+## Runs every check: ruff, migrations, the deploy check, then the type check beside the whole test suite.
+test: $(STAMP) lint migrations-check deploy-check
+	$(MAKE) --no-print-directory -j2 typecheck suite
+
+## The test suite alone, a worker per core (TEST_WORKERS=0 runs it in one process; the browser tests share one
+## worker and one Chromium).
 TEST_WORKERS ?= auto
-test: $(STAMP) lint typecheck migrations-check deploy-check
+suite: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(STAMP)
