@@ -15,7 +15,13 @@ os.environ["ARCHIVIST_DATA_DIR"] = os.environ.get("ARCHIVIST_TEST_DATA_DIR", str
 
 TEST_REDIS = None
 TEST_REDIS_FOLDER = None
-if not os.environ.get("REDIS_URL"):
+# pytest-xdist's workers inherit the environment of the process that started them: a Redis that process started
+# for itself (marked with its worker id, "" outside xdist) is not theirs, or one worker's Celery workers would take
+# the other's tasks to the wrong database. A child the tests start (a Celery worker) carries its parent's id: it
+# uses the Redis it was given, as does every process given a REDIS_URL from outside.
+_REDIS_OWNER = "ARCHIVIST_TEST_REDIS_WORKER"
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+if not os.environ.get("REDIS_URL") or os.environ.get(_REDIS_OWNER, _WORKER) != _WORKER:
     import psutil
 
     from config.embedded import EmbeddedRedis, stop_stale_redis
@@ -29,6 +35,7 @@ if not os.environ.get("REDIS_URL"):
     TEST_REDIS_FOLDER = _redis_parent / str(os.getpid())
     TEST_REDIS = EmbeddedRedis(TEST_REDIS_FOLDER)
     os.environ["REDIS_URL"] = TEST_REDIS.url
+    os.environ[_REDIS_OWNER] = _WORKER
 
     def stop_test_redis(redis: EmbeddedRedis = TEST_REDIS, folder: Path = TEST_REDIS_FOLDER) -> None:
         """Stop this session's Redis (idempotent); the root conftest calls it at session end, atexit again."""
