@@ -1,0 +1,29 @@
+"""The suite's own harness (`make test` runs a pytest-xdist worker per core): each test process has its own Redis
+and its own database, so one worker's Celery workers never take another's tasks, and the suite's cluster runs
+without a flush to disk per commit."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+
+def test_this_test_process_has_its_own_redis():
+    # A worker that inherited the first process's REDIS_URL shared its queues (and its rate counts) with the other.
+    assert f"/redis/{os.getpid()}/" in settings.REDIS_URL
+    assert settings.CACHES["default"]["LOCATION"].startswith(settings.REDIS_URL.split("?")[0])
+
+
+@pytest.mark.django_db
+def test_this_test_process_has_its_own_database():
+    assert connection.settings_dict["NAME"].startswith(f"test_archivist_{os.getpid()}")
+
+
+@pytest.mark.django_db
+def test_the_suites_cluster_does_not_flush_to_disk_at_each_commit():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('fsync'), current_setting('synchronous_commit')")
+        assert cursor.fetchone() == ("off", "off")
