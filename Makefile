@@ -24,9 +24,9 @@ run: $(STAMP)
 test: $(STAMP) lint migrations-check deploy-check
 	$(MAKE) --no-print-directory -j2 typecheck suite
 
-## The test suite alone, a worker per core (TEST_WORKERS=0 runs it in one process; the browser tests share one
-## worker and one Chromium).
-TEST_WORKERS ?= auto
+## The test suite alone, on one worker more than the machine has cores, since many tests wait on the processes
+## they start (TEST_WORKERS=0 runs it in one process; the browser tests share one worker and one Chromium).
+TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 suite: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
