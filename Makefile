@@ -20,9 +20,10 @@ venv: $(STAMP)
 run: $(STAMP)
 	$(PY) -m config.supervisor
 
-## Runs every check: ruff, migrations, the deploy check, then the type check beside the whole test suite.
-test: $(STAMP) lint migrations-check deploy-check
-	$(MAKE) --no-print-directory -j2 typecheck suite
+## Runs every check: ruff, migrations, the deploy check and the type check beside the whole test suite (any failure
+## fails the run; the short checks finish while the suite's workers start).
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j5 lint migrations-check deploy-check typecheck suite
 
 ## The test suite alone, on one worker more than the machine has cores, since many tests wait on the processes
 ## they start (TEST_WORKERS=0 runs it in one process; the browser tests share one worker and one Chromium).

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import fcntl
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 
@@ -11,27 +13,53 @@ from accounts.models import Membership
 from accounts.services import agent_create, organisation_create, user_create
 from memories.models import Author, Bucket, SourceKind
 from memories.services import memory_remember
+from tests import database_template
 
 # The browser harness: gunicorn on the test database, Chromium, a screenshot on failure.
 pytest_plugins = ["web.tests.browser", "tests.leftovers"]
 
 
+@dataclass
+class WorkerDatabase:
+    name: str
+    cloned: bool  # copied from the migrated template (tests/database_template.py) rather than migrated here
+    lock: TextIO
+
+
 @pytest.fixture(scope="session")
-def django_db_modify_db_settings(django_db_modify_db_settings):
-    """Test databases are made one at a time on this machine: `make test` runs a worker per core (pytest-xdist),
-    each with its own database in the one cluster, and the first migration creates the cluster's roles, which two
-    workers must not both try at once. Released once this worker's database is ready (`django_db_setup`)."""
+def django_db_modify_db_settings(django_db_modify_db_settings, django_db_blocker):
+    """Test databases are made one at a time on this machine: `make test` runs several pytest-xdist workers,
+    each with its own database in the one cluster, cloned from a migrated template when one exists for this code;
+    the first to find none migrates (the first migration creates the cluster's roles, which two workers must not
+    both try at once) and leaves the template. Released once this worker's database is ready (`django_db_setup`)."""
     from django.conf import settings
 
     lock = (Path(settings.DATA_DIR) / "test-databases.lock").open("w")
     fcntl.flock(lock, fcntl.LOCK_EX)
-    yield lock
+    name = settings.DATABASES["default"]["TEST"]["NAME"]
+    with django_db_blocker.unblock():
+        cloned = database_template.clone_from_template(name)
+    yield WorkerDatabase(name=name, cloned=cloned, lock=lock)
     lock.close()
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_db_setup, django_db_modify_db_settings):
-    fcntl.flock(django_db_modify_db_settings, fcntl.LOCK_UN)
+def django_db_keepdb(django_db_modify_db_settings) -> bool:
+    """A database cloned from the template is used as it is (`migrate` only confirms it is current)."""
+    return django_db_modify_db_settings.cloned
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup, django_db_modify_db_settings, django_db_blocker):
+    database = django_db_modify_db_settings
+    if not database.cloned:
+        with django_db_blocker.unblock():
+            database_template.save_as_template(database.name)
+    fcntl.flock(database.lock, fcntl.LOCK_UN)
+    yield
+    if database.cloned:  # pytest-django drops only the databases it created
+        with django_db_blocker.unblock():
+            database_template.drop(database.name)
 
 
 # Failure counts in Redis, per cache: sign-in failures per account, and unknown tokens per client address (every

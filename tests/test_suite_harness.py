@@ -27,3 +27,14 @@ def test_the_suites_cluster_does_not_flush_to_disk_at_each_commit():
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting('fsync'), current_setting('synchronous_commit')")
         assert cursor.fetchone() == ("off", "off")
+
+
+@pytest.mark.django_db
+def test_the_migrated_template_for_this_code_exists_so_the_next_process_clones_it():
+    from tests import database_template
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", [database_template.PREFIX + "%"])
+        templates = [name for (name,) in cursor.fetchall()]
+    # One template, of this code: a changed migration or model names another, and the old one is dropped.
+    assert templates == [database_template.template_name()]

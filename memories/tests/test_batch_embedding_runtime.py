@@ -26,6 +26,10 @@ TEXTS = [
 ]
 
 
+# One worker runs this module, so its tests share the torch model and the export its fixtures load once.
+pytestmark = pytest.mark.xdist_group("batch_embedding_runtime")
+
+
 @pytest.fixture(scope="module")
 def exported():
     return onnx.load(settings.DATA_DIR)

@@ -33,6 +33,10 @@ TEXTS = [
 ]
 
 
+# One worker runs this module, so its tests share the torch model and the export its fixtures load once.
+pytestmark = pytest.mark.xdist_group("onnx_embedder")
+
+
 @pytest.fixture(scope="module")
 def exported():
     """The verified export in this run's data folder (made now if it is not there yet)."""

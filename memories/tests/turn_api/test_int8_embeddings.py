@@ -30,6 +30,10 @@ ROW = "Quarterly revenue grew by eight percent"
 QUESTION = "How did sales and income change?"
 
 
+# One worker runs this module, so its tests share the torch model and the export its fixtures load once.
+pytestmark = pytest.mark.xdist_group("int8_embeddings")
+
+
 @pytest.fixture(scope="module")
 def quantised():
     """The int8 encoder of this run's data folder (exported and quantised now if they are not there yet)."""
