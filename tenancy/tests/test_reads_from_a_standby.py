@@ -125,6 +125,8 @@ def app(django_db_setup, django_db_blocker):
             server = Gunicorn(
                 ARTIFACTS / f"gunicorn-standby-{uuid.uuid4().hex[:8]}.log",
                 settings_dict={"NAME": DATABASE},
+                workers=1,
+                GUNICORN_CMD_ARGS="--threads 4",  # one process starts sooner; the threads serve concurrent reads
                 DATABASE_URL=pair.primary.url(DATABASE),
                 DATABASE_REPLICA_URL=pair.standby.url(DATABASE),
                 ARCHIVIST_DB_ROLE="archivist_app",
