@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
@@ -62,20 +63,25 @@ def free_port() -> int:
 class Server:
     """One PostgreSQL data folder with its port, socket folder and log."""
 
-    def __init__(self, pair: StandbyPair, name: str):
+    def __init__(self, pair: StandbyPair, name: str, *, data: Path | None = None, port: int | None = None):
+        """A server of the pair's own folder, or (`data`, `port`) one already running, whose sockets are in its
+        data folder (as the embedded wheels keep them)."""
         self.pair = pair
-        self.data = pair.folder / name
-        self.sockets = pair.folder / f"{name}-sockets"
+        self.data = data or pair.folder / name
+        self.sockets = data or pair.folder / f"{name}-sockets"
         self.log = pair.folder / f"{name}.log"
-        self.port = free_port()
-        self.sockets.mkdir()
-        pair.own(self.sockets)
+        self.port = port or free_port()
+        self.settings: dict[str, object] = {}
+        if data is None:
+            self.sockets.mkdir()
+            pair.own(self.sockets)
 
     def start(self) -> None:
         options = " ".join(
             f"-c {name}={value}"
             for name, value in {
                 **SERVER_SETTINGS,
+                **self.settings,
                 "port": self.port,
                 "unix_socket_directories": self.sockets,
             }.items()
@@ -136,7 +142,24 @@ class StandbyPair:
         self.run("pg_restore", "--exit-on-error", "-d", self.primary.url(database), dump)
         dump.unlink()
 
-    def start_standby(self) -> None:
+    def attach_primary(self, data: Path, port: int = 5432) -> None:
+        """Make the standby from a server already running on `data` (its sockets there, on `port`)."""
+        self.primary = Server(self, "primary", data=data, port=port)
+        self.drop_slot()  # one an earlier run left behind
+
+    def drop_slot(self) -> None:
+        """Drop the standby's replication slot on the primary, which otherwise keeps WAL for it forever (once
+        the standby has let go of it: a stopped standby's sender ends within moments)."""
+        for _ in range(100):
+            rows = self.primary.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s", (SLOT,))
+            if not rows:
+                return
+            if not rows[0][0]:
+                self.primary.execute("SELECT pg_drop_replication_slot(%s)", (SLOT,))
+                return
+            time.sleep(0.1)
+
+    def start_standby(self, **settings: object) -> None:
         """Made from the primary as an operator makes one: a base backup streaming its WAL, writing the standby's
         connection to the primary (-R), through a replication slot of its own (-C -S)."""
         self.run(
@@ -158,6 +181,7 @@ class StandbyPair:
             "-U",
             SUPERUSER,
         )
+        self.standby.settings = settings
         self.standby.start()
 
     def replayed(self) -> bool:
@@ -168,6 +192,10 @@ class StandbyPair:
 
     def close(self) -> None:
         for server in (self.standby, self.primary):
-            with contextlib.suppress(RuntimeError):
-                server.stop("immediate")
+            if server.data.is_relative_to(self.folder):  # a primary it attached to is not its own to stop
+                with contextlib.suppress(RuntimeError):
+                    server.stop("immediate")
+        if not self.primary.data.is_relative_to(self.folder):
+            with contextlib.suppress(psycopg.Error):
+                self.drop_slot()
         shutil.rmtree(self.folder, ignore_errors=True)
