@@ -128,7 +128,10 @@ def remember_write(organisation_id: str) -> None:
 
 def note_write_in_transaction() -> None:
     """In a primary transaction about to commit: if it wrote, remember its position for its tenant once it has."""
-    with connections["default"].cursor() as cursor:
+    primary = connections["default"]
+    if primary.needs_rollback:  # rolled back at the block's end: nothing of it commits
+        return
+    with primary.cursor() as cursor:
         cursor.execute(WROTE_SQL, [TENANT_SETTING])
         wrote, organisation_id = cursor.fetchone()
     if wrote and organisation_id:
@@ -156,7 +159,10 @@ class StandbyRead:
     def enter(self, *, organisation_id: object, cross_tenant: str = "") -> bool:
         """Read from the standby for the rest of the request, under this tenant; False when the primary must."""
         global _unreachable_until
-        if self.declined or self.active or not organisation_id or time.monotonic() < _unreachable_until:
+        if self.declined or self.active or not organisation_id:
+            return False
+        if time.monotonic() < _unreachable_until:
+            count_fallback("unreachable")  # logged once, when it failed
             return False
         if not body_kept(self.request):
             return False
