@@ -95,6 +95,8 @@ class Server:
             self.pair.run("pg_ctl", "-D", self.data, "-m", mode, "-w", "stop")
 
     def url(self, database: str) -> str:
+        if self.sockets == self.data:  # attached: a running server that may listen on its socket only
+            return f"postgresql://{SUPERUSER}@:{self.port}/{database}?host={self.sockets}"
         return f"postgresql://{SUPERUSER}@127.0.0.1:{self.port}/{database}"
 
     def execute(self, statement: str, params=(), database: str = "postgres"):
