@@ -25,8 +25,9 @@ from web.tests.browser import ARTIFACTS, Gunicorn, database_url
 DATABASE = "archivist"
 PLACE = {"channel": "C-standby", "kind": "public", "people": []}
 RETRY_SECONDS = "0.5"
-# The module's fixture copies this run's migrated test database, which pytest-django makes for database tests.
-pytestmark = pytest.mark.django_db
+# The module's fixture copies this run's migrated test database, which pytest-django makes for database tests;
+# one pytest-xdist worker runs them all, so the pair is made once.
+pytestmark = [pytest.mark.django_db, pytest.mark.xdist_group("standby")]
 
 
 def _seed(pair: StandbyPair) -> dict:
