@@ -869,9 +869,9 @@ def replica_report(args, data_dir: Path, jobs: list[tuple[int, str]], tokens: di
     from tenancy.tests.standby_pair import StandbyPair, postgres_binaries
 
     pair = StandbyPair(*postgres_binaries(os.environ["DATABASE_URL"]))
-    pair.attach_primary(data_dir / "pg")
     servers: list[subprocess.Popen] = []
     try:
+        pair.attach_primary(data_dir / "pg")
         step("making a standby with pg_basebackup (the primary's page cache size)")
         pair.start_standby(shared_buffers=shared_buffers())
         database = os.environ["DATABASE_URL"].split("?")[0].rsplit("/", 1)[1]

@@ -26,14 +26,13 @@ from tenancy.sql import APP_ROLE, MAINTENANCE_ROLE
 
 SLOT = "standby1"
 SUPERUSER = "postgres"
-# Throwaway clusters: no flush to disk (as the suite's own cluster), and room for a standby.
+# Throwaway clusters: no flush to disk (as the suite's own cluster). Senders and slots keep their defaults:
+# a standby may not have fewer than its primary.
 SERVER_SETTINGS = {
     "listen_addresses": "127.0.0.1",
     "fsync": "off",
     "full_page_writes": "off",
     "wal_level": "replica",
-    "max_wal_senders": "4",
-    "max_replication_slots": "4",
     "shared_buffers": "128MB",
     "hot_standby": "on",
 }
