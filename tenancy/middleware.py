@@ -81,8 +81,7 @@ class TenantTransactionMiddleware:
                 organisation_id, cross_tenant = session_scope(request)
                 if organisation_id or cross_tenant or not fresh:
                     tenant_activate(organisation_id=organisation_id, cross_tenant=cross_tenant)
-                request.tenant_scope = (organisation_id, cross_tenant)
-                response = self.respond(request)
+                response = self.respond(request, organisation_id, cross_tenant)
                 if response.status_code >= 400:
                     transaction.set_rollback(True)
         except (OperationalError, InterfaceError) as error:
@@ -90,12 +89,13 @@ class TenantTransactionMiddleware:
             return unavailable_response()
         return response
 
-    def respond(self, request: HttpRequest):
+    def respond(self, request: HttpRequest, organisation_id: str, cross_tenant: str):
         """The view's answer; with a standby configured, from the standby where the view reads there, and
         asked again of the primary when the standby failed during it (standby reads are only reads)."""
         if not standby.configured():
             return self.get_response(request)
-        read = request.standby_read = standby.StandbyRead(request)
+        read = standby.StandbyRead(request, session_scope=(organisation_id, cross_tenant))
+        request.standby_read = read  # type: ignore[attr-defined]  # the views that read there enter it
         try:
             response = self.get_response(request)
         finally:
@@ -110,7 +110,7 @@ class TenantTransactionMiddleware:
         """A page marked `reads_from_standby` reads there on GET, under the signed-in person's tenant."""
         read = standby.standby_of(request)
         if read is not None and request.method in ("GET", "HEAD") and getattr(view_func, "reads_from_standby", False):
-            organisation_id, cross_tenant = request.tenant_scope
+            organisation_id, cross_tenant = read.session_scope
             read.enter(organisation_id=organisation_id, cross_tenant=cross_tenant)
         return None
 

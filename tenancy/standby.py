@@ -40,6 +40,7 @@ from django.conf import settings
 from django.core.cache import caches
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.http import HttpRequest
 from django.http.request import RawPostDataException
 
@@ -100,7 +101,7 @@ def _fallback(reason: str, detail: object) -> None:
 
 
 def _redis():
-    return caches["default"]._cache.get_client(write=True)  # type: ignore[attr-defined]
+    return caches["default"]._cache.get_client(write=True)
 
 
 def written_position(organisation_id: str) -> int:
@@ -147,14 +148,15 @@ def reads_from_standby(view: Callable) -> Callable:
 class StandbyRead:
     """One request's standby read: entered by the view that opts in, left by the tenant middleware."""
 
-    def __init__(self, request: HttpRequest):
+    def __init__(self, request: HttpRequest, *, session_scope: tuple[str, str] = ("", "")):
         self.request = request
+        self.session_scope = session_scope  # a signed-in person's (organisation, cross-tenant), for pages
         self.active = False  # the default connection is the standby's now
         self.used = False  # the standby was entered during this request
         self.failed = False  # the standby failed during the read: the primary answers it again
         self.declined = False  # the primary answers this request from now on
         self._atomic: transaction.Atomic | None = None
-        self._primary = None
+        self._primary: BaseDatabaseWrapper | None = None
 
     def enter(self, *, organisation_id: object, cross_tenant: str = "") -> bool:
         """Read from the standby for the rest of the request, under this tenant; False when the primary must."""
@@ -219,6 +221,7 @@ class StandbyRead:
         global _unreachable_until
         if not self.active:
             return False
+        assert self._primary is not None  # kept by `enter`
         connections["default"] = self._primary
         self.active = False
         replica = connections[REPLICA]
@@ -251,7 +254,7 @@ def rewind_body(request: HttpRequest) -> None:
     """Let the request's body be read again by the primary's answer (it was read whole before, or is empty)."""
     body = request.__dict__.get("_body")
     if body is not None:
-        request._stream = io.BytesIO(body)  # type: ignore[attr-defined]
+        request._stream = io.BytesIO(body)
         request._read_started = False  # type: ignore[attr-defined]
 
 
