@@ -20,6 +20,13 @@ from the LoCoMo dev set embedded by the real model:
 - approximate against exact top 10 for small, medium and large organisations;
 - remember (POST /api/v1/memories) p50/p99.
 
+With `--replica`, only recall at concurrency 1 is measured, through two gunicorns
+in turn: one on the primary alone, one reading from a standby of the bench's
+PostgreSQL made by `pg_basebackup -R -X stream -C -S standby1` (the p50 ratio
+is the figure; the target is 1.1 or less):
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n 20000 --orgs 200 --replica
+
 Everything runs in its own data folder (var/bench) and database; nothing is
 asserted, figures are printed. Ratios are against baselines measured in the
 same run, on the same machine.
@@ -81,6 +88,12 @@ def arguments() -> argparse.Namespace:
         "--raw-only",
         action="store_true",
         help="only the raw statement now against --before-ref, by size class (no HTTP, no quality): minutes",
+    )
+    parser.add_argument(
+        "--replica",
+        action="store_true",
+        help="only recall at concurrency 1 through a streaming standby against the primary, interleaved, on the"
+        " seed (a standby of the bench's PostgreSQL made by pg_basebackup; two gunicorns): minutes",
     )
     parser.add_argument(
         "--mode",
@@ -419,9 +432,11 @@ def seed_and_index(args, data_dir: Path, model, model_name: str) -> tuple[dict, 
 # --- Measuring ---------------------------------------------------------------------
 
 
-def start_gunicorn(args, log: Path) -> subprocess.Popen:
+def start_gunicorn(args, log: Path, *, port: int | None = None, **extra: str) -> subprocess.Popen:
+    port = port or args.port
     environment = {
         **os.environ,
+        **extra,
         # Requests run as the run command runs them: the web role, under row-level security.
         "ARCHIVIST_DB_ROLE": "archivist_app",
         # One torch thread per process: two workers on two cores, not four threads fighting for them.
@@ -435,7 +450,7 @@ def start_gunicorn(args, log: Path) -> subprocess.Popen:
         "--config",
         "python:config.gunicorn",
         "--bind",
-        f"127.0.0.1:{args.port}",
+        f"127.0.0.1:{port}",
         "--workers",
         str(args.workers),
         "--worker-class",
@@ -450,16 +465,17 @@ def start_gunicorn(args, log: Path) -> subprocess.Popen:
 
     for _ in range(300):
         try:
-            requests.get(f"http://127.0.0.1:{args.port}/healthz", timeout=1)
+            requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
             return process
         except requests.RequestException:
             time.sleep(0.2)
     raise RuntimeError(f"gunicorn did not start; see {log}")
 
 
-def http_recall(args, jobs: list[tuple[int, str]], tokens: dict, concurrency: int) -> list[dict]:
+def http_recall(args, jobs: list[tuple[int, str]], tokens: dict, concurrency: int, port: int = 0) -> list[dict]:
     import requests
 
+    port = port or args.port
     local = threading.local()
 
     def call(job):
@@ -469,7 +485,7 @@ def http_recall(args, jobs: list[tuple[int, str]], tokens: dict, concurrency: in
             session = local.session = requests.Session()
         started = time.perf_counter()
         response = session.post(
-            f"http://127.0.0.1:{args.port}/api/v1/recall",
+            f"http://127.0.0.1:{port}/api/v1/recall",
             json={"question": question, "place": PLACE, "limit": 10, "mode": args.mode},
             headers={"Authorization": f"Bearer {tokens[rank]}"},
             timeout=30,
@@ -737,6 +753,9 @@ def run(args, data_dir: Path, recorded: dict | None) -> None:
     # The largest tenants without an HNSW index: where the one read of the place costs most.
     medium_jobs = [(rank, rng.choice(questions)) for rank in medium[:9] for _ in range(20)]
     tokens = {} if args.raw_only else issue_tokens(org_ids, targets)
+    if args.replica:
+        replica_report(args, data_dir, jobs, tokens)
+        return
 
     import torch
 
@@ -842,6 +861,44 @@ def run(args, data_dir: Path, recorded: dict | None) -> None:
     print(f"Plan for the largest tenant's vector list: {explain}.")
     print(f"Load average during the run: {os.getloadavg()[0]:.1f} (2 cores shared with other work).")
     print(f"PostgreSQL's shared_buffers: {shared_buffers()}.")
+
+
+def replica_report(args, data_dir: Path, jobs: list[tuple[int, str]], tokens: dict) -> None:
+    """Recall at concurrency 1 through a standby against the primary: two gunicorns on the same seed, one reading
+    from a standby of the bench's PostgreSQL (`DATABASE_REPLICA_URL`), called in turn, job by job."""
+    from tenancy.tests.standby_pair import StandbyPair, postgres_binaries
+
+    pair = StandbyPair(*postgres_binaries(os.environ["DATABASE_URL"]))
+    servers: list[subprocess.Popen] = []
+    try:
+        pair.attach_primary(data_dir / "pg")
+        step("making a standby with pg_basebackup (the primary's page cache size)")
+        pair.start_standby(shared_buffers=shared_buffers())
+        database = os.environ["DATABASE_URL"].split("?")[0].rsplit("/", 1)[1]
+        ports = {"primary": args.port, "standby": args.port + 1}
+        servers.append(start_gunicorn(args, data_dir / "gunicorn-primary.log"))
+        replica = pair.standby.url(database)
+        servers.append(
+            start_gunicorn(args, data_dir / "gunicorn-standby.log", port=ports["standby"], DATABASE_REPLICA_URL=replica)
+        )
+        for port in ports.values():  # the model in every worker, and each server's page cache
+            http_recall(args, jobs[:80], tokens, args.workers * args.threads, port=port)
+        step("recall over HTTP, concurrency 1, the primary and the standby in turn")
+        totals: dict[str, list[float]] = {name: [] for name in ports}
+        for index, job in enumerate(jobs):
+            order = list(ports.items()) if index % 2 == 0 else list(reversed(ports.items()))
+            for name, port in order:
+                totals[name].extend(row["total"] for row in http_recall(args, [job], tokens, 1, port=port))
+        fallbacks = (data_dir / "gunicorn-standby.log").read_text(errors="replace").count("answered by the primary")
+        for name, values in totals.items():
+            print(f"recall via the {name:<8}: {fmt(summary(values))}")
+        ratio = statistics.median(totals["standby"]) / statistics.median(totals["primary"])
+        print(f"p50 via the standby / via the primary: {ratio:.3f} (target 1.1 or less); {fallbacks} fallbacks")
+    finally:
+        for process in servers:
+            process.terminate()
+            process.wait(timeout=30)
+        pair.close()
 
 
 def shared_buffers() -> str:

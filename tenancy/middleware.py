@@ -25,6 +25,7 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 
 from accounts.models import Membership
+from tenancy import standby
 from tenancy.context import tenant_activate
 from tenancy.sql import OPERATOR, STEWARD
 
@@ -80,13 +81,38 @@ class TenantTransactionMiddleware:
                 organisation_id, cross_tenant = session_scope(request)
                 if organisation_id or cross_tenant or not fresh:
                     tenant_activate(organisation_id=organisation_id, cross_tenant=cross_tenant)
-                response = self.get_response(request)
+                response = self.respond(request, organisation_id, cross_tenant)
                 if response.status_code >= 400:
                     transaction.set_rollback(True)
         except (OperationalError, InterfaceError) as error:
             logger.warning("database unavailable for %s %s: %s", request.method, request.path, error)
             return unavailable_response()
         return response
+
+    def respond(self, request: HttpRequest, organisation_id: str, cross_tenant: str):
+        """The view's answer; with a standby configured, from the standby where the view reads there, and
+        asked again of the primary when the standby failed during it (standby reads are only reads)."""
+        if not standby.configured():
+            return self.get_response(request)
+        read = standby.StandbyRead(request, session_scope=(organisation_id, cross_tenant))
+        request.standby_read = read  # type: ignore[attr-defined]  # the views that read there enter it
+        try:
+            response = self.get_response(request)
+        finally:
+            failed = read.leave()
+        if failed:
+            response = self.get_response(request)
+        elif response.status_code < 400 and not read.used:
+            standby.note_write_in_transaction()
+        return response
+
+    def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs):
+        """A page marked `reads_from_standby` reads there on GET, under the signed-in person's tenant."""
+        read = standby.standby_of(request)
+        if read is not None and request.method in ("GET", "HEAD") and getattr(view_func, "reads_from_standby", False):
+            organisation_id, cross_tenant = read.session_scope
+            read.enter(organisation_id=organisation_id, cross_tenant=cross_tenant)
+        return None
 
     def process_exception(self, request: HttpRequest, exception: Exception):
         """A page (not the API, whose handler does this) that lost the database mid-request."""

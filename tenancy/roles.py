@@ -5,7 +5,9 @@
 web server with `archivist_app`, so requests are under row-level security
 even on the embedded default, where every process logs in as the superuser.
 Empty (the default) keeps the login role: migrations, management commands and
-the workers, which run cross-tenant maintenance as the owner.
+the workers, which run cross-tenant maintenance as the owner. A standby's
+connections (`DATABASE_REPLICA_URL`) always act as `archivist_app`: they serve
+requests' reads and nothing else.
 
 In production the stronger form is a login role that is a member of
 `archivist_app` and nothing else (a separate DATABASE_URL for the web), so a
@@ -18,10 +20,22 @@ from django.conf import settings
 from django.db import connection as default_connection
 from psycopg import sql
 
+from tenancy.sql import APP_ROLE
+
+REPLICA = "replica"  # the standby's connection alias (`tenancy.standby`)
+
+
+def role_for(alias: str) -> str:
+    """The role a connection of this alias acts as: the process's on the primary; always `archivist_app` on a
+    standby (`tenancy.standby`), which serves requests' reads only."""
+    if alias == REPLICA:
+        return APP_ROLE
+    return getattr(settings, "DATABASE_ROLE", "") if alias == "default" else ""
+
 
 def switch_role_on_connect(sender, connection, **kwargs) -> None:
-    role = getattr(settings, "DATABASE_ROLE", "")
-    if not role or connection.vendor != "postgresql" or connection.alias != "default":
+    role = role_for(connection.alias)
+    if not role or connection.vendor != "postgresql":
         return
     with connection.cursor() as cursor:
         # Session-level on purpose: the role is the process's, for the life of the connection.

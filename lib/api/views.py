@@ -73,6 +73,13 @@ class ApiView(APIView):
             raise exceptions.NotAuthenticated()
         return principal
 
+    def read_from_standby(self) -> bool:
+        """Answer the rest of this request from the standby, under the caller's tenant, where one is configured
+        and current for the caller (the tenant middleware's `standby_read`); True when it does. A view calls it
+        once what follows only reads; what came before (authentication, a place's record) stayed on the primary."""
+        read = getattr(self.request._request, "standby_read", None)
+        return read is not None and read.enter_for(self.principal())
+
     def validated(self, serializer_class, data=None):
         # An empty body parses to {}; a body of JSON null, false or 0 is not an object and is refused.
         serializer = serializer_class(data=self.request.data if data is None else data)

@@ -87,6 +87,7 @@ class MemoryListApi(PagedListApi):
         own references, and `channel` for a place (its channel facts, and for a DM its person's facts). Erased rows
         show their receipt, never their text.
         """
+        self.read_from_standby()
         return self.answer_page(self.filter_queryset(self.get_queryset()))
 
     @write_schema(
@@ -249,6 +250,7 @@ class MemoryDetailApi(MemoryApi):
         organisation's memory, or one the caller may not see, answers 404.
         """
         sees = self.reader()
+        self.read_from_standby()
         memory = self.memory_seen_or_404(memory_id, sees)
         detail = s.Annotated(
             memory,

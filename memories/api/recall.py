@@ -95,7 +95,8 @@ class RecallApi(EmbedsQuestionAhead):
         """
         principal = self.principal()
         data = self.validated(s.RecallInputSerializer)
-        resolved = self.resolve_place(data["place"])
+        resolved = self.resolve_place(data["place"])  # on the primary: a new place's record is written
+        self.read_from_standby()
         result = recall(
             ahead=self.ahead,
             organisation=principal.organisation,
