@@ -9,7 +9,7 @@ from celery.signals import worker_process_init
 from django.conf import settings
 from kombu import Queue
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 app = Celery("archivist")
 app.config_from_object("django.conf:settings", namespace="CELERY")

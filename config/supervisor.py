@@ -194,7 +194,7 @@ def _stop(children: dict[str, subprocess.Popen]) -> None:
 def _environment() -> dict[str, str]:
     """The children's environment: this one, with the run's defaults."""
     env = dict(os.environ)
-    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
+    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")
     return env
