@@ -66,7 +66,13 @@ class Command(BaseCommand):
         bar.close()
         for refusal in report.errors:
             self.stderr.write(str(refusal))
-        self.stdout.write(
+        if report.people_created:
+            self.stderr.write(
+                f"Made {len(report.people_created)} directory people this organisation lacked: "
+                f"{', '.join(report.people_created)}."
+            )
+        # Counts go to standard error, as the export's do, so standard output stays for data.
+        self.stderr.write(
             f"Imported {report.created} memories ({report.superseded} as corrections of earlier rows); "
             f"{report.refused} refused."
         )
