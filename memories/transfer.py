@@ -13,9 +13,10 @@ row that supersedes an earlier one), so every rule holds: strict types, the text
 1900–2999 in UTC, the live-fact cap, the scope rules, the database's constraints. It is all or nothing:
 one refused row (at the check or at its write) and nothing is written; with `partial` the valid rows are
 written. A person an export names who is not in the importing organisation (another organisation, another
-server) is made a directory person with that handle first, and reported. Each refusal is reported as `line N: field: reason`. Imported rows keep their dates (`occurred_at`, from
-the row's `occurred_at` or else when it was first written), carry the `import` source kind, get a fresh
-expiry unless one is given, and are embedded by the workers like any other write.
+server) is made a directory person with that handle first, and reported. Each refusal is reported as
+`line N: field: reason`. Imported rows keep their dates (`occurred_at`, from the row's `occurred_at` or else
+when it was first written), carry the `import` source kind, get a fresh expiry unless one is given, and are
+embedded by the workers like any other write.
 """
 
 from __future__ import annotations
