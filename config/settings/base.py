@@ -113,7 +113,7 @@ DATA_DIR = embedded.data_dir()
 
 
 def _database_url() -> str:
-    url = env_str("DATABASE_URL", "")
+    url = env_str("DATABASE_URL", "") or embedded.running_postgres_url(DATA_DIR / "pg")
     if url:
         return url
     server = embedded.start_postgres(DATA_DIR / "pg")
