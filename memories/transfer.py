@@ -60,18 +60,22 @@ def _dm_of(organisation: Organisation, user_id: str, label: str) -> dict:
     return {"channel": channel or f"dm:{label}", "kind": "dm", "people": [label]}
 
 
-def memories_export(*, organisation: Organisation, now: datetime | None = None) -> Iterator[dict]:
-    """The header line, then one remember request per memory, oldest first."""
-    now = now or timezone.now()
-    people = Membership.objects.filter(organisation=organisation).select_related("user").order_by("created_at", "id")
-    labels = {str(membership.user_id): membership.label for membership in people}
-    yield {
+def _export_header(organisation: Organisation, people, now: datetime) -> dict:
+    return {
         "archivist_export": EXPORT_VERSION,
         "organisation": organisation.slug,
         "exported_at": now.isoformat(),
         # Who the rows name, so an import elsewhere can make the missing ones directory people.
         "people": {membership.label: membership.display_name for membership in people},
     }
+
+
+def memories_export(*, organisation: Organisation, now: datetime | None = None) -> Iterator[dict]:
+    """The header line, then one remember request per memory, oldest first."""
+    now = now or timezone.now()
+    people = Membership.objects.filter(organisation=organisation).select_related("user").order_by("created_at", "id")
+    labels = {str(membership.user_id): membership.label for membership in people}
+    yield _export_header(organisation, people, now)
     rows = (
         Memory.objects.filter(organisation=organisation, redacted_at__isnull=True)
         .exclude(bucket=Bucket.SYSTEM)

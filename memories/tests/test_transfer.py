@@ -235,21 +235,14 @@ def test_a_version_1_export_still_imports(org, member, agent, tmp_path):
         "pinned": False,
     }
     path = tmp_path / "v1.jsonl"
+    arguments = (str(path), "--org", "acme", "--agent", "helper")
     path.write_text(json.dumps(header) + "\n" + json.dumps(row) + "\n")
     err = io.StringIO()
-    call_command("import_memories", str(path), "--org", "acme", "--agent", "helper", stdout=io.StringIO(), stderr=err)
+    call_command("import_memories", *arguments, stdout=io.StringIO(), stderr=err)
     assert "Imported 1 memories" in err.getvalue()
     assert Memory.objects.get(body="Prefers to be called Mo").scope_ref == str(member.pk)
     path.write_text(json.dumps({**header, "archivist_export": 3}) + "\n" + json.dumps(row) + "\n")
+    err = io.StringIO()
     with pytest.raises(CommandError):
-        call_command(
-            "import_memories",
-            str(path),
-            "--org",
-            "acme",
-            "--agent",
-            "helper",
-            stdout=io.StringIO(),
-            stderr=(err := io.StringIO()),
-        )
+        call_command("import_memories", *arguments, stdout=io.StringIO(), stderr=err)
     assert "line 1: archivist_export: export format version 3 is not one this server reads" in err.getvalue()
