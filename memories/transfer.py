@@ -73,9 +73,11 @@ def _export_header(organisation: Organisation, people, now: datetime) -> dict:
 def memories_export(*, organisation: Organisation, now: datetime | None = None) -> Iterator[dict]:
     """The header line, then one remember request per memory, oldest first."""
     now = now or timezone.now()
-    people = Membership.objects.filter(organisation=organisation).select_related("user").order_by("created_at", "id")
-    labels = {str(membership.user_id): membership.label for membership in people}
-    yield _export_header(organisation, people, now)
+    memberships = (
+        Membership.objects.filter(organisation=organisation).select_related("user").order_by("created_at", "id")
+    )
+    labels = {str(membership.user_id): membership.label for membership in memberships}
+    yield _export_header(organisation, memberships, now)
     rows = (
         Memory.objects.filter(organisation=organisation, redacted_at__isnull=True)
         .exclude(bucket=Bucket.SYSTEM)
@@ -279,7 +281,8 @@ def people_named(rows: list[tuple[int, dict | RowRefused]], valid: list[tuple[in
     """Each person the valid rows name (place members, user subjects, `only_for`), with the display name the
     export's header gives them ("" when it gives none, as a version 1 header never does)."""
     header = next((row for _, row in rows if isinstance(row, dict) and "archivist_export" in row), {})
-    display_names = header.get("people") if isinstance(header.get("people"), dict) else {}
+    listed = header.get("people")
+    display_names: dict = listed if isinstance(listed, dict) else {}
     names: dict[str, str] = {}
     for _, attrs in valid:
         named = list(attrs["place"]["people"]) if attrs.get("place") else []
