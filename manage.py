@@ -4,7 +4,7 @@ import sys
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
     from config.datafolder import data_folder_problem, unmigrated_problem
 
     problem = data_folder_problem(sys.argv)

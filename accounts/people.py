@@ -158,3 +158,23 @@ def person_upsert(
     membership.user = user
     account_audit(organisation=organisation, action=AccountAudit.Action.CREATE, actor=actor, agent=agent, person=user)
     return membership, True
+
+
+def directory_people_ensure(
+    *, organisation: Organisation, people: dict[str, str], agent: Agent | None = None
+) -> list[str]:
+    """Make each name no person of the organisation has into a directory person with that handle.
+
+    `people` maps each name (a handle or username from another organisation or server) to a display name,
+    "" when none is known. A name that is not a well-formed handle is left alone: whatever needed it refuses
+    in its own words. Returns the handles created, in the order given.
+    """
+    names = [name for name in people if isinstance(name, str) and not handle_problem(name)]
+    known = people_by_name(organisation=organisation, names=names)
+    created = []
+    for name in names:
+        if name not in known:
+            _, made = person_upsert(organisation=organisation, handle=name, display_name=people[name], agent=agent)
+            if made:
+                created.append(name)
+    return created

@@ -9,7 +9,7 @@ from celery.signals import worker_process_init
 from django.conf import settings
 from kombu import Queue
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 app = Celery("archivist")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -66,9 +66,11 @@ def add_beat_schedule(sender, **kwargs) -> None:
 def warm_pool_child(**kwargs) -> None:
     """Each pool child loads the embedding model before its first task (memories/embeddings/warmup.py)."""
     # Imported here: this module is loaded before Django's apps are.
+    from config.warm import mark_warm
     from memories.embeddings.warmup import warm_up
 
     try:
         warm_up(batch=True, statements=False)
     except Exception as error:  # noqa: BLE001 - a child that could not warm still works, cold
         logging.getLogger(__name__).warning("could not warm the embedding model: %s", error)
+    mark_warm("worker")

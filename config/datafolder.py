@@ -13,7 +13,9 @@ import os
 from pathlib import Path
 
 # Commands that create or need no migrated database.
-NEEDS_NO_DATABASE = frozenset({"migrate", "makemigrations", "check", "help", "version", "--help", "-h", "--version"})
+NEEDS_NO_DATABASE = frozenset(
+    {"migrate", "makemigrations", "check", "diffsettings", "help", "version", "--help", "-h", "--version"}
+)
 
 
 def data_folder() -> Path:

@@ -98,6 +98,21 @@ def relax_durability(server) -> None:
     server.psql("SELECT pg_reload_conf();")
 
 
+def running_postgres_url(folder: Path, database: str = DATABASE_NAME) -> str | None:
+    """The URL of a PostgreSQL already serving `folder` (a running server's), read from its postmaster.pid, else None.
+
+    Joining it so skips pgserver's start: its lock, which every pgserver on the machine shares (another
+    cluster starting held a command up for seconds), and its psql round trips, most of a management command's
+    time beside a running server. The run command stops the server itself, so no handle is needed.
+    """
+    from pgserver.utils import PostmasterInfo
+
+    info = PostmasterInfo.read_from_pgdata(folder)
+    if info is None or info.status != "ready" or not info.is_running():
+        return None
+    return info.get_uri(database=database)
+
+
 def postgres_url(server, database: str = DATABASE_NAME) -> str:
     return server.get_uri(database=database)
 

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 
 def post_worker_init(worker) -> None:
+    from config.warm import mark_warm
     from memories.embeddings.warmup import warm_up
 
     try:
         report = warm_up(heartbeat=worker.notify)
     except Exception as error:  # noqa: BLE001 - a worker that could not warm still serves, cold
         worker.log.warning("worker %s could not warm up: %s", worker.pid, error)
-        return
-    worker.log.info("worker %s warm: %s", worker.pid, report)
+    else:
+        worker.log.info("worker %s warm: %s", worker.pid, report)
+    mark_warm("web")

@@ -20,14 +20,17 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 
 from config import embedded
+from config.warm import WARM_DIR_ENV, warm_count
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_TIMEOUT_SECONDS = 20
@@ -35,6 +38,11 @@ LOCK_FILE = "run.lock"
 STATE_FILE = "run.json"
 # How long a new run waits for a stopping one: its children's timeout, then Redis and PostgreSQL.
 WAIT_FOR_STOPPING_SECONDS = STOP_TIMEOUT_SECONDS + 40
+DEFAULT_WEB_WORKERS = "3"
+DEFAULT_POOL_CHILDREN = "2"
+WARM_FOLDER = "warm"
+READY_POLL_SECONDS = 0.5
+READY_REPORT_SECONDS = 10
 
 
 class FolderBusy(Exception):
@@ -122,14 +130,46 @@ def _start_services(env: dict[str, str], folder: Path):
     return folder, postgres, redis
 
 
-def _manage(env: dict[str, str], *args: str) -> None:
-    subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True)
+def _manage(env: dict[str, str], *args: str) -> str:
+    """Run a manage.py command; its output, for the run to show when it is ready."""
+    done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    done.check_returncode()
+    return done.stdout
+
+
+def _web_answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=READY_POLL_SECONDS) as answer:
+            return answer.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def _wait_until_ready(children: dict[str, subprocess.Popen], warm: Path, health_url: str, expected: dict) -> str:
+    """Wait until /healthz answers and every web worker and pool child is warm: "" then, else why not.
+
+    The first start exports the embedding model to ONNX before any worker is warm (about half a minute).
+    """
+    started = time.monotonic()
+    said_at = started
+    while True:
+        for name, child in children.items():
+            if child.poll() is not None:
+                return f"{name} exited with {child.returncode}"
+        counts = {role: warm_count(warm, role) for role in expected}
+        if all(counts[role] >= wanted for role, wanted in expected.items()) and _web_answers(health_url):
+            return ""
+        if time.monotonic() - said_at >= READY_REPORT_SECONDS:
+            said_at = time.monotonic()
+            progress = ", ".join(f"{counts[role]} of {wanted} {role}" for role, wanted in expected.items())
+            _say(f"warming up for {said_at - started:.0f} s (loading the embedding model): {progress} ready")
+        time.sleep(READY_POLL_SECONDS)
 
 
 def _spawn(env: dict[str, str], folder: Path, host: str, port: str) -> dict[str, subprocess.Popen]:
     python = sys.executable
     bin_dir = Path(python).parent
-    workers = env.get("WEB_CONCURRENCY", "3")
+    workers = env.get("WEB_CONCURRENCY", DEFAULT_WEB_WORKERS)
     commands = {
         "web": [
             str(bin_dir / "gunicorn"),
@@ -158,7 +198,7 @@ def _spawn(env: dict[str, str], folder: Path, host: str, port: str) -> dict[str,
             "-Q",
             "embed,consolidate,maintenance",
             "--concurrency",
-            env.get("WORKER_CONCURRENCY", "2"),
+            env.get("WORKER_CONCURRENCY", DEFAULT_POOL_CHILDREN),
         ],
         "beat": [
             str(bin_dir / "celery"),
@@ -175,6 +215,39 @@ def _spawn(env: dict[str, str], folder: Path, host: str, port: str) -> dict[str,
     # worker and beat keep the owner, for cross-tenant maintenance (docs/SECURITY.md).
     envs = {"web": {**env, "ARCHIVIST_DB_ROLE": env.get("ARCHIVIST_WEB_DB_ROLE", "archivist_app")}}
     return {name: subprocess.Popen(command, cwd=ROOT, env=envs.get(name, env)) for name, command in commands.items()}
+
+
+def _expected_warm(env: dict[str, str]) -> dict[str, int]:
+    return {
+        "web": int(env.get("WEB_CONCURRENCY", DEFAULT_WEB_WORKERS)),
+        "worker": int(env.get("WORKER_CONCURRENCY", DEFAULT_POOL_CHILDREN)),
+    }
+
+
+def _health_url(host: str, port: str) -> str:
+    # A server listening on every address answers on loopback too.
+    reachable = "127.0.0.1" if host in ("0.0.0.0", "") else ("[::1]" if host == "::" else host)
+    return f"http://{reachable}:{port}/healthz"
+
+
+def _start_children(env: dict[str, str], folder: Path, host: str, port: str, lock: RunLock):
+    """The web server, the worker and beat, each told where to mark itself warm (`config.warm`)."""
+    warm = folder / WARM_FOLDER
+    shutil.rmtree(warm, ignore_errors=True)
+    warm.mkdir()
+    env[WARM_DIR_ENV] = str(warm)
+    _say("starting the web server, the worker and beat; each loads the embedding model first")
+    children = _spawn(env, folder, host, port)
+    lock.state.update(url=f"http://{host}:{port}/", children={name: child.pid for name, child in children.items()})
+    lock.write("warming")
+    return children
+
+
+def _say_running(host: str, port: str, first_admin: str) -> None:
+    if first_admin.strip():
+        print(first_admin.rstrip(), flush=True)
+    _say(f"Archivist is running at http://{host}:{port}/")
+    _say("admin at /admin/, API docs at /api/docs/, health at /healthz. Ctrl-C stops it.")
 
 
 def _stop(children: dict[str, subprocess.Popen]) -> None:
@@ -194,7 +267,7 @@ def _stop(children: dict[str, subprocess.Popen]) -> None:
 def _environment() -> dict[str, str]:
     """The children's environment: this one, with the run's defaults."""
     env = dict(os.environ)
-    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
+    env.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.setdefault("HF_HUB_OFFLINE", "1")
     return env
@@ -239,16 +312,18 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_signal)
     try:
         folder, postgres, redis = _start_services(env, folder)
+        _say("migrating the database")
         _manage(env, "migrate", "--no-input")
-        _manage(env, "ensure_admin", "--url", f"http://{host}:{port}")
+        first_admin = _manage(env, "ensure_admin", "--url", f"http://{host}:{port}")
         if not stopping:
-            children = _spawn(env, folder, host, port)
-            lock.state.update(
-                url=f"http://{host}:{port}/", children={name: child.pid for name, child in children.items()}
-            )
-            lock.write("running")
-            _say(f"Archivist is running at http://{host}:{port}/")
-            _say("admin at /admin/, API docs at /api/docs/, health at /healthz. Ctrl-C stops it.")
+            children = _start_children(env, folder, host, port, lock)
+            problem = _wait_until_ready(children, folder / WARM_FOLDER, _health_url(host, port), _expected_warm(env))
+            if problem:
+                _say(f"{problem}; stopping")
+                stopping = True
+            elif not stopping:
+                lock.write("running")
+                _say_running(host, port, first_admin)
         while not stopping:
             for name, child in children.items():
                 if child.poll() is not None:

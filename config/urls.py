@@ -37,6 +37,7 @@ urlpatterns = [
 urlpatterns += [path("", include("web.urls"))]
 
 handler404 = "lib.api.not_found.page_not_found"
+handler500 = "lib.api.error_pages.server_error"
 
 # Imported for their side effect: drf-spectacular registers extensions on import.
 OPENAPI_AUTH_SCHEMES = (BearerTokenScheme, MemberSessionScheme)

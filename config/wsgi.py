@@ -6,7 +6,7 @@ from django.core.wsgi import get_wsgi_application
 
 from lib import after_response
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.dev")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 application = get_wsgi_application()
 # The tasks a request's commits queue are sent once its response has gone (gunicorn closes it after the body).
 after_response.connect()

@@ -2,17 +2,21 @@
 
 `memories_export` yields an organisation's live memories (and the versions they superseded, so chains are
 kept as `supersedes` references), oldest first, each as the request that would remember it again: body,
-place, scope, subject (a person by username), tier, pinned, dates and source. Receipts and erased rows are
-left out, and so are system claims (stewards' records, not memories).
+place, scope, subject, tier, pinned, dates and source. Receipts and erased rows are left out, and so are
+system claims (stewards' records, not memories). Format version 2 names people as the API does, by handle
+(else username), and its header lists them with their display names; version 1 named them by username,
+which a directory person's account never shows, so its person rows found nobody on the other side.
 
 `memories_import` checks every row with the API's own input serializer first (`ImportRowSerializer`), then
 writes them through the same service as the API (`memory_remember_in_place`, or `memory_supersede` for a
 row that supersedes an earlier one), so every rule holds: strict types, the text rules, times within
 1900–2999 in UTC, the live-fact cap, the scope rules, the database's constraints. It is all or nothing:
 one refused row (at the check or at its write) and nothing is written; with `partial` the valid rows are
-written. Each refusal is reported as `line N: field: reason`. Imported rows keep their dates (`occurred_at`, from
-the row's `occurred_at` or else when it was first written), carry the `import` source kind, get a fresh
-expiry unless one is given, and are embedded by the workers like any other write.
+written. A person an export names who is not in the importing organisation (another organisation, another
+server) is made a directory person with that handle first, and reported. Each refusal is reported as
+`line N: field: reason`. Imported rows keep their dates (`occurred_at`, from the row's `occurred_at` or else
+when it was first written), carry the `import` source kind, get a fresh expiry unless one is given, and are
+embedded by the workers like any other write.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from accounts.models import Agent, Membership, Organisation
+from accounts.people import directory_people_ensure
 from lib.errors import ApplicationError
 from lib.fields import StrictDateTimeField, json_type_name
 from memories.api.serializers import RememberInputSerializer
@@ -37,27 +42,42 @@ from memories.services import memory_supersede
 from memories.turns.writes import memory_remember_in_place
 
 FORMATS = ("archivist", "mem0", "jsonl")
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
+READABLE_EXPORT_VERSIONS = (1, 2)
 WORKSPACE_PLACE = {"channel": "workspace", "kind": "public", "people": []}
 
 
 # --- export -------------------------------------------------------------------------------
 
 
-def _dm_of(organisation: Organisation, user_id: str, username: str) -> dict:
+def _dm_of(organisation: Organisation, user_id: str, label: str) -> dict:
     """A person memory's place: their recorded DM when there is one, else a DM named for them."""
     channel = (
         Channel.objects.filter(organisation=organisation, kind=Channel.Kind.DM, members__pk=user_id)
         .values_list("external_id", flat=True)
         .first()
     )
-    return {"channel": channel or f"dm:{username}", "kind": "dm", "people": [username]}
+    return {"channel": channel or f"dm:{label}", "kind": "dm", "people": [label]}
+
+
+def _export_header(organisation: Organisation, people, now: datetime) -> dict:
+    return {
+        "archivist_export": EXPORT_VERSION,
+        "organisation": organisation.slug,
+        "exported_at": now.isoformat(),
+        # Who the rows name, so an import elsewhere can make the missing ones directory people.
+        "people": {membership.label: membership.display_name for membership in people},
+    }
 
 
 def memories_export(*, organisation: Organisation, now: datetime | None = None) -> Iterator[dict]:
     """The header line, then one remember request per memory, oldest first."""
     now = now or timezone.now()
-    yield {"archivist_export": EXPORT_VERSION, "organisation": organisation.slug, "exported_at": now.isoformat()}
+    memberships = (
+        Membership.objects.filter(organisation=organisation).select_related("user").order_by("created_at", "id")
+    )
+    labels = {str(membership.user_id): membership.label for membership in memberships}
+    yield _export_header(organisation, memberships, now)
     rows = (
         Memory.objects.filter(organisation=organisation, redacted_at__isnull=True)
         .exclude(bucket=Bucket.SYSTEM)
@@ -65,8 +85,6 @@ def memories_export(*, organisation: Organisation, now: datetime | None = None) 
         .select_related("agent", "written_by")
         .order_by("created_at", "id")
     )
-    memberships = Membership.objects.filter(organisation=organisation).values_list("user_id", "user__username")
-    usernames = {str(key): value for key, value in memberships}
     channels = {
         channel.external_id: channel
         for channel in Channel.objects.filter(organisation=organisation).prefetch_related("members")
@@ -76,10 +94,10 @@ def memories_export(*, organisation: Organisation, now: datetime | None = None) 
     )
     for memory in rows.iterator(chunk_size=500):
         if memory.scope == Scope.PERSON:
-            place, scope_name = _dm_of(organisation, memory.scope_ref, usernames.get(memory.scope_ref, "")), "person"
+            place, scope_name = _dm_of(organisation, memory.scope_ref, labels.get(memory.scope_ref, "")), "person"
         elif memory.scope == Scope.CHANNEL:
             channel = channels.get(memory.scope_ref)
-            people = sorted(usernames.get(str(user.pk), "") for user in channel.members.all()) if channel else []
+            people = sorted(labels.get(str(user.pk), "") for user in channel.members.all()) if channel else []
             kind = channel.kind if channel else "private"
             place, scope_name = (
                 {"channel": memory.scope_ref, "kind": kind, "people": [p for p in people if p]},
@@ -89,7 +107,7 @@ def memories_export(*, organisation: Organisation, now: datetime | None = None) 
             place, scope_name = dict(WORKSPACE_PLACE), "workspace"
         subject_id = memory.subject_id
         if memory.subject_type == SubjectType.USER:
-            subject_id = usernames.get(memory.subject_id, subject_id)
+            subject_id = labels.get(memory.subject_id, subject_id)
         supersedes = previous.get(memory.pk)
         yield {
             "ref": str(memory.pk),
@@ -157,6 +175,7 @@ class ImportReport:
     created: int = 0
     superseded: int = 0
     errors: list[Refusal] = field(default_factory=list)
+    people_created: list[str] = field(default_factory=list)
 
     @property
     def refused(self) -> int:
@@ -248,6 +267,34 @@ def from_mem0(item: dict, *, organisation: Organisation, default_place: dict | N
     }
 
 
+def _check_header(header: dict) -> None:
+    version = header.get("archivist_export")
+    if version not in READABLE_EXPORT_VERSIONS:
+        raise RowRefused(
+            f"export format version {version!r} is not one this server reads "
+            f"({', '.join(map(str, READABLE_EXPORT_VERSIONS))}); export again from a server of the same release",
+            field="archivist_export",
+        )
+
+
+def people_named(rows: list[tuple[int, dict | RowRefused]], valid: list[tuple[int, dict]]) -> dict[str, str]:
+    """Each person the valid rows name (place members, user subjects, `only_for`), with the display name the
+    export's header gives them ("" when it gives none, as a version 1 header never does)."""
+    header = next((row for _, row in rows if isinstance(row, dict) and "archivist_export" in row), {})
+    listed = header.get("people")
+    display_names: dict = listed if isinstance(listed, dict) else {}
+    names: dict[str, str] = {}
+    for _, attrs in valid:
+        named = list(attrs["place"]["people"]) if attrs.get("place") else []
+        if attrs.get("subject_type") == SubjectType.USER:
+            named.append(attrs.get("subject_id", ""))
+        named.append(attrs.get("only_for") or "")
+        for name in filter(None, named):
+            display = display_names.get(name)
+            names.setdefault(name, display if isinstance(display, str) else "")
+    return names
+
+
 def _flattened(errors, prefix: str = "") -> Iterator[tuple[str, str]]:
     """(dotted field, message) for each message of a serializer's or a ValidationError's errors."""
     if isinstance(errors, dict):
@@ -286,7 +333,8 @@ def import_rows_checked(
             if isinstance(row, RowRefused):
                 raise row
             if format == "archivist" and "archivist_export" in row:
-                continue  # the header line
+                _check_header(row)
+                continue
             if format == "mem0":
                 row = from_mem0(row, organisation=organisation, default_place=default_place)
         except RowRefused as refusal:
@@ -319,6 +367,7 @@ def memories_import(
     """
     if format not in FORMATS:
         raise ValueError(f"format is one of {', '.join(FORMATS)}")
+    rows = list(rows)
     valid, refusals = import_rows_checked(
         organisation=organisation, rows=rows, format=format, default_place=default_place
     )
@@ -326,6 +375,10 @@ def memories_import(
     if refusals and not partial:
         return report
     with transaction.atomic():
+        if format != "mem0":
+            report.people_created = directory_people_ensure(
+                organisation=organisation, people=people_named(rows, valid), agent=agent
+            )
         imported: dict[str, Memory] = {}  # an exported ref -> the row it became here
         for number, attrs in valid:
             try:
@@ -346,6 +399,7 @@ def memories_import(
         if report.errors and not partial:
             transaction.set_rollback(True)
             report.created = report.superseded = 0
+            report.people_created = []
     return report
 
 

@@ -58,6 +58,19 @@ def _wait_healthy(port: int, process: subprocess.Popen, timeout: float = 120) ->
     raise AssertionError("the run command never became healthy")
 
 
+def _read_until_running(process: subprocess.Popen, timeout: float = 120) -> str:
+    """The run's output up to its "running" line (the run fails the test if it exits first)."""
+    deadline = time.monotonic() + timeout
+    lines = []
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        assert line, "the run command exited early:\n" + "".join(lines)
+        lines.append(line)
+        if "Archivist is running" in line:
+            return "".join(lines)
+    raise AssertionError("the run command never said it was running:\n" + "".join(lines))
+
+
 def _interrupt(process: subprocess.Popen) -> str:
     # Ctrl-C reaches the whole foreground process group.
     os.killpg(process.pid, signal.SIGINT)
@@ -78,9 +91,15 @@ def test_run_command_serves_and_stops_cleanly_and_keeps_its_data(tmp_path):
     data_dir = tmp_path / "var"
     port = _free_port()
     process = _start(data_dir, port)
+    said = ""
     try:
-        health = _wait_healthy(port, process)
+        said = _read_until_running(process)
+        # "running" is said once the web answers and every web worker and pool child is warm.
+        assert {path.name.split("-")[0] for path in (data_dir / "warm").iterdir()} == {"web", "worker"}
+        health = _wait_healthy(port, process, timeout=0.5)
         assert health["status"] == "ok"
+        assert said.index("with password:") < said.index(f"Archivist is running at http://127.0.0.1:{port}/")
+        assert json.loads((data_dir / "run.json").read_text())["phase"] == "running"
         assert {name: check["ok"] for name, check in health["checks"].items()} == {
             "database": True,
             "migrations": True,
@@ -90,10 +109,9 @@ def test_run_command_serves_and_stops_cleanly_and_keeps_its_data(tmp_path):
             assert response.status == 200
             assert b"password" in response.read().lower()
     finally:
-        first_output = _interrupt(process)
+        first_output = said + _interrupt(process)
     assert process.returncode == 0, first_output
-    assert f"http://127.0.0.1:{port}" in first_output
-    assert "with password:" in first_output
+    assert first_output.count("Archivist is running") == 1
     assert _servers_in(data_dir) == [], "PostgreSQL or Redis outlived the run command"
     assert (data_dir / "pg" / "PG_VERSION").exists()
 
@@ -112,7 +130,7 @@ def test_one_run_per_data_folder_a_second_is_refused_and_one_after_ctrl_c_waits_
     port = _free_port()
     first = _start(data_dir, port)
     try:
-        _wait_healthy(port, first)
+        _read_until_running(first)
         state = json.loads((data_dir / "run.json").read_text())
         assert state["pid"] == first.pid and state["phase"] == "running"
         assert (data_dir / "gunicorn.ctl").exists(), "gunicorn's control socket belongs in the data folder"

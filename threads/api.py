@@ -37,7 +37,7 @@ class EventInputSerializer(StrictSerializer):
         choices=ThreadEvent.Role.choices,
         error_messages={"invalid_choice": "{input!r} is not a role; use user, assistant, system or tool."},
     )
-    author = optional_text(200, help_text="Who wrote it: a username for people.")
+    author = optional_text(200, help_text="Who wrote it: for people, a handle or a username.")
     text = serializers.CharField(
         max_length=settings.THREAD_EVENT_MAX_CHARS,
         trim_whitespace=False,

@@ -15,6 +15,8 @@ SECRET_KEY = env_str("DJANGO_SECRET_KEY", "dev-insecure-archivist-key-change-me"
 DEBUG = env_bool("DJANGO_DEBUG", True)
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+# Under /api/ a refused CSRF check answers the API's error shape; elsewhere the site's "form expired" page.
+CSRF_FAILURE_VIEW = "lib.api.error_pages.csrf_failure"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -111,7 +113,7 @@ DATA_DIR = embedded.data_dir()
 
 
 def _database_url() -> str:
-    url = env_str("DATABASE_URL", "")
+    url = env_str("DATABASE_URL", "") or embedded.running_postgres_url(DATA_DIR / "pg")
     if url:
         return url
     server = embedded.start_postgres(DATA_DIR / "pg")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.conf import settings
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
 
 logger = logging.getLogger(__name__)
@@ -38,6 +39,19 @@ def _malformed_id(path: str) -> str | None:
     return None
 
 
+def _without_trailing_slash(path: str) -> str | None:
+    """The endpoint a path names once its trailing slash goes, if it is one (the API's routes have none)."""
+    from django.urls import Resolver404, resolve
+
+    if not path.endswith("/") or path.count("/") < 4:
+        return None
+    try:
+        return path.rstrip("/") if resolve(path.rstrip("/")).func is not api_not_found else None
+    except Resolver404:
+        return None
+
+
+@csrf_exempt  # it changes nothing, so a POST without a token learns the path is wrong, not that CSRF failed
 def api_not_found(request, *args, **kwargs):
     """Every /api/ path no route takes answers 404 in the one error shape, never an HTML page,
     naming the id when it is one that is malformed (ids are UUIDs)."""
@@ -53,7 +67,14 @@ def api_not_found(request, *args, **kwargs):
         except Resolver404:
             pass
     name = _malformed_id(path)
-    if name is not None:
+    endpoint = _without_trailing_slash(path)
+    if endpoint is not None:
+        body = {
+            "error": "not_found",
+            "detail": f"No API endpoint at {path}; the endpoint is {endpoint}, without the trailing slash.",
+            "fields": {},
+        }
+    elif name is not None:
         message = f"{name} must be a UUID, such as {_NIL_UUID}; nothing has the id given."
         body = {"error": "not_found", "detail": f"{name}: {message}", "fields": {name: [message]}}
     else:

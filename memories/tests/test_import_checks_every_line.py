@@ -10,6 +10,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from accounts.models import Membership
 from memories.models import Memory
 
 pytestmark = pytest.mark.django_db
@@ -63,21 +64,24 @@ def test_partial_writes_the_valid_lines_and_still_lists_the_refusals(org, agent,
     lines = [json.dumps(GOOD), REFUSED_LINES[3][0], json.dumps({**GOOD, "body": "Also good", "pinned": True})]
     out, err, status = run_import(tmp_path, "\n".join(lines), "--partial")
     assert status == 1 and "line 2: pinned: Must be a boolean" in err
-    assert "Imported 2 memories" in out
+    assert "Imported 2 memories" in err and not out  # counts on standard error
     assert dict(Memory.objects.values_list("body", "pinned")) == {"Good fact": False, "Also good": True}
 
 
 def test_a_refusal_at_write_undoes_the_rows_written_before_it(org, agent, member, tmp_path):
-    unknown_person = {**GOOD, "place": {"channel": "D-x", "kind": "dm", "people": ["nobody"]}}
-    out, err, status = run_import(tmp_path, "\n".join([json.dumps(GOOD), json.dumps(unknown_person)]))
-    assert status == 1 and "line 2: place.people:" in err and "nobody" in err
+    dm = {"body": "Good fact", "place": {"channel": "D-x", "kind": "dm", "people": ["mona"]}}
+    someone_elses = {**dm, "place": {**dm["place"], "people": ["newcomer"]}}
+    out, err, status = run_import(tmp_path, "\n".join([json.dumps(dm), json.dumps(someone_elses)]))
+    assert status == 1 and "line 2: place" in err and "mona" in err
     assert not Memory.objects.exists()
+    # The person the import would have made for the refused line is undone with it.
+    assert not Membership.objects.filter(handle="newcomer").exists()
 
 
 def test_a_valid_file_imports_with_status_zero(org, agent, member, tmp_path):
     row = {**GOOD, "created_at": "1900-01-01T00:30:00+00:00", "expires_at": "2999-12-31T22:00:00-01:00"}
     out, err, status = run_import(tmp_path, json.dumps(row))
-    assert status == 0 and "Imported 1 memories" in out
+    assert status == 0 and "Imported 1 memories" in err
     assert Memory.objects.get().occurred_at.year == 1900
 
 

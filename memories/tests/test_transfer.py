@@ -56,7 +56,7 @@ def export(org) -> list[dict]:
 
 def test_export_writes_one_remember_request_per_live_memory_with_chains_and_no_receipts(org, seeded):
     header, *rows = export(org)
-    assert header["archivist_export"] == 1 and header["organisation"] == "acme"
+    assert header["archivist_export"] == 2 and header["organisation"] == "acme"
     bodies = [row["body"] for row in rows]
     assert "A secret to forget" not in bodies and "" not in bodies  # erased rows and receipts left out
     by_body = {row["body"]: row for row in rows}
@@ -73,7 +73,7 @@ def test_an_export_imports_back_with_the_same_shapes_dates_and_chain(org, seeded
     agent_create(organisation=org, name="importer")
     out, err = io.StringIO(), io.StringIO()
     call_command("import_memories", str(path), "--org", "acme", "--agent", "importer", stdout=out, stderr=err)
-    assert "Imported 5 memories (1 as corrections of earlier rows); 0 refused." in out.getvalue()
+    assert "Imported 5 memories (1 as corrections of earlier rows); 0 refused." in err.getvalue()
     imported = {row.body: row for row in Memory.objects.filter(agent__name="importer")}
     for key in ("person", "workspace", "candidate"):
         original = seeded[key]
@@ -137,8 +137,8 @@ def test_a_mem0_export_imports_as_dms_with_its_people_and_the_rest_in_a_given_pl
         "mem0",
         "--place",
         "C-eng:public",
-        stdout=out,
-        stderr=io.StringIO(),
+        stdout=io.StringIO(),
+        stderr=out,
     )
     assert "Imported 2 memories" in out.getvalue()
     hiking, jira = Memory.objects.get(body="Likes hiking"), Memory.objects.get(body="Team uses Jira")
@@ -176,3 +176,73 @@ def test_the_database_takes_the_import_source_kind_and_refuses_an_unknown_one(or
     copy_with_source_kind(row, "import")  # the positive control: the same raw insert passes with a known kind
     with pytest.raises(IntegrityError, match="memories_enums_valid"), transaction.atomic():
         copy_with_source_kind(row, "bogus")
+
+
+def test_an_export_imports_into_another_organisation_keeping_every_row_and_making_its_people(
+    org, other_org, seeded, agent, tmp_path
+):
+    from accounts.models import Membership
+    from accounts.people import person_upsert
+
+    person_upsert(organisation=org, handle="U024", display_name="Ursula", agent=agent)
+    dm = {"channel": "D-ursula", "kind": "dm", "people": ["U024"]}
+    said(org, agent, dm, "Ursula takes her tea black", tier="profile")
+    said(
+        org,
+        agent,
+        {"channel": "G-trio", "kind": "private", "people": ["U024", "mona", "max"]},
+        "Trio meets Monday",
+        subject_type="user",
+        subject_id="U024",
+    )
+    path = tmp_path / "export.jsonl"
+    rows = export(org)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    assert rows[0]["people"]["U024"] == "Ursula"
+    agent_create(organisation=other_org, name="importer")
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_memories", str(path), "--org", "globex", "--agent", "importer", stdout=out, stderr=err)
+    assert not out.getvalue()  # counts and people on standard error
+    assert f"Imported {len(rows) - 1} memories" in err.getvalue() and "0 refused" in err.getvalue()
+    assert "Made 3 directory people this organisation lacked: " in err.getvalue()
+    made = dict(Membership.objects.filter(organisation=other_org, directory=True).values_list("handle", "display_name"))
+    assert made == {"U024": "Ursula", "mona": "", "max": ""}
+    assert sorted(
+        Memory.objects.filter(organisation=other_org)
+        .exclude(superseded_by__isnull=False)
+        .values_list("body", flat=True)
+    ) == sorted(
+        row["body"]
+        for row in rows[1:]
+        if row["body"] not in {r["body"] for r in rows[1:] if any(o.get("supersedes") == r["ref"] for o in rows[1:])}
+    )
+    tea = Memory.objects.get(organisation=other_org, body="Ursula takes her tea black")
+    ursula = Membership.objects.get(organisation=other_org, handle="U024")
+    assert (tea.scope, tea.scope_ref) == ("person", str(ursula.user_id))
+    trio = Memory.objects.get(organisation=other_org, body="Trio meets Monday")
+    assert trio.subject_id == str(ursula.user_id)
+
+
+def test_a_version_1_export_still_imports(org, member, agent, tmp_path):
+    header = {"archivist_export": 1, "organisation": "elsewhere", "exported_at": "2026-11-01T00:00:00+00:00"}
+    row = {
+        "body": "Prefers to be called Mo",
+        "place": {"channel": "D-mona", "kind": "dm", "people": ["mona"]},
+        "scope": "person",
+        "subject_type": "user",
+        "subject_id": "mona",
+        "tier": "profile",
+        "pinned": False,
+    }
+    path = tmp_path / "v1.jsonl"
+    arguments = (str(path), "--org", "acme", "--agent", "helper")
+    path.write_text(json.dumps(header) + "\n" + json.dumps(row) + "\n")
+    err = io.StringIO()
+    call_command("import_memories", *arguments, stdout=io.StringIO(), stderr=err)
+    assert "Imported 1 memories" in err.getvalue()
+    assert Memory.objects.get(body="Prefers to be called Mo").scope_ref == str(member.pk)
+    path.write_text(json.dumps({**header, "archivist_export": 3}) + "\n" + json.dumps(row) + "\n")
+    err = io.StringIO()
+    with pytest.raises(CommandError):
+        call_command("import_memories", *arguments, stdout=io.StringIO(), stderr=err)
+    assert "line 1: archivist_export: export format version 3 is not one this server reads" in err.getvalue()

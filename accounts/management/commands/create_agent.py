@@ -1,11 +1,12 @@
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from accounts.models import Organisation
 from accounts.services import agent_create
+from lib.commands import CommandWithoutChecks
 
 
-class Command(BaseCommand):
+class Command(CommandWithoutChecks):
     help = "Create an agent and print its bearer token, alone on the last line (shown once)."
 
     def add_arguments(self, parser):

@@ -1,10 +1,11 @@
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from accounts.services import organisation_create
+from lib.commands import CommandWithoutChecks
 
 
-class Command(BaseCommand):
+class Command(CommandWithoutChecks):
     help = "Create an organisation (a tenant)."
 
     def add_arguments(self, parser):

@@ -1,11 +1,12 @@
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from accounts.models import Membership, Organisation
 from accounts.services import user_create
+from lib.commands import CommandWithoutChecks
 
 
-class Command(BaseCommand):
+class Command(CommandWithoutChecks):
     help = "Create an account holder in an organisation with a role."
 
     def add_arguments(self, parser):

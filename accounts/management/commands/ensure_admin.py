@@ -1,12 +1,12 @@
 import secrets
 
-from django.core.management.base import BaseCommand
 from django.db import transaction
 
 from accounts.models import Membership, Organisation, User
+from lib.commands import CommandWithoutChecks
 
 
-class Command(BaseCommand):
+class Command(CommandWithoutChecks):
     help = "Create the first administrator, once, with a random password printed a single time."
 
     def add_arguments(self, parser):

@@ -35,6 +35,7 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="HTTP: allow a non-loopback --host. Put a gateway that authenticates callers in front (see README).",
     )
+    p.add_argument("--verbose", action="store_true", help="Log every call to standard error (default: warnings only).")
     return p
 
 
@@ -47,14 +48,14 @@ def main(argv: list[str] | None = None) -> None:
         people = [name.strip() for name in args.people.split(",") if name.strip()]
         place = {"channel": args.channel, "kind": args.kind, "people": people}
     if args.transport == "stdio":
-        build_server(base_url=args.url, place=place).run("stdio")
+        build_server(base_url=args.url, place=place, verbose=args.verbose).run("stdio")
         return
     if not is_loopback(args.host) and not args.allow_remote:
         raise SystemExit(
             f"archivist-mcp: refusing to listen on {args.host}: bearer pass-through is outside MCP's OAuth "
             "profile, so serve on loopback behind a gateway, or pass --allow-remote if one already guards it."
         )
-    server = build_server(base_url=args.url, place=place, take_bearer=True)
+    server = build_server(base_url=args.url, place=place, take_bearer=True, verbose=args.verbose)
     print(f"archivist-mcp: streamable HTTP on http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
     server.run("streamable-http", host=args.host, port=args.port, stateless_http=True, json_response=True)
 

@@ -176,6 +176,7 @@ def test_over_http_a_call_without_a_bearer_token_is_an_error_result(live_api, ht
 
     result = run_async(scenario())
     assert result.is_error and "Authorization" in result.structured_content["fields"]
+    assert "&lt;" not in result.content[0].text and "Authorization header" in result.content[0].text
 
 
 def test_the_default_place_comes_from_the_flags(live_api, http_server, run_async):

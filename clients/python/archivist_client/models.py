@@ -323,7 +323,7 @@ class Person(_Answer):
 
     id: UUID
     handle: str | None
-    username: str
+    username: str | None  # null until the person is invited to sign in
     display_name: str
     can_sign_in: bool
     active: bool

@@ -43,6 +43,15 @@ def check_model(model, components: dict) -> None:
     if model is not m.Place:
         # An answer's field is required in the model exactly when the schema says the server always sends it.
         assert {name for name, info in model.model_fields.items() if info.is_required()} <= required
+    # A field the server may send as null must take None, or parsing the answer raises.
+    properties = component.get("properties", {})
+    nullable = {name for name in fields if properties[name].get("nullable")}
+    refusing_none = sorted(name for name in nullable if not takes_none(model.model_fields[name].annotation))
+    assert not refusing_none, f"{model.__name__} refuses null in fields the schema says may be null: {refusing_none}"
+
+
+def takes_none(annotation) -> bool:
+    return annotation is typing.Any or type(None) in typing.get_args(annotation)
 
 
 @pytest.mark.parametrize("model", [*m.ANSWERS, m.Place], ids=lambda model: model.__name__)
@@ -120,6 +129,31 @@ def renamed(components: dict, component_name: str, field: str) -> dict:
         component["required"] = [name for name in component.get("required", []) if name != field]
 
     return scratch(components, rename)
+
+
+def test_a_field_the_schema_makes_nullable_fails_the_checks_until_the_model_takes_none(components):
+    check_model(m.Place, components)  # the positive control: the real schema passes
+
+    def make_channel_nullable(copied):
+        copied[m.Place.schema_name]["properties"]["channel"]["nullable"] = True
+
+    with pytest.raises(AssertionError, match="refuses null in fields the schema says may be null: \\['channel'\\]"):
+        check_model(m.Place, scratch(components, make_channel_nullable))
+
+
+def test_a_person_not_yet_invited_parses_with_no_username():
+    person = m.Person.model_validate(
+        {
+            "id": "6f1c1d9e-2a55-4b8e-9a43-7c1e0c3f6b10",
+            "handle": "mona",
+            "username": None,
+            "display_name": "Mona",
+            "can_sign_in": False,
+            "active": True,
+            "created_at": "2026-12-02T09:00:00Z",
+        }
+    )
+    assert person.username is None and person.handle == "mona"
 
 
 def test_a_field_renamed_in_the_schema_fails_the_checks(components):

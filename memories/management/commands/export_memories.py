@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from accounts.models import Organisation
+from lib.commands import CommandWithoutChecks
 from memories.transfer import memories_export
 
 
-class Command(BaseCommand):
+class Command(CommandWithoutChecks):
     help = (
         "Write an organisation's live memories as JSON lines, one remember request per line, after a header "
         "line; supersede chains are kept as `supersedes` references, receipts and erased rows left out."

@@ -5,16 +5,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from accounts.models import Organisation
+from lib.commands import CommandWithoutChecks
 from memories.transfer import FORMATS, MalformedFile, agent_named, mem0_rows, memories_import, read_lines
 
 PLACE_KINDS = ("dm", "private", "public")
 
 
-class Command(BaseCommand):
+class Command(CommandWithoutChecks):
     help = (
         "Import memories written by an agent: an Archivist export, a mem0 export (get_all output) or plain JSON "
         "lines of the export's shape. Every row passes the same rules as the API, and every row is checked "
@@ -66,7 +67,13 @@ class Command(BaseCommand):
         bar.close()
         for refusal in report.errors:
             self.stderr.write(str(refusal))
-        self.stdout.write(
+        if report.people_created:
+            self.stderr.write(
+                f"Made {len(report.people_created)} directory people this organisation lacked: "
+                f"{', '.join(report.people_created)}."
+            )
+        # Counts go to standard error, as the export's do, so standard output stays for data.
+        self.stderr.write(
             f"Imported {report.created} memories ({report.superseded} as corrections of earlier rows); "
             f"{report.refused} refused."
         )

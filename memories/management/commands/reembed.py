@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from tqdm import tqdm
 
+from lib.commands import CommandWithoutChecks
 from memories.embeddings.embedders import get_embedder
 from memories.embeddings.writes import EmbedOutcome, memories_reembed
 from memories.tasks import reembed_memories
 
 
-class Command(BaseCommand):
+class Command(CommandWithoutChecks):
     help = (
         "Embed every live memory whose vector is missing or from another model, in batches. "
         "Recall keeps serving while it runs: lexically at once, semantically as rows are done."
