@@ -18,6 +18,7 @@ expiry unless one is given, and are embedded by the workers like any other write
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,7 +30,7 @@ from rest_framework import serializers
 
 from accounts.models import Agent, Membership, Organisation
 from lib.errors import ApplicationError
-from lib.fields import StrictDateTimeField, json_type_name
+from lib.fields import StrictDateTimeField
 from memories.api.serializers import RememberInputSerializer
 from memories.models import Author, Bucket, Channel, Memory, Scope, SourceKind, SubjectType
 from memories.places import place_for_turn
@@ -44,7 +45,7 @@ WORKSPACE_PLACE = {"channel": "workspace", "kind": "public", "people": []}
 # --- export -------------------------------------------------------------------------------
 
 
-def _dm_of(organisation: Organisation, user_id: str, username: str) -> dict:
+def dm_of(organisation: Organisation, user_id: str, username: str) -> dict:
     """A person memory's place: their recorded DM when there is one, else a DM named for them."""
     channel = (
         Channel.objects.filter(organisation=organisation, kind=Channel.Kind.DM, members__pk=user_id)
@@ -76,7 +77,7 @@ def memories_export(*, organisation: Organisation, now: datetime | None = None) 
     )
     for memory in rows.iterator(chunk_size=500):
         if memory.scope == Scope.PERSON:
-            place, scope_name = _dm_of(organisation, memory.scope_ref, usernames.get(memory.scope_ref, "")), "person"
+            place, scope_name = dm_of(organisation, memory.scope_ref, usernames.get(memory.scope_ref, "")), "person"
         elif memory.scope == Scope.CHANNEL:
             channel = channels.get(memory.scope_ref)
             people = sorted(usernames.get(str(user.pk), "") for user in channel.members.all()) if channel else []
@@ -157,6 +158,7 @@ class ImportReport:
     created: int = 0
     superseded: int = 0
     errors: list[Refusal] = field(default_factory=list)
+    placed: Counter[str] = field(default_factory=Counter)  # "person mona", "channel C-eng": rows written there
 
     @property
     def refused(self) -> int:
@@ -176,7 +178,7 @@ class MalformedFile(Exception):
     """A file that is no import at all (not the shape its format names); nothing of it is read."""
 
 
-def _parsed(text: str) -> object:
+def parse_json_text(text: str) -> object:
     """JSON text as Python, or RowRefused: a nesting too deep for the parser or a number too long is a
     refusal like any syntax error, never a traceback."""
     try:
@@ -195,57 +197,11 @@ def read_lines(lines: Iterable[str]) -> Iterator[tuple[int, dict | RowRefused]]:
         if not line.strip():
             continue
         try:
-            value = _parsed(line)
+            value = parse_json_text(line)
         except RowRefused as refusal:
             yield number, refusal
             continue
         yield number, value if isinstance(value, dict) else RowRefused("a line must be a JSON object")
-
-
-def mem0_rows(lines: Iterable[str]) -> Iterator[tuple[int, dict | RowRefused]]:
-    """mem0's `get_all` output (`{"results": [...]}` or a list, as one document or one memory per line)."""
-    text = "\n".join(lines)
-    try:
-        document = _parsed(text)
-    except RowRefused:
-        yield from read_lines(text.splitlines())
-        return
-    items = document.get("results", document.get("memories")) if isinstance(document, dict) else document
-    if isinstance(document, dict) and items is None:
-        items = [document]
-    if not isinstance(items, list):
-        raise MalformedFile(
-            f'A mem0 export is a list of memories or {{"results": [...]}}; results here is {json_type_name(items)}.'
-        )
-    for number, item in enumerate(items, start=1):
-        yield number, item if isinstance(item, dict) else RowRefused("a mem0 memory must be an object")
-
-
-def from_mem0(item: dict, *, organisation: Organisation, default_place: dict | None) -> dict:
-    """A mem0 memory as a remember request: its user is a person of the organisation (a DM with them), else
-    the row goes to the default place."""
-    body = item.get("memory") or item.get("text") or ""
-    user_id = item.get("user_id") if isinstance(item.get("user_id"), str) else ""
-    if user_id and Membership.objects.filter(organisation=organisation, user__username=user_id).exists():
-        place = {"channel": f"dm:{user_id}", "kind": "dm", "people": [user_id]}
-    elif default_place is not None:
-        place = default_place
-    else:
-        raise RowRefused(
-            f"user_id {user_id!r} is not a person of this organisation; pass --place CHANNEL:KIND for such rows",
-            field="user_id",
-        )
-    ref = f"mem0:{item['id']}" if isinstance(item.get("id"), str | int) and item.get("id") else ""
-    return {
-        "body": body,
-        "place": place,
-        "created_at": item.get("created_at"),
-        "source_ref": ref[:200],
-        "source_label": "mem0 import",
-        # A person's mem0 memories are about them; the rest are the place's operational facts.
-        "subject_type": "user" if place.get("kind") == "dm" else "workspace",
-        "subject_id": user_id if place.get("kind") == "dm" else "",
-    }
 
 
 def _flattened(errors, prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -287,8 +243,6 @@ def import_rows_checked(
                 raise row
             if format == "archivist" and "archivist_export" in row:
                 continue  # the header line
-            if format == "mem0":
-                row = from_mem0(row, organisation=organisation, default_place=default_place)
         except RowRefused as refusal:
             refusals.append(Refusal(number, refusal.field, refusal.reason))
             continue
@@ -311,11 +265,14 @@ def memories_import(
     default_place: dict | None = None,
     partial: bool = False,
     progress: Callable[[], object] | None = None,
+    before_writing: Callable[[list[dict]], object] | None = None,
 ) -> ImportReport:
     """Import rows written by `agent`; see the module's docstring for what holds.
 
     All or nothing unless `partial`: any refusal, by the rules or at write (the cap, a place), leaves the
     organisation as it was. With `partial` the valid rows are written and the refused ones reported.
+    `before_writing` gets the checked rows inside the import's transaction, before any is written (a format
+    that creates people for them does it there, so a refusal rolls them back too).
     """
     if format not in FORMATS:
         raise ValueError(f"format is one of {', '.join(FORMATS)}")
@@ -326,6 +283,8 @@ def memories_import(
     if refusals and not partial:
         return report
     with transaction.atomic():
+        if before_writing is not None:
+            before_writing([attrs for _, attrs in valid])
         imported: dict[str, Memory] = {}  # an exported ref -> the row it became here
         for number, attrs in valid:
             try:
@@ -341,11 +300,13 @@ def memories_import(
                     imported[attrs["ref"]] = memory
                 report.superseded += superseded
                 report.created += 1
+                report.placed[f"{memory.scope} {memory.scope_label or memory.scope_ref}".strip()] += 1
             if progress is not None:
                 progress()
         if report.errors and not partial:
             transaction.set_rollback(True)
             report.created = report.superseded = 0
+            report.placed.clear()
     return report
 
 
