@@ -56,9 +56,13 @@ def _subject(row: Any) -> tuple[str, str]:
     subject = _get(row, "subject", None)
     if subject is not None:
         return _get(subject, "type", "workspace"), _get(subject, "label", "")
-    subject_type = _get(row, "subject_type", "workspace") or "workspace"
-    # A listed memory names a person by account id only; its line says "about a person" rather than an id.
-    return subject_type, "" if subject_type == "user" else _get(row, "subject_id", "")
+    subject_type, subject_id = _get(row, "subject_type", "workspace") or "workspace", _get(row, "subject_id", "")
+    if subject_type != "user":
+        return subject_type, subject_id
+    # A listed memory names a person by account id only: the person whose scope it is is named by the scope's
+    # label; anyone else is "a person" rather than an id.
+    is_scope_person = _get(row, "scope", "") == "person" and subject_id == _get(row, "scope_ref", None)
+    return subject_type, _get(row, "scope_label", "") if is_scope_person else ""
 
 
 def _labelled(row: Any, *, with_id: bool) -> dict[str, Any]:
