@@ -31,7 +31,7 @@ EXPECTED = [
     ["person mona", "<memory>", "limit is at most 40."],
     ["Lunch is at noon", "<memory>"],
     ["Mona's dog is called Rex"],
-    ["File created successfully at /memories/channel/standup.md", "/memories/channel/standup.md ("],
+    ["File created successfully at /memories/channel/workspace/standup.md", "/memories/channel/workspace/standup.md ("],
 ]
 
 
