@@ -74,7 +74,8 @@ def _item_lines(text: str, document: object, count: int) -> list[int]:
     if start is None:
         return list(range(1, count + 1))
     decoder = json.JSONDecoder()
-    lines, pos = [], _skip(text, start + 1)
+    lines: list[int] = []
+    pos = _skip(text, start + 1)
     while pos < len(text) and text[pos] != "]" and len(lines) < count:
         lines.append(text.count("\n", 0, pos) + 1)
         _, pos = decoder.raw_decode(text, pos)

@@ -415,7 +415,7 @@ class RecallSubjectOutputSerializer(FieldsBuiltOnce):
     id = serializers.CharField(
         source="subject_id", help_text="The person's account id, the candidate's id, or empty for the workspace."
     )
-    label = serializers.CharField(
+    label = serializers.CharField(  # type: ignore[assignment]  # the API field is named `label`
         source="subject_label",
         help_text="As a fact's line names it: the person's handle (else username), the candidate's id, or empty.",
     )
