@@ -29,10 +29,10 @@ from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User
-from accounts.people import people_by_name
+from accounts.people import people_by_name, people_labels
 from lib.errors import ApplicationError
 from lib.rows import ModelColumns
-from memories.models import CHANNEL_PATTERN, Channel, ChannelMember, PlaceAudit
+from memories.models import CHANNEL_PATTERN, Channel, ChannelMember, PlaceAudit, SubjectType
 from memories.scopes import Place
 
 CHANNEL_RE = re.compile(CHANNEL_PATTERN)
@@ -100,6 +100,23 @@ class PlaceInTurn:
 
     def label_for(self, person_id: str) -> str:
         return self.labels.get(person_id, "")
+
+
+def subject_names(rows: Sequence[dict], *, resolved: PlaceInTurn, organisation: Organisation) -> dict[str, str]:
+    """How the user subjects of these rows (`subject_type`, `subject_id`) are named (handle, else username):
+    the place's people first, the rest in one query."""
+    names = dict(resolved.labels)
+    wanted = {str(row["subject_id"]) for row in rows if row["subject_type"] == SubjectType.USER} - set(names)
+    if wanted:
+        labels = people_labels(organisation=organisation, ids=sorted(wanted))
+        names.update(zip(sorted(wanted), labels, strict=True))
+    return names
+
+
+def subject_label(row: dict, names: dict[str, str]) -> str:
+    """How a row's line names its subject: a person by `names` (from `subject_names`), a candidate by its id."""
+    subject_id = str(row["subject_id"] or "")
+    return names.get(subject_id, "") if row["subject_type"] == SubjectType.USER else subject_id
 
 
 def channel_problem(channel: object) -> str:

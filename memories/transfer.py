@@ -22,6 +22,7 @@ embedded by the workers like any other write.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -34,7 +35,7 @@ from rest_framework import serializers
 from accounts.models import Agent, Membership, Organisation
 from accounts.people import directory_people_ensure
 from lib.errors import ApplicationError
-from lib.fields import StrictDateTimeField, json_type_name
+from lib.fields import StrictDateTimeField
 from memories.api.serializers import RememberInputSerializer
 from memories.models import Author, Bucket, Channel, Memory, Scope, SourceKind, SubjectType
 from memories.places import place_for_turn
@@ -50,7 +51,7 @@ WORKSPACE_PLACE = {"channel": "workspace", "kind": "public", "people": []}
 # --- export -------------------------------------------------------------------------------
 
 
-def _dm_of(organisation: Organisation, user_id: str, label: str) -> dict:
+def dm_of(organisation: Organisation, user_id: str, label: str) -> dict:
     """A person memory's place: their recorded DM when there is one, else a DM named for them."""
     channel = (
         Channel.objects.filter(organisation=organisation, kind=Channel.Kind.DM, members__pk=user_id)
@@ -94,7 +95,7 @@ def memories_export(*, organisation: Organisation, now: datetime | None = None) 
     )
     for memory in rows.iterator(chunk_size=500):
         if memory.scope == Scope.PERSON:
-            place, scope_name = _dm_of(organisation, memory.scope_ref, labels.get(memory.scope_ref, "")), "person"
+            place, scope_name = dm_of(organisation, memory.scope_ref, labels.get(memory.scope_ref, "")), "person"
         elif memory.scope == Scope.CHANNEL:
             channel = channels.get(memory.scope_ref)
             people = sorted(labels.get(str(user.pk), "") for user in channel.members.all()) if channel else []
@@ -176,6 +177,7 @@ class ImportReport:
     superseded: int = 0
     errors: list[Refusal] = field(default_factory=list)
     people_created: list[str] = field(default_factory=list)
+    placed: Counter[str] = field(default_factory=Counter)  # "person mona", "channel C-eng": rows written there
 
     @property
     def refused(self) -> int:
@@ -195,7 +197,7 @@ class MalformedFile(Exception):
     """A file that is no import at all (not the shape its format names); nothing of it is read."""
 
 
-def _parsed(text: str) -> object:
+def parse_json_text(text: str) -> object:
     """JSON text as Python, or RowRefused: a nesting too deep for the parser or a number too long is a
     refusal like any syntax error, never a traceback."""
     try:
@@ -214,57 +216,11 @@ def read_lines(lines: Iterable[str]) -> Iterator[tuple[int, dict | RowRefused]]:
         if not line.strip():
             continue
         try:
-            value = _parsed(line)
+            value = parse_json_text(line)
         except RowRefused as refusal:
             yield number, refusal
             continue
         yield number, value if isinstance(value, dict) else RowRefused("a line must be a JSON object")
-
-
-def mem0_rows(lines: Iterable[str]) -> Iterator[tuple[int, dict | RowRefused]]:
-    """mem0's `get_all` output (`{"results": [...]}` or a list, as one document or one memory per line)."""
-    text = "\n".join(lines)
-    try:
-        document = _parsed(text)
-    except RowRefused:
-        yield from read_lines(text.splitlines())
-        return
-    items = document.get("results", document.get("memories")) if isinstance(document, dict) else document
-    if isinstance(document, dict) and items is None:
-        items = [document]
-    if not isinstance(items, list):
-        raise MalformedFile(
-            f'A mem0 export is a list of memories or {{"results": [...]}}; results here is {json_type_name(items)}.'
-        )
-    for number, item in enumerate(items, start=1):
-        yield number, item if isinstance(item, dict) else RowRefused("a mem0 memory must be an object")
-
-
-def from_mem0(item: dict, *, organisation: Organisation, default_place: dict | None) -> dict:
-    """A mem0 memory as a remember request: its user is a person of the organisation (a DM with them), else
-    the row goes to the default place."""
-    body = item.get("memory") or item.get("text") or ""
-    user_id = item.get("user_id") if isinstance(item.get("user_id"), str) else ""
-    if user_id and Membership.objects.filter(organisation=organisation, user__username=user_id).exists():
-        place = {"channel": f"dm:{user_id}", "kind": "dm", "people": [user_id]}
-    elif default_place is not None:
-        place = default_place
-    else:
-        raise RowRefused(
-            f"user_id {user_id!r} is not a person of this organisation; pass --place CHANNEL:KIND for such rows",
-            field="user_id",
-        )
-    ref = f"mem0:{item['id']}" if isinstance(item.get("id"), str | int) and item.get("id") else ""
-    return {
-        "body": body,
-        "place": place,
-        "created_at": item.get("created_at"),
-        "source_ref": ref[:200],
-        "source_label": "mem0 import",
-        # A person's mem0 memories are about them; the rest are the place's operational facts.
-        "subject_type": "user" if place.get("kind") == "dm" else "workspace",
-        "subject_id": user_id if place.get("kind") == "dm" else "",
-    }
 
 
 def _check_header(header: dict) -> None:
@@ -334,9 +290,7 @@ def import_rows_checked(
                 raise row
             if format == "archivist" and "archivist_export" in row:
                 _check_header(row)
-                continue
-            if format == "mem0":
-                row = from_mem0(row, organisation=organisation, default_place=default_place)
+                continue  # the header line
         except RowRefused as refusal:
             refusals.append(Refusal(number, refusal.field, refusal.reason))
             continue
@@ -364,6 +318,7 @@ def memories_import(
 
     All or nothing unless `partial`: any refusal, by the rules or at write (the cap, a place), leaves the
     organisation as it was. With `partial` the valid rows are written and the refused ones reported.
+    The people the rows name and the organisation lacks become directory people inside the same transaction.
     """
     if format not in FORMATS:
         raise ValueError(f"format is one of {', '.join(FORMATS)}")
@@ -375,10 +330,9 @@ def memories_import(
     if refusals and not partial:
         return report
     with transaction.atomic():
-        if format != "mem0":
-            report.people_created = directory_people_ensure(
-                organisation=organisation, people=people_named(rows, valid), agent=agent
-            )
+        report.people_created = directory_people_ensure(
+            organisation=organisation, people=people_named(rows, valid), agent=agent
+        )
         imported: dict[str, Memory] = {}  # an exported ref -> the row it became here
         for number, attrs in valid:
             try:
@@ -394,12 +348,14 @@ def memories_import(
                     imported[attrs["ref"]] = memory
                 report.superseded += superseded
                 report.created += 1
+                report.placed[f"{memory.scope} {memory.scope_label or memory.scope_ref}".strip()] += 1
             if progress is not None:
                 progress()
         if report.errors and not partial:
             transaction.set_rollback(True)
             report.created = report.superseded = 0
             report.people_created = []
+            report.placed.clear()
     return report
 
 

@@ -12,6 +12,7 @@ from memories.api.base import MemoryApi, body_read_ahead
 from memories.api.docs import MEMORY_EXAMPLE
 from memories.embeddings.ahead import QuestionAhead, embed_ahead, trust
 from memories.models import BODY_MAX_CHARS
+from memories.places import subject_label, subject_names
 from memories.recall import contextual, ranking
 from memories.recall.query import VECTOR_MODES, recall
 from memories.turns.injections import injection_render
@@ -59,8 +60,8 @@ class RecallApi(EmbedsQuestionAhead):
                             "source": MEMORY_EXAMPLE["source"],
                             "created_at": "2026-11-30T09:00:00Z",
                             "occurred_at": None,
+                            "subject": {"type": "user", "id": MEMORY_EXAMPLE["scope_ref"], "label": "mona"},
                             "rank": {
-                                "pinned": False,
                                 "score": 0.0328,
                                 "semantic_rank": 1,
                                 "lexical_rank": 1,
@@ -108,6 +109,9 @@ class RecallApi(EmbedsQuestionAhead):
             occurred_after=data.get("occurred_after"),
             occurred_before=data.get("occurred_before"),
         )
+        names = subject_names(result.rows, resolved=resolved, organisation=principal.organisation)
+        for row in result.rows:
+            row["subject_label"] = subject_label(row, names)
         notice = " ".join(part for part in (resolved.notice, result.notice) if part)
         response = Response(s.RecallOutputSerializer(s.Annotated(result, notice=notice)).data)
         # Where the time went, for the benchmark and for anyone profiling a slow turn.

@@ -19,6 +19,7 @@ from rest_framework import serializers
 from accounts.auth import PRINCIPAL_FIELDS, refuse_principal_fields
 from accounts.people import DIRECTORY_USERNAME_PREFIX, people_labels
 from lib.api.prebuilt_fields import FieldsBuiltOnce
+from lib.fenced_block import WHO
 from lib.fields import StrictDateField, StrictDateTimeField, harden, json_type_problem
 from lib.text import surrogate_path
 from memories.models import (
@@ -34,7 +35,6 @@ from memories.models import (
 )
 from memories.places import channel_problem, member_labels
 from memories.recall.query import MODES
-from memories.turns.render import WHO
 
 TURN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
 MAX_TTL_DAYS = 3650
@@ -409,6 +409,18 @@ class RecallRankOutputSerializer(FieldsBuiltOnce):
     distance = serializers.FloatField(allow_null=True, help_text="Cosine distance, when ranked by meaning.")
 
 
+class RecallSubjectOutputSerializer(FieldsBuiltOnce):
+    # Whom a recalled fact is about (a recall row annotated with `subject_label`).
+    type = serializers.CharField(source="subject_type", help_text="user, candidate or workspace.")
+    id = serializers.CharField(
+        source="subject_id", help_text="The person's account id, the candidate's id, or empty for the workspace."
+    )
+    label = serializers.CharField(  # type: ignore[assignment]  # the API field is named `label`
+        source="subject_label",
+        help_text="As a fact's line names it: the person's handle (else username), the candidate's id, or empty.",
+    )
+
+
 class RecallResultOutputSerializer(FieldsBuiltOnce):
     # One recall row (a dict).
     id = serializers.UUIDField(help_text="The memory's id: read, correct, pin or forget it by this.")
@@ -421,6 +433,7 @@ class RecallResultOutputSerializer(FieldsBuiltOnce):
     source = SourceOutputSerializer(source="*")  # type: ignore[assignment]  # the API field is named `source`
     created_at = serializers.DateTimeField()
     occurred_at = serializers.DateTimeField(allow_null=True, help_text="When what it records happened, if known.")
+    subject = RecallSubjectOutputSerializer(source="*", help_text="Whom the fact is about.")
     rank = RecallRankOutputSerializer(source="*")
 
 

@@ -116,37 +116,6 @@ def test_imported_rows_count_toward_the_agents_cap(org, agent, tmp_path, setting
     assert Memory.objects.filter(agent=agent).count() == 2
 
 
-def test_a_mem0_export_imports_as_dms_with_its_people_and_the_rest_in_a_given_place(org, agent, member, tmp_path):
-    document = {
-        "results": [
-            {"id": "m-1", "memory": "Likes hiking", "user_id": "mona", "created_at": "2026-10-01T08:00:00+00:00"},
-            {"id": "m-2", "memory": "Team uses Jira", "user_id": "someone-else", "created_at": "2026-10-02T08:00:00Z"},
-        ]
-    }
-    path = tmp_path / "mem0.json"
-    path.write_text(json.dumps(document))
-    out = io.StringIO()
-    call_command(
-        "import_memories",
-        str(path),
-        "--org",
-        "acme",
-        "--agent",
-        "helper",
-        "--format",
-        "mem0",
-        "--place",
-        "C-eng:public",
-        stdout=io.StringIO(),
-        stderr=out,
-    )
-    assert "Imported 2 memories" in out.getvalue()
-    hiking, jira = Memory.objects.get(body="Likes hiking"), Memory.objects.get(body="Team uses Jira")
-    assert (hiking.scope, hiking.scope_ref, hiking.source_ref) == ("person", str(member.pk), "mem0:m-1")
-    assert hiking.occurred_at.isoformat() == "2026-10-01T08:00:00+00:00"
-    assert (jira.scope, jira.scope_ref) == ("channel", "C-eng")
-
-
 def test_unknown_organisation_or_agent_is_a_command_error(org, tmp_path):
     path = tmp_path / "empty.jsonl"
     path.write_text("")

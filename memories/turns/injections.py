@@ -14,16 +14,15 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
-from accounts.people import people_labels
+from lib.fenced_block import source_words
 from memories.embeddings.ahead import QuestionAhead
 from memories.errors import TurnConflict
 from memories.models import (
     Injection,
     InjectionLine,
     Memory,
-    SubjectType,
 )
-from memories.places import PlaceInTurn
+from memories.places import PlaceInTurn, subject_label, subject_names
 from memories.recall.query import recall, render_candidates, with_recalled_episodes
 from memories.scopes import SCOPE_ORDER, Place, solo_person
 from memories.turns import render
@@ -69,35 +68,22 @@ def _caps() -> dict[str, render.RenderCaps]:
 
 
 def _render_fact(row: dict, names: dict[str, str]) -> render.RenderFact:
-    source = row["source_label"] or row["source_ref"]
     created = row["created_at"].astimezone(UTC)
     occurred = row["occurred_at"].astimezone(UTC) if row["occurred_at"] else None
-    subject_id = str(row["subject_id"] or "")
     return render.RenderFact(
         id=str(row["id"]),
         scope=row["scope"],
         tier=row["tier"],
         author=row["author"],
-        source=f"{row['source_kind']} {source}".strip() if source else row["source_kind"],
+        source=source_words(row["source_kind"], row["source_label"], row["source_ref"]),
         learned_on=created.date(),
         dated=(occurred or created).date(),
         text=row["body"],
         scope_label=row["scope_label"],
         pinned=row["pinned"],
         subject_type=row["subject_type"],
-        subject_label=names.get(subject_id, "") if row["subject_type"] == SubjectType.USER else subject_id,
+        subject_label=subject_label(row, names),
     )
-
-
-def _subject_names(rows: list[dict], resolved: PlaceInTurn, organisation: Organisation) -> dict[str, str]:
-    """How the user subjects of these rows are named (handle, else username): the place's people first,
-    the rest in one query."""
-    names = dict(resolved.labels)
-    wanted = {str(row["subject_id"]) for row in rows if row["subject_type"] == SubjectType.USER} - set(names)
-    if wanted:
-        labels = people_labels(organisation=organisation, ids=sorted(wanted))
-        names.update(zip(sorted(wanted), labels, strict=True))
-    return names
 
 
 def _answer_again(injection: Injection, request: TurnRequest) -> RenderOutput:
@@ -186,7 +172,7 @@ def _selection(
 ) -> render.Selection:
     """What of the candidates reaches the prompt, with what was left out reported."""
     rows, totals, notices = _candidates(organisation=organisation, request=request, caps=caps, now=now, ahead=ahead)
-    names = _subject_names(rows, resolved, organisation)
+    names = subject_names(rows, resolved=resolved, organisation=organisation)
     facts = [_render_fact(row, names) for row in rows]
     passed = {scope: sum(1 for fact in facts if fact.scope == scope) for scope in SCOPE_ORDER}
     labels = {"channel": request.place.channel}

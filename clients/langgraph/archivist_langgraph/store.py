@@ -2,12 +2,18 @@
 
 Namespaces map to places, scopes and subjects (anything else is refused with `InvalidNamespaceError`):
 
-| namespace | memories |
-| --- | --- |
-| `("memories", CHANNEL)` | said in `CHANNEL`, narrowest scope (a DM's: the person's; else subject workspace) |
-| `("memories", CHANNEL, SCOPE)` | the same, asking for `workspace`, `channel` or `person` |
-| `("memories", CHANNEL, "person", HANDLE)` | kept for one person of the place (`only_for`) |
-| `("subjects", CHANNEL, TYPE, ID)` | about a subject (`candidate` or `user`), written in the place |
+| namespace | memories | about |
+| --- | --- | --- |
+| `("memories", CHANNEL)` | said in `CHANNEL`, narrowest scope | a DM's person; elsewhere refused (see below) |
+| `("memories", CHANNEL, SCOPE)` | the same, asking for `workspace`, `channel` or `person` | as above |
+| `("memories", CHANNEL, "person", HANDLE)` | kept for one person of the place (`only_for`) | that person |
+| `("subjects", CHANNEL, TYPE, ID)` | written in the place | the `candidate` or `user` named |
+| `("subjects", CHANNEL, "workspace")` | written in the place | nobody: an operational fact |
+
+The store never chooses whom a fact is about: outside a DM a namespace that does not say (the first two
+rows) is refused by the server, naming `subject_type`. A LangMem tool whose namespace is
+`("memories", "{channel}", "person", "{handle}")` files each memory under that person, so their export and
+erasure find it.
 
 A place's kind and people come from the store's `places` mapping, or the server's directory
 (`GET /api/v1/places`) when it has one; a channel known to neither is refused.
@@ -139,7 +145,8 @@ class ArchivistStore(BaseStore):
     def target(self, namespace: tuple[str, ...], *, prefix: bool = False) -> Target:
         usage = (
             "Namespaces are ('memories', CHANNEL), ('memories', CHANNEL, SCOPE), "
-            "('memories', CHANNEL, 'person', HANDLE) or ('subjects', CHANNEL, TYPE, ID)."
+            "('memories', CHANNEL, 'person', HANDLE), ('subjects', CHANNEL, TYPE, ID) or "
+            "('subjects', CHANNEL, 'workspace')."
         )
         if len(namespace) < 2 or namespace[0] not in ("memories", "subjects"):
             raise InvalidNamespaceError(f"{namespace!r} maps to nothing in Archivist. {usage}")
@@ -153,10 +160,12 @@ class ArchivistStore(BaseStore):
             if len(namespace) == 4:
                 return Target(namespace, place, scope="person", only_for=namespace[3])
             return Target(namespace, place, scope=scope)
+        if namespace[2:] == ("workspace",):
+            return Target(namespace, place, subject_type="workspace")
         if len(namespace) != 4 and not (prefix and len(namespace) >= 2):
             raise InvalidNamespaceError(f"{namespace!r} maps to nothing in Archivist. {usage}")
         if len(namespace) >= 3 and namespace[2] not in SUBJECT_TYPES:
-            raise InvalidNamespaceError(f"A subject is a candidate or a user, not {namespace[2]!r}.")
+            raise InvalidNamespaceError(f"A subject is a candidate, a user or the workspace, not {namespace[2]!r}.")
         fields = {"subject_type": namespace[2], "subject_id": namespace[3]} if len(namespace) == 4 else {}
         return Target(namespace, place, **fields)
 
@@ -242,17 +251,14 @@ class ArchivistStore(BaseStore):
                 existing.id, body=body, place=target.place, expires_at=expires_at, source_ref=ref, **kept
             )
             return None
-        fields = dict(target.fields)
-        if "subject_type" not in fields and "only_for" not in fields and target.place["kind"] != "dm":
-            # Outside a DM an item names no person: it is the place's operational fact (documented above).
-            fields["subject_type"] = "workspace"
+        # Only what the namespace says of whom goes with the write: outside a DM the server refuses the rest.
         self.client.remember(
             body=body,
             place=target.place,
             source_kind="run",
             source_ref=source_ref(op.namespace, op.key),
             expires_at=expires_at,
-            **fields,
+            **target.fields,
             **extra,
         )
         return None

@@ -7,12 +7,13 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from archivist_client import Archivist
+from archivist_client import Archivist, Refused
 from archivist_langgraph import ArchivistStore, render_hook
 from langgraph.store.base import InvalidNamespaceError
 from langmem import create_manage_memory_tool, create_search_memory_tool
 
 from memories.models import Memory
+from memories.subjects import subject_erase, subject_export
 
 PLACES = {"D-mona": {"kind": "dm", "people": ["mona"]}, "G-team": {"kind": "private", "people": ["mona", "max"]}}
 
@@ -40,7 +41,11 @@ def test_put_get_supersede_and_delete_map_to_remember_correct_and_forget(store, 
 
 
 def test_namespaces_choose_scope_person_and_subject(store, live_api):
-    store.put(("memories", "G-team"), "k1", {"content": "Ships on Fridays"})
+    # Outside a DM a namespace that does not say whom is refused by the server, naming subject_type.
+    with pytest.raises(Refused) as refused:
+        store.put(("memories", "G-team"), "k0", {"content": "Mona's dog is called Rex"})
+    assert "subject_type" in refused.value.fields
+    store.put(("subjects", "G-team", "workspace"), "k1", {"content": "Ships on Fridays"})
     store.put(("memories", "G-team", "person", "mona"), "k2", {"content": "Mona is on call"})
     store.put(("subjects", "G-team", "candidate", "cand-9"), "k3", {"content": "Candidate speaks Dutch"})
     rows = {row.body: row for row in Memory.objects.filter(organisation=live_api.organisation)}
@@ -61,36 +66,36 @@ def test_namespaces_and_values_that_map_to_nothing_are_refused(store):
         store.put(("memories", "G-team", "galaxy"), "k", {"content": "x"})
     with pytest.raises(ValueError, match="does not keep colour"):
         store.put(("memories", "G-team"), "k", {"content": "x", "colour": "blue"})
-    store.put(("memories", "G-team"), "structured", {"content": {"food": "tea"}})
-    assert json.loads(store.get(("memories", "G-team"), "structured").value["content"]) == {"food": "tea"}
+    store.put(("subjects", "G-team", "workspace"), "structured", {"content": {"food": "tea"}})
+    assert json.loads(store.get(("subjects", "G-team", "workspace"), "structured").value["content"]) == {"food": "tea"}
 
 
 def test_search_recalls_with_a_query_and_lists_without_one(store):
-    store.put(("memories", "G-team"), "a", {"content": "The release train leaves on Fridays"})
-    store.put(("memories", "G-team"), "b", {"content": "Lunch is at noon"})
-    found = store.search(("memories", "G-team"), query="release train")
+    store.put(("subjects", "G-team", "workspace"), "a", {"content": "The release train leaves on Fridays"})
+    store.put(("subjects", "G-team", "workspace"), "b", {"content": "Lunch is at noon"})
+    found = store.search(("subjects", "G-team"), query="release train")
     # The suite's server runs without an embedder, so recall answers the place's most recent facts (and says
     # so in its notice); what this checks is that a query goes through recall rather than the listing.
     assert [item.key for item in found] == ["b", "a"]
-    listed = store.search(("memories", "G-team"))
+    listed = store.search(("subjects", "G-team"))
     assert [item.key for item in listed] == ["b", "a"]
-    assert [item.key for item in store.search(("memories", "G-team"), limit=1, offset=1)] == ["a"]
+    assert [item.key for item in store.search(("subjects", "G-team"), limit=1, offset=1)] == ["a"]
 
 
 def test_list_namespaces_and_ttl(store, live_api):
-    store.put(("memories", "G-team", "channel"), "t", {"content": "Expires soon"}, ttl=60)
+    store.put(("subjects", "G-team", "workspace"), "t", {"content": "Expires soon"}, ttl=60)
     row = Memory.objects.get(body="Expires soon")
     assert abs(row.expires_at - (datetime.now(UTC) + timedelta(minutes=60))) < timedelta(minutes=2)
-    assert ("memories", "G-team", "channel") in store.list_namespaces()
+    assert ("subjects", "G-team", "workspace") in store.list_namespaces()
     assert store.list_namespaces(prefix=("memories", "D-mona")) == [("memories", "D-mona")]
     with pytest.raises(ValueError, match="does not extend a memory's expiry"):
-        store.get(("memories", "G-team", "channel"), "t", refresh_ttl=True)
+        store.get(("subjects", "G-team", "workspace"), "t", refresh_ttl=True)
 
 
 def test_the_async_batch(store, run_async):
     async def scenario():
-        await store.aput(("memories", "G-team"), "x", {"content": "Async fact"})
-        return await store.aget(("memories", "G-team"), "x"), await store.asearch(("memories", "G-team"))
+        await store.aput(("memories", "D-mona"), "x", {"content": "Async fact"})
+        return await store.aget(("memories", "D-mona"), "x"), await store.asearch(("memories", "D-mona"))
 
     item, found = run_async(scenario())
     assert item.value["content"] == "Async fact" and [i.key for i in found] == ["x"]
@@ -110,6 +115,23 @@ def test_langmem_tools_work_unchanged_on_the_store(store, live_api):
     assert json.loads(search.invoke({"query": "dog"}, config)) == []
     # Deleting forgets the whole chain: the original and its update are both receipts now.
     assert Memory.objects.filter(organisation=live_api.organisation, redacted_at__isnull=False).count() == 2
+
+
+def test_langmem_in_a_channel_files_under_the_namespaces_person_whose_erasure_removes_it(store, live_api):
+    namespace = ("memories", "G-team", "person", "{langgraph_user_id}")
+    manage = create_manage_memory_tool(namespace=namespace, store=store)
+    manage.invoke(
+        {"content": "Mona's dog is called Rex", "action": "create"}, {"configurable": {"langgraph_user_id": "mona"}}
+    )
+    row = Memory.objects.get(body="Mona's dog is called Rex")
+    person = str(live_api.person.pk)
+    assert (row.scope, row.scope_ref, row.subject_type, row.subject_id) == ("person", person, "user", person)
+    mona = {"subject_type": "user", "subject_id": person}
+    # Mona's own request (an agent may not make it): her export finds the fact, her erasure empties it.
+    assert [memory.pk for memory in subject_export(organisation=live_api.organisation, **mona)] == [row.pk]
+    subject_erase(organisation=live_api.organisation, actor=live_api.person, reason="asked", **mona)
+    row.refresh_from_db()
+    assert row.redacted_at is not None and row.body == ""
 
 
 def test_the_pre_model_hook_renders_the_block_and_records_the_injection(live_api):

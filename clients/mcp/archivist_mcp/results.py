@@ -15,7 +15,9 @@ class Fact(BaseModel):
     """A memory as a model sees it: its labelled, neutralised line and its metadata; never the raw body."""
 
     id: str
-    line: str = Field(description="`- [id · scope · who · source · date] text`, escaped and on one line.")
+    line: str = Field(
+        description="`- [scope · about whom · who · source · date · memory id] text`: render's line, on one line."
+    )
     scope: str
     scope_label: str
     state: str = "live"

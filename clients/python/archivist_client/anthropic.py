@@ -1,14 +1,22 @@
 """`ArchivistMemoryTool`: a backend for Anthropic's `memory` tool (`anthropic` SDK) that keeps its files as
 Archivist memories in the one place it serves.
 
-- `/memories/{scope}/{name}` is a memory of that scope (`workspace`, `channel` or `person`) in the place,
-  found by its source reference `memtool/{channel}/{scope}/{name}`; the file's text is the memory's body.
-- `view` lists the scope folders, a folder's files, or a file with line numbers and its provenance.
+- `/memories/{scope}/...` is a memory of that scope (`workspace`, `channel` or `person`) in the place, found by
+  its source reference `memtool/{channel}/{scope}/...`; the file's text is the memory's body.
+- Every file says whom it is about, by its path, the way the LangGraph store's namespaces do:
+  - in a DM, `/memories/person/{name}` is about the DM's person (the place's record names them);
+  - elsewhere, `/memories/person/{handle}/{name}` is kept for that person alone (`only_for`) and is about them,
+    and a channel or workspace file sits in a subject folder: `/memories/channel/workspace/{name}` (an
+    operational note, about nobody), `/memories/channel/user:{handle}/{name}` or
+    `/memories/channel/candidate:{id}/{name}`. A file outside one is refused, naming `subject_type`: the tool
+    never chooses whom a fact is about for the model.
+- `view` lists the scope folders, a folder's files, or a file's numbered lines inside render's fence and
+  preamble, labelled as render labels a fact (invisible characters shown as marks, never dropped).
 - `create` remembers (a file over the body limit is refused, telling the model to split it); creating an
   existing file supersedes it. `str_replace` and `insert` supersede (the history is kept), `delete` forgets
-  (a receipt stays), `rename` within a scope supersedes under the new name.
+  (a receipt stays), `rename` within a scope and subject supersedes under the new name.
 - What cannot map is refused with a message the model can act on: a scope the place does not write (a DM
-  keeps only person memories), a rename across scopes, paths outside `/memories`.
+  keeps only person memories), a rename across scopes or subjects, paths outside `/memories`.
 
 Install with `pip install "archivist-client[anthropic]"`.
 """
@@ -33,14 +41,16 @@ from anthropic.types.beta import (
 from archivist_client.client import Archivist
 from archivist_client.errors import ArchivistError
 from archivist_client.models import Memory, Place
-from archivist_client.text import _INVISIBLE, label
+from archivist_client.text import FENCE_CLOSE, FENCE_OPEN, PREAMBLE, escape, label, neutralise
 
 ROOT = "/memories"
 SCOPES = ("workspace", "channel", "person")
 BODY_MAX_CHARS = 2000
 SOURCE_REF_MAX_CHARS = 200
 # Where each kind of place keeps what is written there (memories/scopes.py: the narrowest scope it allows).
-WRITABLE = {"dm": ("person",), "private": ("channel",), "public": ("channel", "workspace")}
+# Outside a DM a person file names its person by a folder (`/memories/person/{handle}/...`).
+WRITABLE = {"dm": ("person",), "private": ("channel", "person"), "public": ("channel", "workspace", "person")}
+SUBJECT_FOLDERS = "workspace, user:{handle} or candidate:{id}"
 _NAME = re.compile(r"^[^\x00-\x1f\x7f]+$")
 
 
@@ -116,6 +126,29 @@ class ArchivistMemoryTool(BetaAbstractMemoryTool):
                 f"In this {self.place['kind']} place memories are kept in {where}, not {ROOT}/{scope}; write there."
             )
 
+    def _attribution(self, scope: str, name: str) -> dict[str, str]:
+        """Whom the file at `scope`/`name` is about, as remember's fields; refused when its path does not say."""
+        if self.place["kind"] == "dm":
+            return {}  # the DM's record names its person
+        folder, _, rest = name.partition("/")
+        if scope == "person":
+            if not rest:
+                raise ToolError(
+                    f"Outside a DM a person file names its person: write {ROOT}/person/HANDLE/{name}, "
+                    "with the handle of the person it is kept for."
+                )
+            return {"only_for": folder}
+        kind, _, subject_id = folder.partition(":")
+        if rest and folder == "workspace":
+            return {"subject_type": "workspace"}
+        if rest and kind in ("user", "candidate") and subject_id:
+            return {"subject_type": kind, "subject_id": subject_id}
+        raise ToolError(
+            f"subject_type: say whom this file is about with its folder: {ROOT}/{scope}/workspace/{name} for an "
+            f"operational note, {ROOT}/{scope}/user:HANDLE/{name} for a person, or {ROOT}/{scope}/candidate:ID/{name} "
+            "for a candidate."
+        )
+
     def _supersede(self, memory: Memory, body: str) -> Memory:
         # A correction's source reference would otherwise name the version it replaces; the file keeps its path.
         return self.client.correct(memory.id, body=body, place=self.place, source_ref=memory.source.ref)
@@ -156,20 +189,24 @@ class ArchivistMemoryTool(BetaAbstractMemoryTool):
             lines = [f"Directory {command.path}:"]
             lines += [f"- {self._path(row)} ({len(row.body)} characters; {label(row)})" for row in files]
             return "\n".join(lines) if files else f"Directory {command.path} is empty."
-        text = _INVISIBLE.sub("", memory.body)
-        numbered = list(enumerate(text.split("\n"), start=1))
+        numbered = list(enumerate(memory.body.split("\n"), start=1))
         if command.view_range:
             first, last = command.view_range[0], command.view_range[-1]
             last = len(numbered) if last == -1 else last
             numbered = [(n, line) for n, line in numbered if first <= n <= last]
-        header = f"File {command.path} — memory {label(memory)}"
-        return "\n".join([header, *(f"{n:6}\t{line}" for n, line in numbered)])
+        # The file is memory a model reads, so it gets render's fence, preamble and label; each line keeps its
+        # spacing (str_replace matches it) but shows invisible characters as marks and cannot close the fence.
+        lines = (f"{n:6}\t{escape(neutralise(line))}" for n, line in numbered)
+        return "\n".join(
+            [f"File {command.path}:", FENCE_OPEN, PREAMBLE, "", f"- [{label(memory)}]", *lines, FENCE_CLOSE]
+        )
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
         scope, name = self._parts(command.path)
         if scope is None or not name:
             raise ToolError(f"Create a file inside a scope folder, e.g. {ROOT}/channel/notes.md.")
         self._writable(scope)
+        about = self._attribution(scope, name)
         self._fits(command.file_text)
         existing = self._call(lambda: self._file(command.path))
         if existing is not None:
@@ -181,10 +218,9 @@ class ArchivistMemoryTool(BetaAbstractMemoryTool):
                 body=command.file_text,
                 place=self.place,
                 scope=scope,
-                # A file of a channel or the workspace is the place's own note, about nobody in particular.
-                subject_type=None if scope == "person" else "workspace",
                 source_kind="run",
                 source_ref=ref,
+                **about,
             )
         )
         if row.scope != scope:
@@ -241,6 +277,11 @@ class ArchivistMemoryTool(BetaAbstractMemoryTool):
                 f"A memory's scope cannot change: {ROOT}/{old_scope} files stay in {ROOT}/{old_scope}. "
                 f"To keep it as a {new_scope} memory, create {command.new_path} with its text, then delete "
                 f"{command.old_path}."
+            )
+        if self._attribution(old_scope, old_name) != self._attribution(new_scope, new_name):
+            raise ToolError(
+                f"A memory's subject cannot change: {command.old_path} and {command.new_path} name different "
+                "people or subjects. Create the new file with its text, then delete the old one."
             )
         memory = self._call(lambda: self._existing(command.old_path))
         if self._call(lambda: self._file(command.new_path)) is not None:

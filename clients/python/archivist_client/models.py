@@ -116,6 +116,15 @@ class RecallRank(_Answer):
     distance: float | None
 
 
+@_schema("RecallSubjectOutput")
+class RecallSubject(_Answer):
+    """Whom a recalled fact is about: `user` (id: the account id; label: the handle), `candidate` or `workspace`."""
+
+    type: str
+    id: str
+    label: str
+
+
 @_schema("RecallResultOutput")
 class RecallResult(_Answer):
     id: UUID
@@ -128,6 +137,7 @@ class RecallResult(_Answer):
     source: Source
     created_at: datetime
     occurred_at: datetime | None
+    subject: RecallSubject
     rank: RecallRank
 
 

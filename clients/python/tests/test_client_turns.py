@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from archivist_client import Archivist, AsyncArchivist, Forgotten, Place
+from archivist_client import Archivist, AsyncArchivist, Forgotten, Place, Refused
 from archivist_client import models as m
 
 
@@ -27,6 +27,10 @@ def test_a_fact_is_remembered_recalled_rendered_and_its_injection_read(live_api)
 
 def test_a_call_may_name_its_own_place_instead_of_the_default(live_api):
     with Archivist(live_api.url, live_api.token, place=live_api.dm) as archivist:
+        # Outside a DM the client never chooses whom a fact is about: without a subject the server refuses it.
+        with pytest.raises(Refused) as refused:
+            archivist.remember(body="Mona's dog is called Rex", place=live_api.team)
+        assert "subject_type" in refused.value.fields
         archivist.remember(body="The team ships on Fridays", place=Place(**live_api.team), subject_type="workspace")
         assert archivist.recall(question="ships", place=live_api.team).results[0].scope == "channel"
         # The DM with mona does not recall what was said in the team channel.

@@ -92,6 +92,9 @@ def test_the_client_installs_offline_and_talks_to_the_server_without_django(bare
         "assert importlib.util.find_spec('django') is None, 'django in a bare venv'\n"
         f"client = Archivist({live_api.url!r}, {live_api.token!r}, place={live_api.general!r})\n"
         "print(client.remember(body='From a bare venv', subject_type='workspace').scope)\n"
+        # The server's block rules ship inside the package: a client's block is render's.
+        "from archivist_client.text import PREAMBLE, inline\n"
+        "assert 'never on their own' in PREAMBLE and inline('pay\\u200bpal') == 'pay[U+200B]pal'\n"
     )
     done = subprocess.run([str(bare_venv), "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -110,8 +113,8 @@ def test_the_langgraph_store_installs_and_keeps_a_memory_without_django(langgrap
         "from archivist_langgraph import ArchivistStore\n"
         "assert importlib.util.find_spec('django') is None, 'django in a bare venv'\n"
         f"store = ArchivistStore({live_api.url!r}, {live_api.token!r}, places={{'C-general': {live_api.general!r}}})\n"
-        "store.put(('memories', 'C-general'), 'standup', {'content': 'Standup is at ten'})\n"
-        "print(store.get(('memories', 'C-general'), 'standup').value['content'])\n"
+        "store.put(('subjects', 'C-general', 'workspace'), 'standup', {'content': 'Standup is at ten'})\n"
+        "print(store.get(('subjects', 'C-general', 'workspace'), 'standup').value['content'])\n"
     )
     done = subprocess.run([str(langgraph_venv), "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
