@@ -33,7 +33,13 @@ EXPECTED = [
     ("sh", []),  # archivist-mcp over HTTP, in the background
     ("python", ["Lunch is at noon", "'error': 'invalid'", "'limit'"]),
     ("python", ["Mona's dog is called Rex"]),
-    ("python", ["File created successfully at /memories/channel/standup.md", "/memories/channel/standup.md ("]),
+    (
+        "python",
+        [
+            "File created successfully at /memories/channel/workspace/standup.md",
+            "/memories/channel/workspace/standup.md (",
+        ],
+    ),
 ]
 
 

@@ -75,9 +75,9 @@ def test_three_users_import_into_their_own_scopes_and_nothing_reaches_the_public
     assert penicillin.source_ref == "mem0:5b0a7c1e-0d2f-4f3a-9a6e-000000000001"
     assert (penicillin.source_label, penicillin.source_run_id) == ("mem0 import, agent support-bot", "run-1")
     assert rows["Prefers window seats"].occurred_at.isoformat() == "2026-10-02T15:00:00.654321+00:00"  # updated_at
-    assert "Imported 4 memories" in out
-    assert "  person alice: 2" in out and "  person bob: 1" in out and "  person mona: 1" in out
-    assert "Created 2 directory people: alice, bob." in out
+    assert "Imported 4 memories" in err and not out  # counts on standard error, which leaves standard output for data
+    assert "  person alice: 2" in err and "  person bob: 1" in err and "  person mona: 1" in err
+    assert "Made 2 directory people this organisation lacked: alice, bob." in err
     # The person's erasure finds what was imported about them.
     subject_erase(organisation=org, subject_type="user", subject_id=str(people["alice"].user_id), agent=agent)
     assert set(Memory.objects.filter(scope_ref=str(people["alice"].user_id)).values_list("body", flat=True)) == {""}
@@ -109,7 +109,7 @@ def test_a_row_without_a_user_id_needs_shared_to_reach_a_shared_place(org, agent
     assert status == 0, err
     row = Memory.objects.get(organisation=org)
     assert (row.scope, row.scope_ref, row.subject_type) == (Scope.CHANNEL, "C-general", SubjectType.WORKSPACE)
-    assert "  channel C-general: 1" in out
+    assert "  channel C-general: 1" in err
 
 
 def test_a_user_id_that_cannot_be_a_handle_is_refused_by_its_line(org, agent, tmp_path):

@@ -104,7 +104,7 @@ class Command(CommandWithoutChecks):
             f"{report.refused} refused."
         )
         for where, count in sorted(report.placed.items()):
-            self.stdout.write(f"  {where}: {count}")
+            self.stderr.write(f"  {where}: {count}")
         if report.errors:
             written = "the valid rows were written" if partial else "nothing was written (--partial writes the rest)"
             raise CommandError(f"{report.refused} rows refused; {written}.", returncode=1)
