@@ -33,7 +33,15 @@ from memories.models import Channel
 from memories.places import PlaceConflict, PlaceRecord, member_labels, place_put, place_records, record_of
 from web.forms import AgentForm, InviteForm, PersonForm, PlaceForm, RemoveForm, RestrictForm, RoleForm
 from web.pages import Account, RefusedInputIs400, account_of, errors_onto, one_or_404
-from web.selectors import account_changes_shown, agents_with_tokens, people_labels, place_changes
+from web.selectors import (
+    UNKNOWN_PERSON,
+    account_changes_shown,
+    agents_with_tokens,
+    member_names,
+    people_by_id,
+    people_names,
+    place_changes,
+)
 
 ERASE_ENDPOINT = "POST /api/v1/subjects/user/{id}/erase"
 
@@ -262,8 +270,9 @@ def place_list(request: HttpRequest, account: Account) -> HttpResponse:
         elif (record := _place_saved(account, form, channel)[0]) is not None:
             messages.success(request, f"Recorded {channel}.")
             return redirect("web:place-detail", record.channel.pk)
+    names = people_names(organisation=account.organisation)
     places = [
-        {"record": record, "people": member_labels(record)}
+        {"record": record, "people": member_names(record, names)}
         for record in map(record_of, place_records(organisation=account.organisation).order_by("external_id"))
     ]
     return _form_page(request, "places.html", form, section="places", places=places)
@@ -287,7 +296,7 @@ def place_detail(request: HttpRequest, account: Account, place_id) -> HttpRespon
         form,
         section="places",
         record=record,
-        people=member_labels(record),
+        people=member_names(record, people_names(organisation=account.organisation, ids=record.member_ids)),
         changes=place_changes(organisation=account.organisation, channel=record.channel),
     )
     if status != 200:
@@ -337,12 +346,12 @@ def token_create(request: HttpRequest, account: Account, agent_id) -> HttpRespon
 
 
 def _token_page(request: HttpRequest, account: Account, token: AgentToken, form: RestrictForm, status: int = 200):
-    labels = people_labels(organisation=account.organisation, ids=token.allowed_people)
+    names = people_names(organisation=account.organisation, ids=token.allowed_people)
     context = {
         "section": "agents",
         "token": token,
         "form": form,
-        "allowed_people": [labels.get(str(person_id), "a person no longer here") for person_id in token.allowed_people],
+        "allowed_people": [names.get(str(person_id), UNKNOWN_PERSON) for person_id in token.allowed_people],
     }
     return render(request, "web/owners/token_detail.html", context, status=status)
 
@@ -351,11 +360,14 @@ def _token_page(request: HttpRequest, account: Account, token: AgentToken, form:
 @never_cache
 def token_detail(request: HttpRequest, account: Account, token_id) -> HttpResponse:
     token = _token_or_404(account, token_id)
-    labels = people_labels(organisation=account.organisation, ids=token.allowed_people)
+    people = people_by_id(organisation=account.organisation, ids=token.allowed_people)
     initial = {
         "restricted": token.restricted,
         "channels": "\n".join(token.allowed_channels),
-        "people": "\n".join(labels[str(person_id)] for person_id in token.allowed_people if str(person_id) in labels),
+        # The form takes handles or usernames, so it is filled with them, not with display names.
+        "people": "\n".join(
+            people[str(person_id)].label for person_id in token.allowed_people if str(person_id) in people
+        ),
     }
     return _token_page(request, account, token, RestrictForm(initial=initial))
 
