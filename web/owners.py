@@ -26,7 +26,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import AccountIsTheirs, person_invitable, person_invite, person_remove, person_restore
 from accounts.models import AgentToken, Membership
 from accounts.organisation_switches import organisation_set_thread_episodes
-from accounts.people import DIRECTORY_USERNAME_PREFIX, people_of, person_upsert
+from accounts.people import DIRECTORY_USERNAME_PREFIX, display_name_of, people_of, person_upsert
 from accounts.roles import membership_set_role
 from accounts.tokens import agent_add, token_issue, token_restrict, token_revoke, token_set_directory
 from memories.models import Channel
@@ -141,14 +141,14 @@ def people_list(request: HttpRequest, account: Account) -> HttpResponse:
             errors_onto(form, error, default_field="handle")
         else:
             verb = "Added" if created else "Updated"
-            messages.success(request, f"{verb} {membership.label}.")
+            messages.success(request, f"{verb} {display_name_of(membership)}.")
             return redirect("web:people")
     return _people_page(request, account, form)
 
 
 def _not_invitable(request: HttpRequest, membership: Membership) -> HttpResponse:
     # Inviting would set their password through a link only the owner sees: a way into their account.
-    messages.error(request, AccountIsTheirs(membership.label).message)
+    messages.error(request, AccountIsTheirs(display_name_of(membership)).message)
     return redirect("web:people")
 
 
@@ -169,9 +169,21 @@ def person_invite_page(request: HttpRequest, account: Account, person_id) -> Htt
             errors_onto(form, error, default_field="username")
         else:
             link = request.build_absolute_uri(reverse("web:password-set", args=[uidb64, token]))
-            context = {"section": "people", "person": membership, "link": link}
+            context = {
+                "section": "people",
+                "person": membership,
+                "person_name": display_name_of(membership),
+                "link": link,
+            }
             return _no_store(render(request, "web/owners/person_invited.html", context))
-    return _form_page(request, "person_invite.html", form, section="people", person=membership)
+    return _form_page(
+        request,
+        "person_invite.html",
+        form,
+        section="people",
+        person=membership,
+        person_name=display_name_of(membership),
+    )
 
 
 @owner_page("GET", "POST")
@@ -184,7 +196,7 @@ def person_remove_page(request: HttpRequest, account: Account, person_id) -> Htt
         except ValidationError as error:
             errors_onto(form, error, default_field="confirm")
         else:
-            messages.success(request, f"Removed {membership.label}: they can no longer sign in.")
+            messages.success(request, f"Removed {display_name_of(membership)}: they can no longer sign in.")
             return redirect("web:people")
     return _form_page(
         request,
@@ -192,6 +204,7 @@ def person_remove_page(request: HttpRequest, account: Account, person_id) -> Htt
         form,
         section="people",
         person=membership,
+        person_name=display_name_of(membership),
         is_you=membership.user_id == account.user.pk,
         erase_endpoint=ERASE_ENDPOINT.format(id=membership.user_id),
     )
@@ -201,7 +214,7 @@ def person_remove_page(request: HttpRequest, account: Account, person_id) -> Htt
 def person_restore_page(request: HttpRequest, account: Account, person_id) -> HttpResponse:
     membership = _person_or_404(account, person_id)
     person_restore(membership=membership, actor=account.user)
-    messages.success(request, f"Restored {membership.label}: they sign in again with their own password.")
+    messages.success(request, f"Restored {display_name_of(membership)}: they sign in again with their own password.")
     return redirect("web:people")
 
 
@@ -215,9 +228,11 @@ def person_role_page(request: HttpRequest, account: Account, person_id) -> HttpR
         except ValidationError as error:
             errors_onto(form, error, default_field="role")
         else:
-            messages.success(request, f"{membership.label} is now {form.cleaned_data['role']}.")
+            messages.success(request, f"{display_name_of(membership)} is now {form.cleaned_data['role']}.")
             return redirect("web:people")
-    return _form_page(request, "person_role.html", form, section="people", person=membership)
+    return _form_page(
+        request, "person_role.html", form, section="people", person=membership, person_name=display_name_of(membership)
+    )
 
 
 class PasswordSetView(RefusedInputIs400, PasswordResetConfirmView):
