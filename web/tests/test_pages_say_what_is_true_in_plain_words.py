@@ -69,9 +69,10 @@ def test_without_episodes_the_conflicts_page_names_no_line(settings, org, member
     assert "The line it was inferred from is still kept" not in page
 
 
-def test_everything_about_me_explains_a_subject_access_request(member):
+def test_everything_about_me_explains_a_subject_access_request_and_says_no_vector(member):
     page = signed_in(member).get("/me/everything").content.decode()
     assert "if you asked what it holds about you (the law calls that a subject-access request)" in page
+    assert "what was made from it to find it by words or by meaning" in page and "vector" not in page
 
 
 def test_the_organisation_archivist_made_at_its_first_start_is_explained(outsider):
