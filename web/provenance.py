@@ -53,9 +53,7 @@ def why_remembered(memory: Memory, *, viewer: User, names: dict[str, str]) -> di
     if memory.subject_type == SubjectType.WORKSPACE:
         subject = "The workspace, no one in particular"
     elif memory.subject_type == SubjectType.USER:
-        subject = (
-            named(memory.subject_id).capitalize() if memory.subject_id == str(viewer.pk) else named(memory.subject_id)
-        )
+        subject = "You" if memory.subject_id == str(viewer.pk) else named(memory.subject_id)
     else:
         subject = f"{memory.get_subject_type_display()} ({memory.subject_id})"
     if memory.scope == Scope.WORKSPACE:
