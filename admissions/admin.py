@@ -55,12 +55,14 @@ ROW_DECISIONS = (Decision.ADMIT, Decision.REJECT, Decision.CHALLENGE, Decision.R
 # What each refusal code reads as in a bulk action's report.
 REFUSAL_WORDS = {
     DecisionRefused.OWN_CLAIM: "your own",
-    DecisionRefused.TOMBSTONE: "tombstones",
+    DecisionRefused.TOMBSTONE: "stance pointers",
     DecisionRefused.NOT_A_CLAIM: "not claims",
     DecisionRefused.SUPERSEDED: "superseded",
     DecisionRefused.ERASED: "erased",
     DecisionRefused.TRANSITION: "not in a state that takes it",
 }
+# How a status reads on these pages: a promotion's "tombstone" row, in plain words, is a stance pointer.
+STATUS_WORDS: dict[str, str] = {**{status.value: status.label for status in Status}, Status.TOMBSTONE: "Stance pointer"}
 PAST_TENSE: dict[str, str] = {
     Decision.ADMIT: "admitted",
     Decision.REJECT: "rejected",
@@ -130,14 +132,14 @@ def safe_next(request: HttpRequest) -> str | None:
 
 
 class StatusFilter(ConditionFilter):
-    """Tombstones are pointers at stances, not claims to decide: hidden unless this filter asks for them."""
+    """Stance pointers (the rows a promotion leaves) are not claims to decide: hidden unless this filter asks."""
 
     title = "derived status"
     parameter_name = "status"
     EVERYTHING = "all"
 
     def lookups(self, request, model_admin):
-        return [*Status.choices, (self.EVERYTHING, "Everything, tombstones too")]
+        return [*STATUS_WORDS.items(), (self.EVERYTHING, "Everything, stance pointers too")]
 
     def condition(self, value):
         if value in Status.values:
@@ -153,7 +155,7 @@ class StatusFilter(ConditionFilter):
 
     def choices(self, changelist):
         choices = list(super().choices(changelist))
-        choices[0]["display"] = "Claims to review (no tombstones)"
+        choices[0]["display"] = "Claims to review (no stance pointers)"
         return choices
 
 
@@ -256,7 +258,7 @@ class SystemClaimAdmin(StewardOnlyAdmin):
 
     @admin.display(description="status", ordering="status_rank")
     def status(self, claim) -> str:
-        label = Status(claim.derived_status).label
+        label = STATUS_WORDS[claim.derived_status]
         if claim.superseded_by_id and claim.superseded_by and claim.superseded_by.stance:
             return f"{label}, promoted to {claim.superseded_by.stance}"
         if claim.stance:
@@ -342,7 +344,7 @@ class SystemClaimAdmin(StewardOnlyAdmin):
     def promoted_to(self, claim) -> SafeString | str:
         stance_id = claim.superseded_by.stance if claim.superseded_by_id and claim.superseded_by else None
         if claim.stance:
-            stance_id, text = claim.stance, "This row is the promotion tombstone for {}"
+            stance_id, text = claim.stance, "This row points claims at the stance {}"
         else:
             text = "{}"
         if not stance_id:
@@ -385,7 +387,7 @@ class SystemClaimAdmin(StewardOnlyAdmin):
         chain = memory_supersede_chain(memory=claim)
         items = []
         for version in chain:
-            text = f"{version.stance and 'tombstone for ' + version.stance or str(version)}"
+            text = f"pointer to the stance {version.stance}" if version.stance else str(version)
             if version.pk == claim.pk:
                 items.append(format_html("<li><strong>{} (this claim)</strong></li>", text))
             else:
@@ -629,7 +631,7 @@ class AdmissionRecordAdmin(StewardOnlyAdmin):
         url = reverse("admin:admissions_systemclaim_change", args=[record.claim_id])
         return format_html('<a href="{}">{}</a>', url, record.claim.slug or record.claim_id)
 
-    @admin.display(description="tombstone")
+    @admin.display(description="stance pointer")
     def tombstone_link(self, record) -> SafeString | str:
         if not record.tombstone_id:
             return ""

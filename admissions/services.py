@@ -128,7 +128,8 @@ def decision_blocker(*, claim: Memory, user: User | None = None, user_id=None) -
     """
     if claim.stance is not None:
         return DecisionRefused(
-            "This is a promotion tombstone; it cannot be admitted, rejected or challenged.", DecisionRefused.TOMBSTONE
+            "This row only points at a stance (a promotion left it); it cannot be admitted, rejected or challenged.",
+            DecisionRefused.TOMBSTONE,
         )
     user_id = user.pk if user is not None else user_id
     if claim.written_by_id is not None and claim.written_by_id == user_id:

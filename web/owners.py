@@ -26,14 +26,22 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import AccountIsTheirs, person_invitable, person_invite, person_remove, person_restore
 from accounts.models import AgentToken, Membership
 from accounts.organisation_switches import organisation_set_thread_episodes
-from accounts.people import DIRECTORY_USERNAME_PREFIX, people_of, person_upsert
+from accounts.people import DIRECTORY_USERNAME_PREFIX, display_name_of, people_of, person_upsert
 from accounts.roles import membership_set_role
 from accounts.tokens import agent_add, token_issue, token_restrict, token_revoke, token_set_directory
 from memories.models import Channel
 from memories.places import PlaceConflict, PlaceRecord, member_labels, place_put, place_records, record_of
 from web.forms import AgentForm, InviteForm, PersonForm, PlaceForm, RemoveForm, RestrictForm, RoleForm
 from web.pages import Account, RefusedInputIs400, account_of, errors_onto, one_or_404
-from web.selectors import account_changes_shown, agents_with_tokens, people_labels, place_changes
+from web.selectors import (
+    UNKNOWN_PERSON,
+    account_changes_shown,
+    agents_with_tokens,
+    member_names,
+    people_by_id,
+    people_names,
+    place_changes,
+)
 
 ERASE_ENDPOINT = "POST /api/v1/subjects/user/{id}/erase"
 
@@ -133,14 +141,14 @@ def people_list(request: HttpRequest, account: Account) -> HttpResponse:
             errors_onto(form, error, default_field="handle")
         else:
             verb = "Added" if created else "Updated"
-            messages.success(request, f"{verb} {membership.label}.")
+            messages.success(request, f"{verb} {display_name_of(membership)}.")
             return redirect("web:people")
     return _people_page(request, account, form)
 
 
 def _not_invitable(request: HttpRequest, membership: Membership) -> HttpResponse:
     # Inviting would set their password through a link only the owner sees: a way into their account.
-    messages.error(request, AccountIsTheirs(membership.label).message)
+    messages.error(request, AccountIsTheirs(display_name_of(membership)).message)
     return redirect("web:people")
 
 
@@ -161,9 +169,21 @@ def person_invite_page(request: HttpRequest, account: Account, person_id) -> Htt
             errors_onto(form, error, default_field="username")
         else:
             link = request.build_absolute_uri(reverse("web:password-set", args=[uidb64, token]))
-            context = {"section": "people", "person": membership, "link": link}
+            context = {
+                "section": "people",
+                "person": membership,
+                "person_name": display_name_of(membership),
+                "link": link,
+            }
             return _no_store(render(request, "web/owners/person_invited.html", context))
-    return _form_page(request, "person_invite.html", form, section="people", person=membership)
+    return _form_page(
+        request,
+        "person_invite.html",
+        form,
+        section="people",
+        person=membership,
+        person_name=display_name_of(membership),
+    )
 
 
 @owner_page("GET", "POST")
@@ -176,7 +196,7 @@ def person_remove_page(request: HttpRequest, account: Account, person_id) -> Htt
         except ValidationError as error:
             errors_onto(form, error, default_field="confirm")
         else:
-            messages.success(request, f"Removed {membership.label}: they can no longer sign in.")
+            messages.success(request, f"Removed {display_name_of(membership)}: they can no longer sign in.")
             return redirect("web:people")
     return _form_page(
         request,
@@ -184,6 +204,7 @@ def person_remove_page(request: HttpRequest, account: Account, person_id) -> Htt
         form,
         section="people",
         person=membership,
+        person_name=display_name_of(membership),
         is_you=membership.user_id == account.user.pk,
         erase_endpoint=ERASE_ENDPOINT.format(id=membership.user_id),
     )
@@ -193,7 +214,7 @@ def person_remove_page(request: HttpRequest, account: Account, person_id) -> Htt
 def person_restore_page(request: HttpRequest, account: Account, person_id) -> HttpResponse:
     membership = _person_or_404(account, person_id)
     person_restore(membership=membership, actor=account.user)
-    messages.success(request, f"Restored {membership.label}: they sign in again with their own password.")
+    messages.success(request, f"Restored {display_name_of(membership)}: they sign in again with their own password.")
     return redirect("web:people")
 
 
@@ -207,9 +228,11 @@ def person_role_page(request: HttpRequest, account: Account, person_id) -> HttpR
         except ValidationError as error:
             errors_onto(form, error, default_field="role")
         else:
-            messages.success(request, f"{membership.label} is now {form.cleaned_data['role']}.")
+            messages.success(request, f"{display_name_of(membership)} is now {form.cleaned_data['role']}.")
             return redirect("web:people")
-    return _form_page(request, "person_role.html", form, section="people", person=membership)
+    return _form_page(
+        request, "person_role.html", form, section="people", person=membership, person_name=display_name_of(membership)
+    )
 
 
 class PasswordSetView(RefusedInputIs400, PasswordResetConfirmView):
@@ -262,8 +285,9 @@ def place_list(request: HttpRequest, account: Account) -> HttpResponse:
         elif (record := _place_saved(account, form, channel)[0]) is not None:
             messages.success(request, f"Recorded {channel}.")
             return redirect("web:place-detail", record.channel.pk)
+    names = people_names(organisation=account.organisation)
     places = [
-        {"record": record, "people": member_labels(record)}
+        {"record": record, "people": member_names(record, names)}
         for record in map(record_of, place_records(organisation=account.organisation).order_by("external_id"))
     ]
     return _form_page(request, "places.html", form, section="places", places=places)
@@ -287,7 +311,7 @@ def place_detail(request: HttpRequest, account: Account, place_id) -> HttpRespon
         form,
         section="places",
         record=record,
-        people=member_labels(record),
+        people=member_names(record, people_names(organisation=account.organisation, ids=record.member_ids)),
         changes=place_changes(organisation=account.organisation, channel=record.channel),
     )
     if status != 200:
@@ -337,12 +361,12 @@ def token_create(request: HttpRequest, account: Account, agent_id) -> HttpRespon
 
 
 def _token_page(request: HttpRequest, account: Account, token: AgentToken, form: RestrictForm, status: int = 200):
-    labels = people_labels(organisation=account.organisation, ids=token.allowed_people)
+    names = people_names(organisation=account.organisation, ids=token.allowed_people)
     context = {
         "section": "agents",
         "token": token,
         "form": form,
-        "allowed_people": [labels.get(str(person_id), "a person no longer here") for person_id in token.allowed_people],
+        "allowed_people": [names.get(str(person_id), UNKNOWN_PERSON) for person_id in token.allowed_people],
     }
     return render(request, "web/owners/token_detail.html", context, status=status)
 
@@ -351,11 +375,14 @@ def _token_page(request: HttpRequest, account: Account, token: AgentToken, form:
 @never_cache
 def token_detail(request: HttpRequest, account: Account, token_id) -> HttpResponse:
     token = _token_or_404(account, token_id)
-    labels = people_labels(organisation=account.organisation, ids=token.allowed_people)
+    people = people_by_id(organisation=account.organisation, ids=token.allowed_people)
     initial = {
         "restricted": token.restricted,
         "channels": "\n".join(token.allowed_channels),
-        "people": "\n".join(labels[str(person_id)] for person_id in token.allowed_people if str(person_id) in labels),
+        # The form takes handles or usernames, so it is filled with them, not with display names.
+        "people": "\n".join(
+            people[str(person_id)].label for person_id in token.allowed_people if str(person_id) in people
+        ),
     }
     return _token_page(request, account, token, RestrictForm(initial=initial))
 

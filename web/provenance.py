@@ -26,18 +26,34 @@ def safe_source_url(ref: str) -> str | None:
     return ref
 
 
-def why_remembered(memory: Memory, *, viewer: User) -> dict:
-    """The answers to "why is this remembered", in words, for the person looking."""
+def people_named_by(memory: Memory) -> set[str]:
+    """The ids of the people `why_remembered` names: the writer, the subject, the person a fact is kept for."""
+    ids = {str(memory.written_by_id or "")}
+    if memory.subject_type == SubjectType.USER:
+        ids.add(memory.subject_id)
+    if memory.scope == Scope.PERSON:
+        ids.add(memory.scope_ref)
+    return ids - {""}
+
+
+def why_remembered(memory: Memory, *, viewer: User, names: dict[str, str]) -> dict:
+    """The answers to "why is this remembered", in words, for the person looking.
+
+    `names` maps the ids of `people_named_by(memory)` to how pages name them (display name, else handle or
+    username); an id it lacks is a person no longer in the organisation.
+    """
+
+    def named(person_id) -> str:
+        return "you" if str(person_id) == str(viewer.pk) else names.get(str(person_id), "a person no longer here")
+
     if memory.author == Author.PERSON:
-        who = memory.written_by
-        name = "you" if who is not None and who.pk == viewer.pk else (who.username if who else "a person")
-        writer = f"Noted by a person: {name}"
+        writer = f"Noted by a person: {named(memory.written_by_id) if memory.written_by_id else 'a person'}"
     else:
         writer = f"Inferred by an agent: {memory.agent.name}" if memory.agent else "Inferred by an agent"
     if memory.subject_type == SubjectType.WORKSPACE:
         subject = "The workspace, no one in particular"
-    elif memory.subject_type == SubjectType.USER and memory.subject_id == str(viewer.pk):
-        subject = "You"
+    elif memory.subject_type == SubjectType.USER:
+        subject = "You" if memory.subject_id == str(viewer.pk) else named(memory.subject_id)
     else:
         subject = f"{memory.get_subject_type_display()} ({memory.subject_id})"
     if memory.scope == Scope.WORKSPACE:
@@ -45,7 +61,11 @@ def why_remembered(memory: Memory, *, viewer: User) -> dict:
     elif memory.scope == Scope.CHANNEL:
         audience = f"People and agents in the channel {memory.scope_label or memory.scope_ref}"
     else:
-        audience = "You alone, and agents only in a direct message with you"
+        audience = (
+            "You alone, and agents only in a direct message with you"
+            if memory.scope_ref == str(viewer.pk)
+            else f"{named(memory.scope_ref)} alone, and agents only in a direct message with them"
+        )
     source_memory = None
     if memory.source_ref.startswith("supersedes:"):
         source_memory = memory.source_ref.removeprefix("supersedes:")

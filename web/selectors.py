@@ -16,9 +16,12 @@ from pgvector.django import CosineDistance
 
 from accounts.audit import account_changes
 from accounts.models import AccountAudit, Agent, AgentToken, Membership
-from memories.db.predicates import live_q
-from memories.models import Channel, ChannelMember, Memory, PlaceAudit
+from accounts.people import display_name_of
+from memories.db.predicates import live_q, unexpired_q
+from memories.models import Channel, ChannelMember, Memory, PlaceAudit, SourceKind
+from memories.places import PlaceRecord
 from memories.selectors import memory_injections
+from threads.models import Learning, LearningSource
 
 PAGE_SIZE = 20
 
@@ -142,25 +145,65 @@ def memory_usage(*, memory: Memory, limit: int = 20) -> Usage:
     return Usage(count=count, last=turns[0].at if turns else None, turns=turns)
 
 
+def conflict_episodes(*, organisation, conflicts: list[Learning], now: datetime) -> dict[int, list[Memory]]:
+    """Per pending conflict, the episodes (transcript lines) kept from the events its inference came from.
+
+    The inference itself is not recalled (it is written already superseded by the person's fact), but these
+    lines are memories like any other: live, unexpired and not quarantined, recall finds them when a
+    question matches, whatever the conflict's state. Two queries however many conflicts.
+    """
+    learnings_of: dict[int, list[int]] = {}
+    sources = LearningSource.objects.filter(organisation=organisation, learning__in=[c.pk for c in conflicts])
+    for learning_id, event_id in sources.values_list("learning_id", "event_id"):
+        learnings_of.setdefault(event_id, []).append(learning_id)
+    episodes = (
+        Memory.objects.filter(
+            organisation=organisation, source_kind=SourceKind.EPISODE, source_event_id__in=list(learnings_of)
+        )
+        .filter(live_q(), unexpired_q(now), quarantined_at__isnull=True)
+        .order_by("source_event_id", "created_at", "id")
+    )
+    found: dict[int, list[Memory]] = {}
+    for episode in episodes:
+        assert episode.source_event_id is not None  # filtered on it above
+        for learning_id in learnings_of[episode.source_event_id]:
+            found.setdefault(learning_id, []).append(episode)
+    return found
+
+
 # --- The owners' pages and "My places": records of people, places and tokens ------------------------
 
 
-def people_labels(*, organisation, ids=None) -> dict[str, str]:
-    """Person id -> how pages name them now (handle, else username), in one query.
+UNKNOWN_PERSON = "a person no longer here"
 
-    Audit rows keep ids only, so a renamed or invited person shows under their
-    current name and an erased or deleted one under none.
+
+def people_by_id(*, organisation, ids=None) -> dict[str, Membership]:
+    """Person id -> their membership (with the account), in one query; `ids` None for everyone.
+
+    Pages name a person with `accounts.people.display_name_of` (their display name, else their handle or
+    username); a form that takes names shows `Membership.label`.
     """
-    rows = Membership.objects.filter(organisation=organisation)
+    rows = Membership.objects.select_related("user").filter(organisation=organisation)
     if ids is not None:
-        rows = rows.filter(user_id__in=[str(person_id) for person_id in ids])
+        rows = rows.filter(user_id__in=[str(person_id) for person_id in ids if person_id])
+    return {str(membership.user_id): membership for membership in rows}
+
+
+def people_names(*, organisation, ids=None) -> dict[str, str]:
+    """Person id -> how pages name them now: their display name, else their handle or username.
+
+    Audit rows keep ids only, so a renamed or invited person shows under their current name, an erased one
+    (whose display name is emptied) under their handle, and a deleted one under none.
+    """
     return {
-        str(user_id): handle or username
-        for user_id, handle, username in rows.values_list("user_id", "handle", "user__username")
+        person_id: display_name_of(membership)
+        for person_id, membership in people_by_id(organisation=organisation, ids=ids).items()
     }
 
 
-UNKNOWN_PERSON = "a person no longer here"
+def member_names(record: PlaceRecord, names: dict[str, str]) -> list[str]:
+    """A place's members as pages name them, in the record's order (`names` from `people_names`)."""
+    return [names.get(person_id, UNKNOWN_PERSON) for person_id in record.member_ids]
 
 
 @dataclass(frozen=True)
@@ -189,7 +232,7 @@ def _changes(rows, *, organisation) -> list[PlaceChange]:
         ids.update(map(str, row.removed))
         if row.actor_id:
             ids.add(str(row.actor_id))
-    labels = people_labels(organisation=organisation, ids=ids)
+    labels = people_names(organisation=organisation, ids=ids)
 
     def label(person_id) -> str:
         return labels.get(str(person_id), UNKNOWN_PERSON)
@@ -268,7 +311,7 @@ def account_changes_shown(*, organisation, limit: int = 50) -> list[AccountChang
     """The organisation's account audit, newest first, naming people as they are called now."""
     rows = list(account_changes(organisation=organisation)[:limit])
     ids = {str(person_id) for row in rows for person_id in (row.actor_id, row.person_id) if person_id}
-    labels = people_labels(organisation=organisation, ids=ids)
+    labels = people_names(organisation=organisation, ids=ids)
 
     def by(row: AccountAudit) -> str:
         if row.actor_id:
@@ -302,7 +345,7 @@ def removals_of(*, organisation, user, limit: int = 20) -> list[Removal]:
         .select_related("channel", "agent")
         .order_by("-at", "-id")[:limit]
     )
-    labels = people_labels(organisation=organisation, ids={row.actor_id for row in rows if row.actor_id})
+    labels = people_names(organisation=organisation, ids={row.actor_id for row in rows if row.actor_id})
     removals = []
     for row in rows:
         if row.actor_id:

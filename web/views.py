@@ -11,8 +11,10 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.renderers import JSONRenderer
 
@@ -22,8 +24,8 @@ from memories import scopes
 from memories import services as memory_services
 from memories.api.serializers import SubjectEraseOutputSerializer
 from memories.embeddings import embedders
-from memories.models import Channel, Memory, SubjectType
-from memories.places import member_labels, places_for
+from memories.models import Channel, Memory, Scope, SubjectType
+from memories.places import places_for
 from memories.selectors import memories_visible_to, memory_supersede_chain
 from memories.services import memory_set_pinned, memory_supersede
 from memories.subjects import subject_erase, subject_export, subject_export_document
@@ -32,8 +34,17 @@ from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflic
 from threads.models import Learning
 from web.forms import CorrectForm, EraseEverythingForm, ForgetForm, MemoryFilterForm
 from web.pages import Account, RefusedInputIs400, account_of, errors_onto, one_or_404
-from web.provenance import why_remembered
-from web.selectors import memories_filtered, memory_search, memory_usage, owner_changes_seen_by, removals_of
+from web.provenance import people_named_by, why_remembered
+from web.selectors import (
+    conflict_episodes,
+    member_names,
+    memories_filtered,
+    memory_search,
+    memory_usage,
+    owner_changes_seen_by,
+    people_names,
+    removals_of,
+)
 
 USAGE_TURNS_SHOWN = 20
 ERASE_REASON = "Erased at the person's request from their Everything about me page."
@@ -101,10 +112,21 @@ def memory_list(request: HttpRequest) -> HttpResponse:
             **_meaning(data),
         )
     _tell_of_conflicts(request, account)
+    shown = search.page.object_list if search is not None else []
+    names = people_names(
+        organisation=account.organisation, ids={row.scope_ref for row in shown if row.scope == Scope.PERSON}
+    )
     return render(
         request,
         "web/memory_list.html",
-        {"section": "memories", "filters": filters, "search": search, "searching": searching, "now": now},
+        {
+            "section": "memories",
+            "filters": filters,
+            "search": search,
+            "searching": searching,
+            "now": now,
+            "names": names,
+        },
         status=200 if search is not None else 400,
     )
 
@@ -132,13 +154,15 @@ def memory_detail(request: HttpRequest, memory_id) -> HttpResponse:
     chain = [row for row in chain if row.pk in visible_ids]
     newest = chain[-1] if memory.superseded_by_id and chain and chain[-1].pk != memory.pk else None
     can_change = _can_change(memory, account)
+    names = people_names(organisation=account.organisation, ids=people_named_by(memory))
     return render(
         request,
         "web/memory_detail.html",
         {
             "section": "memories",
             "memory": memory,
-            "why": why_remembered(memory, viewer=account.user),
+            "why": why_remembered(memory, viewer=account.user, names=names),
+            "names": names,
             "chain": chain,
             "newest": newest,
             "usage": memory_usage(memory=memory, limit=USAGE_TURNS_SHOWN),
@@ -245,6 +269,7 @@ def _about_me_context(account: Account, form: EraseEverythingForm) -> dict:
         "organisation": account.organisation,
         "rows": rows,
         "visible_ids": visible_ids,
+        "names": people_names(organisation=account.organisation, ids={row.written_by_id for row in rows}),
         "form": form,
         "now": now,
     }
@@ -322,10 +347,15 @@ def _conflict_people(account: Account) -> list[str]:
 def _tell_of_conflicts(request: HttpRequest, account: Account) -> None:
     count = pending_conflicts(organisation=account.organisation, subject_ids=_conflict_people(account)).count()
     if count:
+        said = "one thing that contradicts" if count == 1 else f"{count} things that contradict"
         messages.info(
             request,
-            f"An agent inferred {count} thing(s) that contradict what you said; your own facts are used until you "
-            "decide. Review them under /me/conflicts.",
+            format_html(
+                "An agent inferred {} what you said; agents are given your own words until you decide. "
+                '<a href="{}">Review them</a>.',
+                said,
+                reverse("web:conflict-list"),
+            ),
         )
 
 
@@ -339,12 +369,18 @@ def conflict_list(request: HttpRequest) -> HttpResponse:
             organisation=account.organisation, user_id__in={_contested_subject(c) for c in conflicts}
         )
     }
+    episodes = conflict_episodes(organisation=account.organisation, conflicts=conflicts, now=timezone.now())
+    seen = {row.pk for found in episodes.values() for row in found}
+    visible_ids = set(_visible(account).filter(pk__in=seen).values_list("pk", flat=True))
     for conflict in conflicts:
         # Whose fact it is, when it is not the signed-in person's (an owner deciding for a directory person).
         subject = _contested_subject(conflict)
         mine = subject == str(account.user.pk)
-        conflict.for_whom = "" if mine else names.get(subject, "")  # type: ignore[attr-defined]  # for the template
-    return render(request, "web/conflict_list.html", {"section": "memories", "conflicts": conflicts})
+        # For the template: whose fact, and the transcript lines recall still finds.
+        conflict.for_whom = "" if mine else names.get(subject, "")  # type: ignore[attr-defined]
+        conflict.episodes = episodes.get(conflict.pk, [])  # type: ignore[attr-defined]
+    context = {"section": "memories", "conflicts": conflicts, "visible_ids": visible_ids}
+    return render(request, "web/conflict_list.html", context)
 
 
 def _contested_subject(conflict: Learning) -> str:
@@ -384,14 +420,18 @@ def my_places(request: HttpRequest) -> HttpResponse:
     """The places this person may act in, from their records, with the owners' recent changes to them."""
     account = account_of(request)
     changes = owner_changes_seen_by(organisation=account.organisation, user=account.user)
+    records = places_for(organisation=account.organisation, user=account.user)
+    names = people_names(
+        organisation=account.organisation, ids={pid for record in records for pid in record.member_ids}
+    )
     places = []
-    for record in places_for(organisation=account.organisation, user=account.user):
+    for record in records:
         listed = str(account.user.pk) in record.member_ids
         places.append(
             {
                 "record": record,
                 # Who is in a public channel decides nothing: anyone in the organisation reads it.
-                "people": member_labels(record) if record.channel.kind != Channel.Kind.PUBLIC else [],
+                "people": member_names(record, names) if record.channel.kind != Channel.Kind.PUBLIC else [],
                 "listed": listed,
                 "changes": changes.get(record.channel.external_id, []) if listed else [],
             }

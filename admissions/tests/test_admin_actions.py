@@ -176,7 +176,7 @@ def test_a_bulk_admit_refuses_own_claims_and_tombstones_and_reports_counts(stewa
     response = steward_client.post(
         QUEUE + "?status=all", {**data, "post": "yes", "reason": "Batch checked"}, follow=True
     )
-    assert "2 claims admitted; 2 refused (1 your own, 1 tombstones)." in messages_of(response)
+    assert "2 claims admitted; 2 refused (1 your own, 1 stance pointers)." in messages_of(response)
     decided = set(AdmissionRecord.objects.filter(reason="Batch checked").values_list("claim_id", flat=True))
     assert decided == {first.pk, second.pk}
 

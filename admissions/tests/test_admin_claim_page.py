@@ -60,7 +60,7 @@ def test_the_supersede_chain_links_the_claim_to_its_tombstone(steward_client, cl
     tombstone, _ = claim_promote(claim=claim, steward=steward, stance=stance, reason="KB")
     page = page_of(steward_client, claim)
     assert f"/admin/admissions/systemclaim/{tombstone.pk}/change/" in page
-    assert "tombstone for uk-rates" in page
+    assert "pointer to the stance uk-rates" in page
     tomb_page = page_of(steward_client, tombstone)
     assert f"/admin/admissions/systemclaim/{claim.pk}/change/" in tomb_page
     # A tombstone offers no decision at all.

@@ -80,7 +80,7 @@ def test_a_promoted_claim_and_its_tombstone_are_labelled(steward_client, mixed, 
     claim_promote(claim=mixed["admitted"], steward=steward, stance=stance, reason="KB")
     page = steward_client.get(QUEUE).content.decode()
     assert "Admitted, promoted to uk-rates" in page
-    assert "Promotion tombstone" in page
+    assert "Stance pointer" in page
 
 
 def _queue_queries(client) -> int:

@@ -35,7 +35,7 @@ def test_tombstones_are_hidden_from_the_queue_unless_asked_for(steward_client, m
     assert tombstone.body in listed(steward_client.get(QUEUE, {"status": "all"}))
     assert listed(steward_client.get(QUEUE, {"status": "tombstone"})) == [tombstone.body]
     page = steward_client.get(QUEUE).content.decode()
-    assert "Claims to review (no tombstones)" in page and "Promotion tombstone (1)" in page
+    assert "Claims to review (no stance pointers)" in page and "Stance pointer (1)" in page
 
 
 def test_each_row_shows_evidence_kinds_claimant_organisation_and_age(steward_client, make_claim, agent):

@@ -46,7 +46,7 @@ def test_a_steward_admits_a_claim_and_promotes_it_to_a_stance(page: Page, make_c
     page.get_by_label("Reason").fill("Belongs in the knowledge base")
     page.get_by_role("button", name="Promote").click()
     expect(page.locator(".messagelist")).to_contain_text("promoted to the stance uk-interest-rates")
-    expect(page.locator(".field-supersede_chain")).to_contain_text("tombstone for uk-interest-rates")
+    expect(page.locator(".field-supersede_chain")).to_contain_text("pointer to the stance uk-interest-rates")
 
     claim.refresh_from_db()
     assert claim.superseded_by.stance == "uk-interest-rates"

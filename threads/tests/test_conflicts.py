@@ -130,7 +130,7 @@ def test_learned_over_learned_still_supersedes(post_events, dm_with):
 def test_the_person_sees_accepts_and_dismisses_on_their_pages(inferred, own_fact, member, second_member, org):
     browser = Client()
     browser.force_login(member)
-    assert "review them under /me/conflicts" in browser.get("/me/memories").content.decode().lower()
+    assert '<a href="/me/conflicts">Review them</a>' in browser.get("/me/memories").content.decode()
     page = browser.get("/me/conflicts").content.decode()
     assert "inferred <q" in page and "mona&#x27;s timezone is PST" in page and "My timezone is CET" in page
     learning = inferred.learning

@@ -68,7 +68,7 @@ def test_an_owner_changes_tokens_and_places_as_the_app_role_and_another_owner_ca
     assert answer.status_code == 302, answer.text[-2000:]
     assert olive.post(f"{detail}/directory", detail, {"directory": "take"}).status_code == 302
     assert olive.post(place, place, {"kind": "private", "people": "mona U42"}).status_code == 302
-    assert "Added: U42" in olive.get(place).text
+    assert "Added: Ula" in olive.get(place).text
 
     otto = Session(server, outsider)
     assert "zebra-bot" not in otto.get("/owners/agents").text and "C-fin" not in otto.get("/owners/places").text

@@ -43,7 +43,8 @@ def test_saving_the_same_record_leaves_no_audit_row(client, org, owner, member):
 
 
 def test_the_audit_names_people_as_they_are_called_now(client, org, owner):
-    person, _ = person_upsert(organisation=org, handle="U42", display_name="Ula")
+    # No display name: pages name them by their handle, so a new handle shows.
+    person, _ = person_upsert(organisation=org, handle="U42", display_name="")
     record, _ = place_put(organisation=org, channel="C1", kind="private", people=["U42"], actor=owner)
     person.handle = "ula-renamed"
     person.save(update_fields=["handle"])

@@ -60,7 +60,7 @@ def test_restricting_a_token_to_channels_and_dms_with_people(client, org, owner,
     assert token.restricted and token.allowed_channels == ["C-design", "C-ops"]
     assert token.allowed_people == [person.user_id, member.pk]
     page = client.get(reverse("web:token-detail", args=[token.pk])).content.decode()
-    assert "to C-design, C-ops; DMs with U42, mona" in page
+    assert "to C-design, C-ops; DMs with Ula, mona" in page  # display names
 
 
 def test_a_bad_restriction_is_refused_by_field_and_changes_nothing(client, owner, outsider, agent):
