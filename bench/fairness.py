@@ -2,8 +2,8 @@
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/fairness.py            # about 4 minutes, prints a table
 
-In its own PostgreSQL and Redis (var/bench-fairness): eleven organisations,
-each with three people, one agent and 20 memories. gunicorn as the run command starts
+In its own PostgreSQL and Redis (var/bench-fairness): twelve organisations,
+each with three people, one agent and 20 memories (`bench/load.py`'s seed). gunicorn as the run command starts
 it (3 sync workers, requests as `archivist_app`, `config/gunicorn.py`), once with
 the code before the fair share (the parent of the commit that added
 `lib/api/fair_share.py`, or `--against`) and once with this code, one after the
@@ -15,8 +15,8 @@ For each server:
    (`MEMORY_API_RATE` in config/settings/base.py).
 2. The four quiet tenants' paced recalls (one each every `--interval` s): p50
    and p95 alone, then during three floods, each from its own process (its CPU
-   time reported): 40 connections in a closed loop with tenant 0's token that
-   ignore Retry-After; the same honouring it; 40 connections with a new unknown
+   time reported): 40 connections in a closed loop with one tenant's token that
+   ignore Retry-After; the same with another tenant's honouring it; 40 connections with a new unknown
    token each time from 127.0.0.2.
 
 The load runs on the same two cores as the server: figures are noisy and a
@@ -44,13 +44,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 import harness  # noqa: E402 - after the path is set
+from load import percentile  # noqa: E402
+from load import seed as load_seed  # noqa: E402
 
 DATABASE = "archivist_fairness"
 QUESTIONS = ("tea", "what does she prefer", "coffee", "water")
-FLOODS = (
-    ("flood ignoring Retry-After", {"polite": False, "unknown": False}),
-    ("flood honouring Retry-After", {"polite": True, "unknown": False}),
-    ("unknown tokens from 127.0.0.2", {"polite": False, "unknown": True}),
+FLOODS = (  # what each flood does, and the tenant whose token it sends
+    ("flood ignoring Retry-After", {"polite": False, "unknown": False, "tenant": 0}),
+    ("flood honouring Retry-After", {"polite": True, "unknown": False, "tenant": 11}),
+    ("unknown tokens from 127.0.0.2", {"polite": False, "unknown": True, "tenant": 0}),
 )
 
 
@@ -69,45 +71,14 @@ def arguments() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, round(share * (len(ordered) - 1))))]
-
-
 def step(message: str) -> None:
     print(f"[fairness] {message}", flush=True)
 
 
 def seed(memories: int) -> list[dict]:
-    """Eleven tenants through the services (0 floods, 1-4 are quiet, 5-10 measure capacity): people, one agent
-    token, a DM per person and memories."""
-    from accounts.models import Membership
-    from accounts.services import agent_create, organisation_create, user_create
-    from memories.places import place_recorded
-    from memories.turns.writes import memory_remember_in_place
-
-    rng = random.Random(7)
-    tenants = []
-    for index in range(11):
-        organisation = organisation_create(slug=f"fair-{index}")
-        people = [
-            user_create(username=f"f{index}-p{n}", organisation=organisation, role=Membership.Role.MEMBER).username
-            for n in range(3)
-        ]
-        agent, token = agent_create(organisation=organisation, name="agent")
-        places = [{"channel": f"D-{index}-{name}", "kind": "dm", "people": [name]} for name in people]
-        for n in range(memories):
-            memory_remember_in_place(
-                organisation=organisation,
-                resolved=place_recorded(organisation=organisation, **rng.choice(places)),
-                body=f"Fact {n} of tenant {index}: prefers {rng.choice(['tea', 'coffee', 'water'])}",
-                writer=agent,
-                subject_type="workspace",
-            )
-        tenants.append({"token": token, "places": places})
-    return tenants
+    """Twelve tenants as `bench/load.py` seeds them: 0 floods ignoring Retry-After, 11 honouring it, 1-4 are
+    quiet, 5-10 measure capacity (each flood its own token: a token's rate window outlives its phase)."""
+    return load_seed(argparse.Namespace(tenants=12, memories=memories, seed=7))
 
 
 def recall(port: int, tenant: dict, rng: random.Random, *, token: str = "", source: str = "") -> tuple[int, dict]:
@@ -216,11 +187,11 @@ def flooded(args, port: int, tenants: list[dict], manner: dict) -> tuple[list[tu
     """The quiet tenants' calls while a flood process runs, and what the flood process reports."""
     spec = {
         "port": port,
-        "tenant": tenants[0],
         "seconds": args.seconds,
         "connections": args.connections,
         "source": "127.0.0.2" if manner["unknown"] else "",
         **manner,
+        "tenant": tenants[manner["tenant"]],
     }
     child = subprocess.Popen(
         [sys.executable, __file__, "--flood-child", json.dumps(spec)], stdout=subprocess.PIPE, text=True

@@ -3,8 +3,10 @@ count, and a revoked token stops counting against its organisation's share as it
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -26,29 +28,42 @@ def redis_client():
     return cache._cache.get_client(write=True)
 
 
-def started_server(request, django_db_blocker, workers: int) -> Gunicorn:
-    """gunicorn with the run command's hooks (config/gunicorn.py), so its workers learn their count."""
+@pytest.fixture(scope="module")
+def servers(request, django_db_setup, django_db_blocker) -> dict[int, str]:
+    """Two gunicorns, of 2 and 4 workers, with the run command's hooks (config/gunicorn.py), so their workers
+    learn their count: started side by side, each start mostly waiting on its workers' imports."""
     from django.db import connection
 
     with django_db_blocker.unblock():
         settings_dict = dict(connection.settings_dict)
     ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / f"gunicorn-fair-share-{workers}.log"
-    server = Gunicorn(
-        log, settings_dict=settings_dict, workers=workers, GUNICORN_CMD_ARGS="--config python:config.gunicorn"
-    )
-    request.addfinalizer(server.stop)
-    return server
+
+    def started(workers: int) -> Gunicorn:
+        log = ARTIFACTS / f"gunicorn-fair-share-{os.getpid()}-{workers}.log"
+        server = Gunicorn(
+            log, settings_dict=settings_dict, workers=workers, GUNICORN_CMD_ARGS="--config python:config.gunicorn"
+        )
+
+        def stop() -> None:
+            server.stop()
+            if not request.session.testsfailed:
+                log.unlink(missing_ok=True)
+
+        request.addfinalizer(stop)
+        return server
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return {workers: server.url for workers, server in zip((2, 4), pool.map(started, (2, 4)), strict=True)}
 
 
-@pytest.fixture(scope="module")
-def two_workers(request, django_db_setup, django_db_blocker) -> str:
-    return started_server(request, django_db_blocker, 2).url
+@pytest.fixture
+def two_workers(servers) -> str:
+    return servers[2]
 
 
-@pytest.fixture(scope="module")
-def four_workers(request, django_db_setup, django_db_blocker) -> str:
-    return started_server(request, django_db_blocker, 4).url
+@pytest.fixture
+def four_workers(servers) -> str:
+    return servers[4]
 
 
 def tenant(slug: str) -> tuple[object, str]:
