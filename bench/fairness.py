@@ -33,6 +33,7 @@ import os
 import random
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -66,7 +67,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--embedder", default="local", choices=("none", "local"))
     parser.add_argument("--against", default="", help="the baseline's commit (default: before the fair share)")
     parser.add_argument("--data-dir", default=str(ROOT / "var" / "bench-fairness"))
-    parser.add_argument("--port", type=int, default=8771)
+    parser.add_argument("--port", type=int, default=0, help="default: a free one for each server")
     parser.add_argument("--flood-child", default="", help=argparse.SUPPRESS)  # a flood process's JSON arguments
     return parser.parse_args()
 
@@ -202,27 +203,34 @@ def flooded(args, port: int, tenants: list[dict], manner: dict) -> tuple[list[tu
     return calls, json.loads(output.strip().splitlines()[-1])
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def measured(args, data_dir: Path, tenants: list[dict], root: Path, label: str) -> dict:
     """Capacity, then the quiet tenants alone and during each flood, against one gunicorn serving `root`."""
     from django.core.cache import cache
 
     server_dir = data_dir / label
     server_dir.mkdir(exist_ok=True)
-    step(f"{label}: gunicorn ({args.workers} sync workers) serving {root}")
-    process = harness.start_gunicorn(port=args.port, data_dir=server_dir, workers=args.workers, root=root, sync=True)
+    port = args.port or free_port()  # a port another server holds would answer /healthz for it
+    step(f"{label}: gunicorn ({args.workers} sync workers) on port {port} serving {root}")
+    process = harness.start_gunicorn(port=port, data_dir=server_dir, workers=args.workers, root=root, sync=True)
     figures: dict = {"label": label}
     quiet = tenants[1:5]
     cache.clear()  # the other server's rate windows and shares
     try:
-        quiet_tenants(args.port, quiet, 3, args.interval)  # each worker's first calls
-        capacity = closed_loop(args.port, tenants[5:], 2 * args.workers, args.seconds)
+        quiet_tenants(port, quiet, 3, args.interval)  # each worker's first calls
+        capacity = closed_loop(port, tenants[5:], 2 * args.workers, args.seconds)
         figures["capacity"] = capacity.get(200, 0) / args.seconds
         step(f"{label}: capacity {figures['capacity']:.1f} recalls/s ({dict(capacity)})")
-        figures["alone"] = quiet_tenants(args.port, quiet, args.seconds, args.interval)
+        figures["alone"] = quiet_tenants(port, quiet, args.seconds, args.interval)
         for name, manner in FLOODS:
             step(f"{label}: {name}")
             time.sleep(2)
-            figures[name] = flooded(args, args.port, tenants, manner)
+            figures[name] = flooded(args, port, tenants, manner)
     finally:
         process.terminate()
         process.wait(timeout=30)
