@@ -324,9 +324,10 @@ MEMORY_NOTE_FADE_DAYS = 14
 MEMORY_VECTOR_HNSW_THRESHOLD = env_int("ARCHIVIST_VECTOR_HNSW_THRESHOLD", 10_000, minimum=100)
 MEMORY_VECTOR_EF_SEARCH = env_int("ARCHIVIST_VECTOR_EF_SEARCH", 200, minimum=10)
 # Requests per token (or per signed-in person) on every API; 429 with Retry-After beyond it. What one
-# organisation's share can serve: bench/fairness.py measured 12.3 recalls a second (2026-12-02, 3 sync
-# workers, two busy cores), and one organisation has one of the 3 workers: 4 a second, 240 a minute. Running
-# more workers (or faster cores), raise it in proportion to what the bench measures there (docs/reliability.md).
+# organisation's share can serve: bench/fairness.py measured 12 to 16 recalls a second (2026-12-02, three
+# runs, 3 sync workers, two cores busy with other work), and one organisation has one of the 3 workers: a
+# third of the lowest is 4 a second, 240 a minute. Running more workers (or faster cores), raise it in
+# proportion to what the bench measures there (docs/reliability.md).
 MEMORY_API_RATE = env_str("ARCHIVIST_TOKEN_RATE", "240/min")
 # An organisation's API requests in flight at once (lib/api/fair_share.py); past it 429 with Retry-After: 1.
 # By default half the web server's request slots (workers x threads), which gunicorn's hook tells each worker
