@@ -29,31 +29,31 @@ def redis_client():
 
 
 @pytest.fixture(scope="module")
-def servers(request, django_db_setup, django_db_blocker) -> dict[int, str]:
+def servers(request, django_db_setup, django_db_blocker):
     """Two gunicorns, of 2 and 4 workers, with the run command's hooks (config/gunicorn.py), so their workers
-    learn their count: started side by side, each start mostly waiting on its workers' imports."""
+    learn their count: started and stopped side by side, each mostly waiting on its workers."""
     from django.db import connection
 
     with django_db_blocker.unblock():
         settings_dict = dict(connection.settings_dict)
     ARTIFACTS.mkdir(exist_ok=True)
-
-    def started(workers: int) -> Gunicorn:
-        log = ARTIFACTS / f"gunicorn-fair-share-{os.getpid()}-{workers}.log"
-        server = Gunicorn(
-            log, settings_dict=settings_dict, workers=workers, GUNICORN_CMD_ARGS="--config python:config.gunicorn"
-        )
-
-        def stop() -> None:
-            server.stop()
-            if not request.session.testsfailed:
-                log.unlink(missing_ok=True)
-
-        request.addfinalizer(stop)
-        return server
-
+    logs = {workers: ARTIFACTS / f"gunicorn-fair-share-{os.getpid()}-{workers}.log" for workers in (2, 4)}
+    hooks = "--config python:config.gunicorn"
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return {workers: server.url for workers, server in zip((2, 4), pool.map(started, (2, 4)), strict=True)}
+        starts = {
+            workers: pool.submit(Gunicorn, log, settings_dict=settings_dict, workers=workers, GUNICORN_CMD_ARGS=hooks)
+            for workers, log in logs.items()
+        }
+        started = {workers: start.result() for workers, start in starts.items() if start.exception() is None}
+        try:
+            if len(started) < len(starts):
+                raise next(start.exception() for start in starts.values() if start.exception() is not None)
+            yield {workers: server.url for workers, server in started.items()}
+        finally:
+            list(pool.map(Gunicorn.stop, started.values()))
+            if not request.session.testsfailed:
+                for log in logs.values():
+                    log.unlink(missing_ok=True)
 
 
 @pytest.fixture
