@@ -83,6 +83,7 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/embed.py
 	HF_HUB_OFFLINE=1 $(PY) bench/quality.py
 	HF_HUB_OFFLINE=1 $(PY) bench/load.py
+	HF_HUB_OFFLINE=1 $(PY) bench/fairness.py
 	HF_HUB_OFFLINE=1 $(PY) bench/faults.py
 
 clean:

@@ -11,6 +11,7 @@ There is no audit table for token changes yet; each change is logged on the
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from datetime import timedelta
@@ -21,6 +22,7 @@ from django.utils import timezone
 
 from accounts.models import DEFAULT_TOKEN_LIFETIME, Agent, AgentToken, Organisation, User
 from accounts.people import people_by_name
+from lib.api.fair_share import organisation_forget
 
 logger = logging.getLogger("archivist.tokens")
 
@@ -150,4 +152,6 @@ def token_revoke(*, token: AgentToken, actor: User | None = None) -> AgentToken:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
         _log("revoked", token=token, actor=actor)
+        # Its requests stop counting against the organisation's share as soon as the revocation commits.
+        transaction.on_commit(functools.partial(organisation_forget, token.token_hash))
     return token

@@ -51,11 +51,13 @@ def start_services(data_dir: Path, database: str, environment: dict[str, str]):
 
 
 def start_gunicorn(
-    *, port: int, data_dir: Path, workers: int = 3, threads: int = 4, root: Path = ROOT
+    *, port: int, data_dir: Path, workers: int = 3, threads: int = 4, root: Path = ROOT, sync: bool = False
 ) -> subprocess.Popen:
     """gunicorn on loopback with requests as `archivist_app`, as the run command starts it; waits for /healthz.
 
-    `root` is the checkout whose code it serves (another, to compare against this one in the same run)."""
+    `root` is the checkout whose code it serves (another, to compare against this one in the same run);
+    `sync` runs the run command's worker class (one request at a time per worker, no keep-alive) instead of
+    `threads` threads per worker."""
     import requests
 
     environment = {**os.environ, "ARCHIVIST_DB_ROLE": "archivist_app", "OMP_NUM_THREADS": "1"}
@@ -68,10 +70,7 @@ def start_gunicorn(
         f"127.0.0.1:{port}",
         "--workers",
         str(workers),
-        "--worker-class",
-        "gthread",
-        "--threads",
-        str(threads),
+        *(("--worker-class", "sync") if sync else ("--worker-class", "gthread", "--threads", str(threads))),
         "--log-level",
         "warning",
     ]
@@ -85,6 +84,20 @@ def start_gunicorn(
             pass
         time.sleep(0.2)
     raise RuntimeError(f"gunicorn did not start; see {log}")
+
+
+def exported_checkout(data_dir: Path, commit: str) -> Path:
+    """The code of `commit` exported beside the bench's data, sharing the virtualenv: a baseline to serve."""
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", commit], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    folder = data_dir / f"base-{commit[:12]}"
+    if not folder.is_dir():
+        folder.mkdir(parents=True)
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True)
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
+        (folder / ".venv").symlink_to((ROOT / ".venv").resolve())
+    return folder
 
 
 def rows_present(ids: list[str]) -> int:

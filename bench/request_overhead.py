@@ -151,13 +151,7 @@ def base_checkout(data_dir: Path, against: str) -> Path:
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "merge-base", "HEAD", against], check=True, capture_output=True, text=True
     ).stdout.strip()
-    folder = data_dir / f"base-{commit[:12]}"
-    if not folder.is_dir():
-        folder.mkdir(parents=True)
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True, capture_output=True)
-        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive.stdout, check=True)
-        (folder / ".venv").symlink_to((ROOT / ".venv").resolve())
-    return folder
+    return harness.exported_checkout(data_dir, commit)
 
 
 class Counted:

@@ -6,9 +6,15 @@ torch if that is unavailable) and runs the recall code path once
 (`memories.embeddings.warmup`), so no caller pays a worker's first-use cost. The master
 sends no traffic to a worker; the listening socket is shared, so until a worker
 is warm the others (or the socket's backlog) take its share.
+
+`post_fork` tells each worker the server's request slots before it loads the
+application, so the per-organisation share follows the worker count however
+gunicorn was given it (`--workers`, `WEB_CONCURRENCY`, a signal adding one).
 """
 
 from __future__ import annotations
+
+import os
 
 
 def post_worker_init(worker) -> None:
@@ -22,3 +28,9 @@ def post_worker_init(worker) -> None:
     else:
         worker.log.info("worker %s warm: %s", worker.pid, report)
     mark_warm("web")
+
+
+def post_fork(server, worker) -> None:
+    """Tell the worker how many requests the server runs at once (workers times threads), before it loads the
+    application: the fair share of each organisation is sized from it (`ORGANISATION_IN_FLIGHT`)."""
+    os.environ["ARCHIVIST_WEB_SLOTS"] = str(server.num_workers * max(1, server.cfg.threads))

@@ -15,8 +15,9 @@ from django.http import JsonResponse
 from django.middleware.csrf import CsrfViewMiddleware
 
 from lib.api.bearer import MALFORMED_AUTHORIZATION, bearer_token
-from lib.api.throttles import LogVerdict, gate_then_log, log_key, presented_digest
+from lib.api.throttles import LogVerdict, gate_then_log, log_key, presented_digest, throttled_response
 from lib.client_address import client_address, proxy_networks
+from lib.metrics import REQUESTS_REFUSED
 
 logger = logging.getLogger(__name__)
 
@@ -183,13 +184,6 @@ def seconds_left(now: float, period: int) -> int:
     return max(1, math.ceil((int(now // period) + 1) * period - now))
 
 
-def throttled_response(wait: int, detail: str = "") -> JsonResponse:
-    detail = detail or f"Request was throttled. Expected available in {wait} seconds."
-    response = JsonResponse({"error": "throttled", "detail": detail, "fields": {}}, status=429)
-    response["Retry-After"] = str(wait)
-    return response
-
-
 class TokenRateGateMiddleware:
     """Counts each presented Bearer token's requests, and each address's bad tokens, in Redis before the
     database is touched.
@@ -239,6 +233,7 @@ class TokenRateGateMiddleware:
             return self._barred(now)
         limit, period = parse_rate(settings.MEMORY_API_RATE)
         if gate.in_window > limit:
+            REQUESTS_REFUSED.labels(reason="token_rate").inc()
             return throttled_response(seconds_left(now, period))
         response = self.get_response(request)
         if response.status_code == 401:
@@ -249,6 +244,7 @@ class TokenRateGateMiddleware:
         now = time.time()
         if self._count_failure(request, address_of(request), now) > parse_rate(settings.BAD_TOKEN_RATE)[0]:
             return self._barred(now)
+        REQUESTS_REFUSED.labels(reason="malformed_token").inc()
         response = JsonResponse(
             {"error": "unauthenticated", "detail": MALFORMED_AUTHORIZATION, "fields": {}}, status=401
         )
@@ -263,6 +259,7 @@ class TokenRateGateMiddleware:
             return 0
 
     def _barred(self, now: float) -> JsonResponse:
+        REQUESTS_REFUSED.labels(reason="bad_token").inc()
         wait = seconds_left(now, parse_rate(settings.BAD_TOKEN_RATE)[1])
         return throttled_response(
             wait, f"Too many unknown or malformed tokens from your address. Expected available in {wait} seconds."

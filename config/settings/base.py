@@ -46,6 +46,8 @@ MIDDLEWARE = [
     "config.middleware.RefuseChunkedBodiesMiddleware",
     # Refuses a flooding token with one Redis round trip, before any database work.
     "config.middleware.TokenRateGateMiddleware",
+    # Refuses an organisation's request past its share of requests in flight, also before any database work.
+    "lib.api.fair_share.FairShareMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Sessions, CSRF, the signed-in user and messages: for pages, passed by Bearer API calls (WebOnly).
     "config.middleware.WebSessionMiddleware",
@@ -342,8 +344,19 @@ MEMORY_NOTE_FADE_DAYS = 14
 # partial HNSW index; below it, recall is an exact scan (docs/recall.md).
 MEMORY_VECTOR_HNSW_THRESHOLD = env_int("ARCHIVIST_VECTOR_HNSW_THRESHOLD", 10_000, minimum=100)
 MEMORY_VECTOR_EF_SEARCH = env_int("ARCHIVIST_VECTOR_EF_SEARCH", 200, minimum=10)
-# Requests per token (or per signed-in person) on the turn API; 429 with Retry-After beyond it.
-MEMORY_API_RATE = env_str("ARCHIVIST_TOKEN_RATE", "1200/min")
+# Requests per token (or per signed-in person) on every API; 429 with Retry-After beyond it. What one
+# organisation's share can serve: bench/fairness.py measured 12 to 16 recalls a second (2026-12-02, three
+# runs, 3 sync workers, two cores busy with other work), and one organisation has one of the 3 workers: a
+# third of the lowest is 4 a second, 240 a minute. Running more workers (or faster cores), raise it in
+# proportion to what the bench measures there (docs/reliability.md).
+MEMORY_API_RATE = env_str("ARCHIVIST_TOKEN_RATE", "240/min")
+# An organisation's API requests in flight at once (lib/api/fair_share.py); past it 429 with Retry-After: 1.
+# By default half the web server's request slots (workers x threads), which gunicorn's hook tells each worker
+# (config/gunicorn.py); 0, or a server started without that hook, turns the share off.
+WEB_SLOTS = env_int("ARCHIVIST_WEB_SLOTS", 0, minimum=0)
+ORGANISATION_IN_FLIGHT = env_int("ARCHIVIST_ORG_IN_FLIGHT", max(1, WEB_SLOTS // 2) if WEB_SLOTS else 0, minimum=0)
+# How long a token's organisation is cached for the share (at most; revoking a token forgets it at once).
+FAIR_SHARE_CACHE_SECONDS = env_int("ARCHIVIST_FAIR_SHARE_CACHE_SECONDS", 60, minimum=1)
 # Unknown, revoked, expired or malformed tokens per client address; beyond it that address's Bearer calls
 # are answered 429 with Retry-After until the window ends, counted in Redis with no database work.
 BAD_TOKEN_RATE = env_str("ARCHIVIST_BAD_TOKEN_RATE", "30/min")
