@@ -17,7 +17,7 @@ from rest_framework.test import APIClient
 from accounts.models import AgentToken, hash_token
 from accounts.services import agent_create, organisation_create
 from accounts.tokens import token_revoke
-from lib.api.fair_share import in_flight_key, organisation_key
+from lib.api.fair_share import all_in_flight_key, in_flight_key, organisation_key
 from lib.metrics import REQUESTS_REFUSED
 from web.tests.browser import ARTIFACTS, Gunicorn
 
@@ -75,12 +75,15 @@ def get(url: str, token: str) -> requests.Response:
     return requests.get(f"{url}{PLACES}", headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
 
-def fill_share(organisation, count: int) -> None:
-    """`count` requests of the organisation in flight, as the gate records them (the real ones are shown below)."""
+def fill_share(organisation, count: int, others: int = 0) -> None:
+    """`count` requests of the organisation and `others` of other tenants in flight, as the gate records them
+    (the real ones are shown below)."""
     key = in_flight_key(organisation.pk)
-    redis_client().delete(key)
+    redis_client().delete(key, all_in_flight_key())
     if count:
         redis_client().zadd(key, {f"held-{index}": time.time() for index in range(count)})
+    if count + others:
+        redis_client().zadd(all_in_flight_key(), {f"held-{index}": time.time() for index in range(count + others)})
 
 
 def wait_for_in_flight(organisation, count: int) -> None:
@@ -119,12 +122,23 @@ def test_an_organisation_over_its_share_is_refused_while_another_is_served(two_w
 def test_the_share_follows_the_worker_count(two_workers, four_workers, transactional_db):
     cache.clear()
     organisation, token = tenant("sized")
-    for url, share in ((two_workers, 1), (four_workers, 2)):
+    for url, share, slots in ((two_workers, 1, 2), (four_workers, 2, 4)):
         assert get(url, token).status_code == 200
-        fill_share(organisation, share - 1)
-        assert get(url, token).status_code == 200, f"below its share of {share}"
-        fill_share(organisation, share)
-        assert get(url, token).status_code == 429, f"at its share of {share}"
+        fill_share(organisation, share - 1, others=slots - share)
+        assert get(url, token).status_code == 200, f"below its share of {share}, on a busy server"
+        fill_share(organisation, share, others=slots - 1 - share)
+        assert get(url, token).status_code == 429, f"at its share of {share}, the one free slot kept for another"
+    fill_share(organisation, 0)
+
+
+def test_a_tenant_alone_goes_past_its_share_but_never_takes_the_last_slot(four_workers, transactional_db):
+    cache.clear()
+    organisation, token = tenant("alone")
+    assert get(four_workers, token).status_code == 200
+    fill_share(organisation, 2)  # its share of 2 of the 4 slots, and nobody else in flight
+    assert get(four_workers, token).status_code == 200, "a tenant alone is not held to its share"
+    fill_share(organisation, 3)
+    assert get(four_workers, token).status_code == 429, "the last slot is kept for another tenant"
     fill_share(organisation, 0)
 
 

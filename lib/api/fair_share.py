@@ -4,8 +4,10 @@ Archivist is one server many organisations share. A token within its rate can
 still take every web worker (a closed-loop client with as many connections as
 there are workers), and the other tenants then wait behind it. The gate counts
 each organisation's API requests in flight in Redis and refuses one past
-`ORGANISATION_IN_FLIGHT` at once with 429 and `Retry-After: 1`, for the price
-of one Redis round trip and no database work. The refused request gives its
+`ORGANISATION_IN_FLIGHT` at once with 429 and `Retry-After: 1` while the server
+has no slot to spare beyond one kept for another tenant (`WEB_SLOTS`: a tenant
+alone may use all but one), for the price of one Redis round trip and no
+database work. The refused request gives its
 worker back at once, so the next connection waiting (another tenant's) is
 served before the tenant over its share gets another turn.
 
@@ -44,17 +46,26 @@ STALE_SECONDS = 120
 IN_FLIGHT_PREFIX = "fairshare:inflight:"
 
 # Admit a request to its organisation's share, or to its token's own while the organisation is not known: drop
-# entries left by dead workers, refuse at the share, else add this request. The bucket's name comes from the
-# organisation read here, so the check is one round trip (a key not in KEYS: one Redis, never a cluster).
+# entries left by dead workers; at the share, admit only while the server keeps a slot free for another tenant
+# (so a tenant alone is not held to its share); else refuse. The bucket's name comes from the organisation read
+# here, so the check is one round trip (keys not in KEYS: one Redis, never a cluster).
 _ADMIT_SCRIPT = unbound_script(
     """
 local organisation = redis.call('GET', KEYS[1])
 local bucket = ARGV[1] .. (organisation and ('org:' .. organisation) or ('token:' .. ARGV[2]))
-redis.call('ZREMRANGEBYSCORE', bucket, '-inf', tonumber(ARGV[3]) - tonumber(ARGV[4]))
+local everyone = ARGV[1] .. 'all'
+local oldest = tonumber(ARGV[3]) - tonumber(ARGV[4])
+redis.call('ZREMRANGEBYSCORE', bucket, '-inf', oldest)
+redis.call('ZREMRANGEBYSCORE', everyone, '-inf', oldest)
 local known = organisation and 1 or 0
-if redis.call('ZCARD', bucket) >= tonumber(ARGV[5]) then return {0, bucket, known} end
+if redis.call('ZCARD', bucket) >= tonumber(ARGV[5])
+   and redis.call('ZCARD', everyone) >= tonumber(ARGV[7]) - 1 then
+  return {0, bucket, known}
+end
 redis.call('ZADD', bucket, ARGV[3], ARGV[6])
+redis.call('ZADD', everyone, ARGV[3], ARGV[6])
 redis.call('EXPIRE', bucket, ARGV[4])
+redis.call('EXPIRE', everyone, ARGV[4])
 return {1, bucket, known}
 """
 )
@@ -68,6 +79,11 @@ def organisation_key(digest: str) -> str:
 def in_flight_key(organisation_id) -> str:
     """The full Redis key of an organisation's requests in flight (a sorted set scored by their start)."""
     return cache.make_key(f"{IN_FLIGHT_PREFIX}org:{organisation_id}")
+
+
+def all_in_flight_key() -> str:
+    """The full Redis key of every organisation's requests in flight."""
+    return cache.make_key(f"{IN_FLIGHT_PREFIX}all")
 
 
 def organisation_forget(token_hash: str) -> None:
@@ -104,7 +120,15 @@ class FairShareMiddleware:
                 return self.get_response(request)
             admitted, bucket, known = _ADMIT_SCRIPT(
                 keys=[cache.make_key(organisation_key(digest))],
-                args=[cache.make_key(IN_FLIGHT_PREFIX), digest, repr(time.time()), STALE_SECONDS, share, member],
+                args=[
+                    cache.make_key(IN_FLIGHT_PREFIX),
+                    digest,
+                    repr(time.time()),
+                    STALE_SECONDS,
+                    share,
+                    member,
+                    settings.WEB_SLOTS,
+                ],  # fmt: skip
                 client=client,
             )
         except Exception as error:  # noqa: BLE001 - any cache failure lets the request through
@@ -126,6 +150,7 @@ class FairShareMiddleware:
         try:
             pipeline = client.pipeline(transaction=False)
             pipeline.zrem(bucket, member)
+            pipeline.zrem(all_in_flight_key(), member)
             organisation_id = getattr(token, "organisation_id", None)
             expires_at = getattr(token, "expires_at", None)
             if organisation_id is not None and expires_at is not None:
