@@ -16,12 +16,21 @@ $(STAMP): pyproject.toml requirements.lock clients/python/pyproject.toml clients
 
 venv: $(STAMP)
 
+# The optional OpenTelemetry group (docs/deploying.md, "Traces"): `make run` does not install it unless asked.
+OTEL_STAMP := $(VENV)/.otel-installed
+$(OTEL_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -c requirements.lock --group otel
+	touch $(OTEL_STAMP)
+
+.PHONY: otel
+otel: $(OTEL_STAMP)
+
 ## Runs Archivist: migrations, gunicorn, a Celery worker and Celery beat, on HOST:PORT.
 run: $(STAMP)
 	$(PY) -m config.supervisor
 
 ## Runs every check: ruff, migrations, the deploy check, then the type check beside the whole test suite.
-test: $(STAMP) lint migrations-check deploy-check
+test: $(STAMP) $(OTEL_STAMP) lint migrations-check deploy-check
 	$(MAKE) --no-print-directory -j2 typecheck suite
 
 ## The test suite alone, on one worker more than the machine has cores, since many tests wait on the processes
@@ -36,7 +45,7 @@ lint: $(STAMP)
 
 # mypy's Django plugin loads the test settings: unreachable server URLs keep them
 # from starting the embedded PostgreSQL and Redis, which a type check never connects to.
-typecheck: $(STAMP)
+typecheck: $(STAMP) $(OTEL_STAMP)
 	DATABASE_URL=postgres://archivist@db.invalid/archivist REDIS_URL=redis://redis.invalid:6379/0 $(VENV)/bin/mypy
 
 format: $(STAMP)

@@ -20,3 +20,17 @@ def post_worker_init(worker) -> None:
         worker.log.warning("worker %s could not warm up: %s", worker.pid, error)
         return
     worker.log.info("worker %s warm: %s", worker.pid, report)
+
+
+def on_starting(server) -> None:
+    """In the master, before any worker: the metrics folder every worker writes to (emptied of the last run)."""
+    from config.embedded import data_dir
+    from config.observability.multiprocess import prepare_folder
+
+    server.log.info("metrics folder: %s", prepare_folder(data_dir()))
+
+
+def child_exit(server, worker) -> None:
+    from config.observability.multiprocess import worker_exited
+
+    worker_exited(worker.pid)
