@@ -217,3 +217,10 @@ def stop_postgres(folder: Path) -> None:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=folder, user=user)
     except subprocess.CalledProcessError:
         logger.info("PostgreSQL in %s was not running", folder)
+
+
+def postgres_binaries() -> Path:
+    """The folder of the embedded default's PostgreSQL programs (initdb, pg_ctl, psql, pg_dump, pg_restore)."""
+    from pgserver._commands import POSTGRES_BIN_PATH  # type: ignore[attr-defined]  # made at import
+
+    return Path(POSTGRES_BIN_PATH)
