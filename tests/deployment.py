@@ -165,7 +165,6 @@ class Deployment:
 
     def run(self, step: str, **overrides: str) -> str:
         """Run one of the guide's steps as written, from the checkout; its output."""
-        started = time.monotonic()
         done = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", self.steps[step]],
             cwd=ROOT,
