@@ -221,6 +221,6 @@ def stop_postgres(folder: Path) -> None:
 
 def postgres_binaries() -> Path:
     """The folder of the embedded default's PostgreSQL programs (initdb, pg_ctl, psql, pg_dump, pg_restore)."""
-    from pgserver._commands import POSTGRES_BIN_PATH  # type: ignore[attr-defined]  # made at import
+    from pgserver._commands import POSTGRES_BIN_PATH
 
     return Path(POSTGRES_BIN_PATH)

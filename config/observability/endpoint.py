@@ -44,7 +44,7 @@ def scrape_registry() -> CollectorRegistry:
         summed.MultiProcessCollector(registry)
     else:
         registry = CollectorRegistry()
-        registry.register(REGISTRY)  # type: ignore[arg-type]  # a registry collects like a collector
+        registry.register(REGISTRY)  # a registry collects like a collector
     registry.register(LiveCollector())
     return registry
 

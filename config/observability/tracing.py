@@ -70,4 +70,4 @@ def _install(service: str) -> None:
     DjangoInstrumentor().instrument()
     CeleryInstrumentor().instrument()
     # Django opens connections through `psycopg.connect`; the DB-API instrumentation wraps it.
-    trace_integration(psycopg, "connect", "postgresql", capture_parameters=False)
+    trace_integration(psycopg, "connect", "postgresql", capture_parameters=False)  # type: ignore[arg-type]  # the module

@@ -201,14 +201,18 @@ def recall(
     rows, how, rerank_ms = _reranked(rows, how, question=question, limit=limit, notices=notices)
     if unembedded:
         notices.append(_unembedded_notice(unembedded, how.lists))
-    timings = {"embed_ms": embed_ms, "sql_ms": sql_ms, "rerank_ms": rerank_ms, "recall_ms": _ms_since(started)}
-    observe_stages("recall", {stage: timings[key] / 1000 for stage, key in METRIC_STAGES.items()})
     return RecallResult(
         rows=rows,
         ranking=_ranking_report(mode, how, model=model, vector_search=vector_search, limit=limit, config=config),
         notice=" ".join(notices),
-        timings=timings,
+        timings=_observed(embed_ms=embed_ms, sql_ms=sql_ms, rerank_ms=rerank_ms, recall_ms=_ms_since(started)),
     )
+
+
+def _observed(**timings: float) -> dict[str, float]:
+    """The recall's timings in milliseconds, recorded for /metrics by stage as well."""
+    observe_stages("recall", {stage: timings[key] / 1000 for stage, key in METRIC_STAGES.items()})
+    return timings
 
 
 def _question_vector(
