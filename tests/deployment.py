@@ -81,6 +81,7 @@ class Deployment:
     env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     token: str = ""
+    log_offsets: dict[str, int] = field(default_factory=dict)
     services: list[subprocess.Popen] = field(default_factory=list)
 
     @property
@@ -189,6 +190,7 @@ class Deployment:
     def start(self, step: str, **overrides: str) -> subprocess.Popen:
         """Start one of the guide's long-running steps as written, in its own session, logging to the folder."""
         log = (self.folder / f"{step}.log").open("ab")
+        self.log_offsets[step] = log.tell()
         process = subprocess.Popen(
             ["bash", "-c", self.steps[step]],
             cwd=ROOT,
@@ -202,17 +204,21 @@ class Deployment:
 
     def log(self, step: str) -> str:
         path = self.folder / f"{step}.log"
-        return path.read_text(errors="replace") if path.exists() else ""
+        return path.read_bytes().decode(errors="replace") if path.exists() else ""
 
-    def wait_healthy(self, timeout: float = 120) -> None:
+    def wait_healthy(self, workers: int, timeout: float = 180) -> None:
+        """Until /healthz answers 200 and each of the web's `workers` has warmed up (config/gunicorn.py), so no
+        warm-up's own recall lands among a test's figures."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             web = self.processes["web"]
             assert web.poll() is None, f"the web exited:\n{self.log('web')[-3000:]}"
-            with contextlib.suppress(OSError):
-                status, _ = self.call("GET", "/healthz")
-                if status == 200:
-                    return
+            since_start = self.log("web")[self.log_offsets["web"] :]
+            if len(re.findall(r"worker \d+ (warm:|could not warm up)", since_start)) >= workers:
+                with contextlib.suppress(OSError):
+                    status, _ = self.call("GET", "/healthz")
+                    if status == 200:
+                        return
             time.sleep(0.3)
         raise AssertionError(f"the web never answered /healthz:\n{self.log('web')[-3000:]}")
 
@@ -234,10 +240,15 @@ class Deployment:
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode(errors="replace")
 
-    def stop_processes(self) -> None:
-        for process in self.processes.values():
+    def stop_processes(self, *steps: str) -> None:
+        """Stop the processes of `steps` (every one by default), all asked at once, then waited for."""
+        stopping = {step: self.processes.pop(step) for step in steps or list(self.processes)}
+        for process in stopping.values():
+            if process.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGTERM)
+        for process in stopping.values():
             stop_group(process)
-        self.processes.clear()
 
     def stop(self) -> None:
         self.stop_processes()

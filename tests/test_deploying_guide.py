@@ -68,7 +68,7 @@ def deployment(tmp_path_factory):
         deployment.start("web")
         deployment.start("worker")
         deployment.start("beat")
-        deployment.wait_healthy()
+        deployment.wait_healthy(workers=2)
         yield deployment
     finally:
         deployment.stop()
@@ -243,10 +243,10 @@ def test_the_guide_deploys_serves_consolidates_and_restores(deployment):
     deployment.run("restore-setup")
     deployment.run("restore")
     # The web again, on the restored database: the same facts come back.
-    deployment.stop_processes()
+    deployment.stop_processes("web")
     restored = deployment.env["RESTORE_DATABASE_URL"].replace("archivist@", "archivist_web@")
     deployment.start("web", WEB_DATABASE_URL=restored, WEB_CONCURRENCY="1")
-    deployment.wait_healthy()
+    deployment.wait_healthy(workers=1)
     assert set(FACTS) <= recalled(deployment)
     assert "mona's timezone is CET" in recalled(deployment)
 
