@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.deployment import Deployment, guide_steps, guide_variables
+from tests.deployment import GUIDE, Deployment, guide_steps, guide_variables
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploying-guide")]
 
@@ -48,6 +48,7 @@ PRIVILEGED_LOGINS = (
     "SELECT rolname || '|' || rolsuper || '|' || rolcreaterole || '|' || rolcreatedb || '|' || rolbypassrls"
     " FROM pg_roles WHERE rolname IN ('archivist', 'archivist_web') ORDER BY rolname"
 )
+VERSIONS = "SELECT current_setting('server_version'), (SELECT extversion FROM pg_extension WHERE extname = 'vector')"
 RECALL_ROUTE = {"endpoint": "api/v1/recall", "method": "POST", "status": "200"}
 
 
@@ -220,6 +221,16 @@ def test_the_guide_deploys_serves_consolidates_and_restores(deployment):
         check=True,
     ).stdout.split()
     assert privileged == ["archivist|false|false|false|false", "archivist_web|false|false|false|false"]
+    # The guide's table of versions names the PostgreSQL and pgvector this test ran on as tested.
+    versions = subprocess.run(
+        ["psql", "-At", "-F", " ", deployment.env["DATABASE_URL"], "-c", VERSIONS],
+        env=deployment.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    tested = dict(re.findall(r"^\| (PostgreSQL|pgvector) \| [^|]+ \| ([^|]+) \|$", GUIDE.read_text(), re.M))
+    assert versions[0] in tested["PostgreSQL"] and versions[1] in tested["pgvector"], (versions, tested)
     remember_facts(deployment)
     consolidate_a_thread(deployment)
     # The worker embeds what was remembered: recall by meaning finds it.
