@@ -6,6 +6,10 @@ torch if that is unavailable) and runs the recall code path once
 (`memories.embeddings.warmup`), so no caller pays a worker's first-use cost. The master
 sends no traffic to a worker; the listening socket is shared, so until a worker
 is warm the others (or the socket's backlog) take its share.
+
+`on_starting` (the master, before any worker) points every worker at one metrics folder, emptied of the last
+run's files, and `child_exit` drops an exited worker's gauges: /metrics sums the workers
+(`config/observability/multiprocess.py`).
 """
 
 from __future__ import annotations
