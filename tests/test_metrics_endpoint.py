@@ -61,3 +61,22 @@ def test_each_refusal_before_a_view_is_counted_by_its_reason(client):
     # A request that is not refused counts nothing.
     client.get("/healthz")
     assert refusals("nul_byte") == before["nul_byte"] + 1
+
+
+def requests_counted(endpoint: str, method: str, status: str) -> float:
+    labels = {"endpoint": endpoint, "method": method, "status": status}
+    return REGISTRY.get_sample_value("archivist_request_seconds_count", labels) or 0.0
+
+
+def test_each_request_is_timed_by_its_route_pattern_never_its_path(client):
+    refused = requests_counted("api/v1/recall", "POST", "401")
+    unknown = requests_counted("unmatched", "GET", "404")
+    invented = requests_counted("api/v1/recall", "other", "401")
+    client.post("/api/v1/recall", {}, HTTP_AUTHORIZATION="Basic Zm9vOmJhcg==")
+    client.get("/no/such/page/42")
+    assert client.generic("BREW", "/api/v1/recall").status_code == 401
+    # A request refused before its view is named by the route it was for; a path no route takes is one series.
+    assert requests_counted("api/v1/recall", "POST", "401") == refused + 1
+    assert requests_counted("unmatched", "GET", "404") == unknown + 1
+    # A method nobody serves is one series too, not one per name a caller invents.
+    assert requests_counted("api/v1/recall", "other", "401") == invented + 1
