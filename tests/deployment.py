@@ -258,3 +258,18 @@ class Deployment:
         if (pgdata / "postmaster.pid").exists():
             self.postgres(postgres_bin() / "pg_ctl", "-D", pgdata, "-m", "immediate", "-w", "stop")
         shutil.rmtree(self.server_folder(), ignore_errors=True)
+
+
+def spans(output: str) -> list[dict]:
+    """The console exporter's spans: JSON objects, one after another."""
+    decoder, found, at = json.JSONDecoder(), [], output.find("{")
+    while at != -1:
+        try:
+            span, end = decoder.raw_decode(output, at)
+        except ValueError:
+            end = at + 1
+        else:
+            if isinstance(span, dict) and "context" in span:
+                found.append(span)
+        at = output.find("{", end)
+    return found

@@ -3,7 +3,8 @@
 PostgreSQL and Redis run as outside services (the project's own binaries, started here); the administrator's
 script makes the roles, and the application's users have neither superuser nor CREATEROLE. Web (gunicorn, two
 workers), worker and beat run as separate processes, each from the guide's own box, so the guide cannot drift
-from what is tested. The two tests share one deployment, in this order, on one pytest-xdist worker.
+from what is tested; the worker is traced as the guide's "Traces" says (spans printed to its log). The two tests
+share one deployment, in this order, on one pytest-xdist worker.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.deployment import GUIDE, Deployment, guide_steps, guide_variables
+from tests.deployment import GUIDE, Deployment, guide_steps, guide_variables, spans
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("deploying-guide")]
 
@@ -67,7 +68,8 @@ def deployment(tmp_path_factory):
         # The person the thread is with: an account holder of the organisation.
         deployment.manage("create_user", "mona", "--org", "acme", "--role", "member")
         deployment.start("web")
-        deployment.start("worker")
+        # The worker traced as the guide's "Traces" says, its spans printed to its log.
+        deployment.start("worker", OTEL_TRACES_EXPORTER="console", OTEL_BSP_SCHEDULE_DELAY="200")
         deployment.start("beat")
         deployment.wait_healthy(workers=2)
         yield deployment
@@ -202,6 +204,22 @@ def consolidate_a_thread(deployment: Deployment) -> None:
     raise AssertionError(f"not consolidated: {body}\n{deployment.log('worker')[-3000:]}")
 
 
+def consolidation_traced(deployment: Deployment) -> None:
+    """The worker's consolidation task is a span, with the statements it ran under it."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        traced = spans(deployment.log("worker"))
+        tasks = [span for span in traced if span["name"] == "run/threads.tasks.consolidate_thread"]
+        under = {span["context"]["trace_id"] for span in tasks}
+        if tasks and any(
+            span["attributes"].get("db.system") == "postgresql" and span["context"]["trace_id"] in under
+            for span in traced
+        ):
+            return
+        time.sleep(0.3)
+    raise AssertionError(f"no consolidation span with its statements:\n{deployment.log('worker')[-3000:]}")
+
+
 def recalled(deployment: Deployment) -> set[str]:
     """The bodies a workspace question and a DM question recall."""
     rows = recall(deployment, "When do deploys happen?", CHANNEL)["results"]
@@ -233,6 +251,7 @@ def test_the_guide_deploys_serves_consolidates_and_restores(deployment):
     assert versions[0] in tested["PostgreSQL"] and versions[1] in tested["pgvector"], (versions, tested)
     remember_facts(deployment)
     consolidate_a_thread(deployment)
+    consolidation_traced(deployment)
     # The worker embeds what was remembered: recall by meaning finds it.
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

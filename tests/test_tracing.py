@@ -3,13 +3,13 @@ statements under them are traced (the optional `otel` group, which `make test` i
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 from config.observability.tracing import wanted
+from tests.deployment import spans
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACED = """
@@ -30,21 +30,6 @@ def test_traces_are_off_unless_the_standard_variables_ask():
     assert wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
     assert not wanted({"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
     assert not wanted({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", "OTEL_SDK_DISABLED": "true"})
-
-
-def spans(output: str) -> list[dict]:
-    """The console exporter's spans: JSON objects, one after another."""
-    decoder, found, at = json.JSONDecoder(), [], output.find("{")
-    while at != -1:
-        try:
-            span, end = decoder.raw_decode(output, at)
-        except ValueError:
-            end = at + 1
-        else:
-            if isinstance(span, dict) and "context" in span:
-                found.append(span)
-        at = output.find("{", end)
-    return found
 
 
 def test_asked_for_a_request_and_its_statements_are_traced():
