@@ -31,13 +31,22 @@ $(STAMP): $(RUN_STAMP) clients/python/pyproject.toml clients/mcp/pyproject.toml 
 
 venv: $(STAMP)
 
+# The optional OpenTelemetry group (docs/deploying.md, "Traces"): `make run` does not install it unless asked.
+OTEL_STAMP := $(VENV)/.otel-installed
+$(OTEL_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -c requirements.lock --group otel
+	touch $(OTEL_STAMP)
+
+.PHONY: otel
+otel: $(OTEL_STAMP)
+
 ## Runs Archivist: migrations, gunicorn, a Celery worker and Celery beat, on HOST:PORT.
 run: $(RUN_STAMP)
 	$(PY) -m config.supervisor
 
 ## Runs every check: ruff, migrations, the deploy check and the type check beside the whole test suite (any failure
 ## fails the run; the short checks finish while the suite's workers start).
-test: $(STAMP)
+test: $(STAMP) $(OTEL_STAMP)
 	$(MAKE) --no-print-directory -j5 lint migrations-check deploy-check typecheck suite
 
 ## The test suite alone, on one worker more than the machine has cores, since many tests wait on the processes
@@ -52,7 +61,7 @@ lint: $(STAMP)
 
 # mypy's Django plugin loads the test settings: unreachable server URLs keep them
 # from starting the embedded PostgreSQL and Redis, which a type check never connects to.
-typecheck: $(STAMP)
+typecheck: $(STAMP) $(OTEL_STAMP)
 	DATABASE_URL=postgres://archivist@db.invalid/archivist REDIS_URL=redis://redis.invalid:6379/0 $(VENV)/bin/mypy
 
 format: $(STAMP)

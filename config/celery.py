@@ -5,7 +5,7 @@ import os
 
 from celery import Celery
 from celery.schedules import crontab
-from celery.signals import worker_process_init
+from celery.signals import beat_init, worker_process_init
 from django.conf import settings
 from kombu import Queue
 
@@ -74,3 +74,18 @@ def warm_pool_child(**kwargs) -> None:
     except Exception as error:  # noqa: BLE001 - a child that could not warm still works, cold
         logging.getLogger(__name__).warning("could not warm the embedding model: %s", error)
     mark_warm("worker")
+
+
+@worker_process_init.connect
+def trace_pool_child(**kwargs) -> None:
+    """Each pool child traces its tasks when OTEL_* asks for it (config/observability/tracing.py)."""
+    from config.observability import tracing
+
+    tracing.start("archivist-worker")
+
+
+@beat_init.connect
+def trace_beat(**kwargs) -> None:
+    from config.observability import tracing
+
+    tracing.start("archivist-beat")

@@ -58,7 +58,7 @@ def shared_buffers_wanted() -> str:
 
     PostgreSQL's default is a small share of a large organisation's rows and indexes: past it every page
     is copied in from the operating system's cache, which at 1,000,000 memories doubled the recall
-    statement's p95 (docs/benchmarks.md, "Round five")."""
+    statement's p95 (docs/history/benchmarks-2026.md, "Round five")."""
     configured = os.environ.get("ARCHIVIST_PG_SHARED_BUFFERS", "").strip()
     if configured:
         if not _SIZE.fullmatch(configured):
@@ -232,3 +232,10 @@ def stop_postgres(folder: Path) -> None:
         pg_ctl(["-w", "-m", "fast", "stop"], pgdata=folder, user=user)
     except subprocess.CalledProcessError:
         logger.info("PostgreSQL in %s was not running", folder)
+
+
+def postgres_binaries() -> Path:
+    """The folder of the embedded default's PostgreSQL programs (initdb, pg_ctl, psql, pg_dump, pg_restore)."""
+    from pgserver._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)

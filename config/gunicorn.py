@@ -10,6 +10,10 @@ is warm the others (or the socket's backlog) take its share.
 `post_fork` tells each worker the server's request slots before it loads the
 application, so the per-organisation share follows the worker count however
 gunicorn was given it (`--workers`, `WEB_CONCURRENCY`, a signal adding one).
+
+`on_starting` (the master, before any worker) points every worker at one metrics folder, emptied of the last
+run's files, and `child_exit` drops an exited worker's gauges: /metrics sums the workers
+(`config/observability/multiprocess.py`).
 """
 
 from __future__ import annotations
@@ -34,3 +38,17 @@ def post_fork(server, worker) -> None:
     """Tell the worker how many requests the server runs at once (workers times threads), before it loads the
     application: the fair share of each organisation is sized from it (`ORGANISATION_IN_FLIGHT`)."""
     os.environ["ARCHIVIST_WEB_SLOTS"] = str(server.num_workers * max(1, server.cfg.threads))
+
+
+def on_starting(server) -> None:
+    """In the master, before any worker: the metrics folder every worker writes to (emptied of the last run)."""
+    from config.embedded import data_dir
+    from config.observability.multiprocess import prepare_folder
+
+    server.log.info("metrics folder: %s", prepare_folder(data_dir()))
+
+
+def child_exit(server, worker) -> None:
+    from config.observability.multiprocess import worker_exited
+
+    worker_exited(worker.pid)

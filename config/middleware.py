@@ -17,7 +17,7 @@ from django.middleware.csrf import CsrfViewMiddleware
 from lib.api.bearer import MALFORMED_AUTHORIZATION, bearer_token
 from lib.api.throttles import LogVerdict, gate_then_log, log_key, presented_digest, throttled_response
 from lib.client_address import client_address, proxy_networks
-from lib.metrics import REQUESTS_REFUSED
+from lib.metrics import refused
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +73,7 @@ class RefuseNulBytesMiddleware:
         elif any("\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()):
             where = "query"
         if where is not None:
+            refused("nul_byte")
             message = f"The {where} contains a NUL byte; ids and parameters are text without control characters."
             return JsonResponse({"error": "invalid", "detail": message, "fields": {where: [message]}}, status=400)
         return self.get_response(request)
@@ -93,6 +94,7 @@ class RefuseChunkedBodiesMiddleware:
     def __call__(self, request):
         if "HTTP_TRANSFER_ENCODING" not in request.META:
             return self.get_response(request)
+        refused("chunked_body")
         message = "A body sent in chunks (Transfer-Encoding) is not read; send it with a Content-Length."
         fields = {"Transfer-Encoding": [message]}
         return JsonResponse({"error": "length_required", "detail": message, "fields": fields}, status=411)
@@ -233,7 +235,7 @@ class TokenRateGateMiddleware:
             return self._barred(now)
         limit, period = parse_rate(settings.MEMORY_API_RATE)
         if gate.in_window > limit:
-            REQUESTS_REFUSED.labels(reason="token_rate").inc()
+            refused("token_rate")
             return throttled_response(seconds_left(now, period))
         response = self.get_response(request)
         if response.status_code == 401:
@@ -244,7 +246,7 @@ class TokenRateGateMiddleware:
         now = time.time()
         if self._count_failure(request, address_of(request), now) > parse_rate(settings.BAD_TOKEN_RATE)[0]:
             return self._barred(now)
-        REQUESTS_REFUSED.labels(reason="malformed_token").inc()
+        refused("malformed_authorization")
         response = JsonResponse(
             {"error": "unauthenticated", "detail": MALFORMED_AUTHORIZATION, "fields": {}}, status=401
         )
@@ -259,7 +261,7 @@ class TokenRateGateMiddleware:
             return 0
 
     def _barred(self, now: float) -> JsonResponse:
-        REQUESTS_REFUSED.labels(reason="bad_token").inc()
+        refused("bad_tokens_from_address")
         wait = seconds_left(now, parse_rate(settings.BAD_TOKEN_RATE)[1])
         return throttled_response(
             wait, f"Too many unknown or malformed tokens from your address. Expected available in {wait} seconds."

@@ -5,6 +5,7 @@ from drf_spectacular.views import SpectacularAPIView
 from admissions import urls as admissions_urls
 from config.api_docs import ApiDocsView
 from config.health import healthz
+from config.observability.endpoint import metrics
 from config.schema import BearerTokenScheme, MemberSessionScheme
 from lib.api.not_found import api_not_found
 from memories import urls as memories_urls
@@ -26,6 +27,7 @@ api_v1 += threads_urls.urlpatterns
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="api-docs"),

@@ -4,9 +4,12 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
+from config.observability import tracing
 from lib import after_response
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+# Before the application loads its middleware, which the Django instrumentation adds to; off unless OTEL_* asks.
+tracing.start("archivist-web")
 application = get_wsgi_application()
 # The tasks a request's commits queue are sent once its response has gone (gunicorn closes it after the body).
 after_response.connect()

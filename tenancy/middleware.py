@@ -32,7 +32,8 @@ from tenancy.sql import OPERATOR, STEWARD
 logger = logging.getLogger(__name__)
 
 UNAVAILABLE_RETRY_AFTER_SECONDS = 5
-PASS_THROUGH_PATHS = ("/healthz",)
+# /metrics reports the database's state itself, as the health check does.
+PASS_THROUGH_PATHS = ("/healthz", "/metrics")
 
 
 def unavailable_response() -> JsonResponse:

@@ -36,6 +36,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Outermost: each request's time by route and status for /metrics, refusals included.
+    "config.observability.requests.RequestMetricsMiddleware",
     # First, so the time it reports spans every other middleware (Server-Timing `app`).
     "config.middleware.ServerTimingMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -407,3 +409,8 @@ CACHES = {
 }
 # Sign-in failure counts (AXES_CACHE): the same Redis, their own key prefix.
 CACHES["signin"] = {**CACHES["default"], "KEY_PREFIX": "signin"}
+
+
+# --- Observability: /metrics and traces (config/observability/, docs/deploying.md) ---
+# Without a token /metrics answers only callers on this host that no proxy forwarded; with one, only its holder.
+METRICS_TOKEN = env_str("ARCHIVIST_METRICS_TOKEN", "")

@@ -32,3 +32,5 @@ SECURE_HSTS_PRELOAD = env_bool("DJANGO_HSTS_PRELOAD", False)
 SILENCED_SYSTEM_CHECKS = ["security.W003"]
 if not SECURE_HSTS_PRELOAD:
     SILENCED_SYSTEM_CHECKS += ["security.W021"]
+# Read over plain HTTP on the host itself, by a health check or a metrics scraper that no proxy forwards.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^metrics$"]

@@ -47,6 +47,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from lib.metrics import observe_stages
 from memories.embeddings import embedders
 from memories.embeddings.ahead import QuestionAhead
 from memories.recall import contextual, ranking, reranker
@@ -73,6 +74,8 @@ MODES = ("auto", "hybrid", "semantic", "lexical", "recent", "contextual", "reran
 MEANING_MODES = ("auto", "hybrid", "semantic")
 # Modes that want the question's vector.
 VECTOR_MODES = ("auto", "hybrid", "semantic", "contextual", "reranked")
+# The recall's stages as /metrics names them, from its timings.
+METRIC_STAGES = {"embedding": "embed_ms", "statement": "sql_ms", "ranking": "rerank_ms", "total": "recall_ms"}
 
 
 @dataclass
@@ -202,8 +205,14 @@ def recall(
         rows=rows,
         ranking=_ranking_report(mode, how, model=model, vector_search=vector_search, limit=limit, config=config),
         notice=" ".join(notices),
-        timings={"embed_ms": embed_ms, "sql_ms": sql_ms, "rerank_ms": rerank_ms, "recall_ms": _ms_since(started)},
+        timings=_observed(embed_ms=embed_ms, sql_ms=sql_ms, rerank_ms=rerank_ms, recall_ms=_ms_since(started)),
     )
+
+
+def _observed(**timings: float) -> dict[str, float]:
+    """The recall's timings in milliseconds, recorded for /metrics by stage as well."""
+    observe_stages("recall", {stage: timings[key] / 1000 for stage, key in METRIC_STAGES.items()})
+    return timings
 
 
 def _question_vector(

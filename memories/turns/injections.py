@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
 from lib.fenced_block import source_words
+from lib.metrics import stage_timer
 from memories.embeddings.ahead import QuestionAhead
 from memories.errors import TurnConflict
 from memories.models import (
@@ -120,16 +121,19 @@ def injection_render(
     if existing is not None:
         return _answer_again(existing, request)
     caps = _caps()
-    selection = _selection(
-        organisation=organisation, resolved=resolved, request=request, caps=caps, now=now, ahead=ahead
-    )
-    sections, failed_planes = plane_sections(
-        principal=principal, place=request.place, cutoff=request.cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp
-    )
-    selection.omissions.extend(failed_planes)
-    text = render.compose(selection.paragraphs, sections)
+    with stage_timer("render", "selection"):
+        selection = _selection(
+            organisation=organisation, resolved=resolved, request=request, caps=caps, now=now, ahead=ahead
+        )
+    with stage_timer("render", "compose"):
+        sections, failed_planes = plane_sections(
+            principal=principal, place=request.place, cutoff=request.cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp
+        )
+        selection.omissions.extend(failed_planes)
+        text = render.compose(selection.paragraphs, sections)
     try:
-        return _recorded(organisation, turn_id, request, selection, sections, text)
+        with stage_timer("render", "record"):
+            return _recorded(organisation, turn_id, request, selection, sections, text)
     except IntegrityError:
         # The same turn rendered concurrently: the first record stands.
         return _answer_again(Injection.objects.get(organisation=organisation, turn_id=turn_id), request)
