@@ -172,7 +172,6 @@ def main() -> None:
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("REDIS_URL", None)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ["OMP_NUM_THREADS"] = "1"  # the in-process recall's encoder, one thread as a web worker's
     say(f"resetting {data_dir}")
     quality.reset(data_dir)
     port = args.port or quality.free_port()
@@ -184,17 +183,18 @@ def main() -> None:
     children: list[Mem0] = []
     try:
         quality.setup_django()
-        load_archivist(run, conversations)
         for store in stores:
             say(f"starting mem0 on {store} (its own virtualenv) and adding the same turns, infer=False")
             child = Mem0(python, data_dir / f"mem0-{store}", store)
             children.append(child)
             child.ask(op="init", model=model_path(), dir=str(data_dir / f"mem0-{store}"), store=store)
-            run.mem0_load[store] = sum(
-                child.ask(op="add", user=conv.sample_id, turns=[[t.dia_id, t.body] for t in conv.turns])["seconds"]
-                for conv in conversations
-            )
-            run.versions[store] = child.ask(op="versions")
+        # Each mem0 child adds its turns while Archivist's API takes them: separate processes, one thread each.
+        with ThreadPoolExecutor(max_workers=len(children) or 1) as adders:
+            added = {child.store: adders.submit(add_turns, child, conversations) for child in children}
+            load_archivist(run, conversations)
+            run.mem0_load = {store: future.result() for store, future in added.items()}
+        for child in children:
+            run.versions[child.store] = child.ask(op="versions")
         ask_all(run, conversations, children)
     finally:
         for child in children:
@@ -238,6 +238,14 @@ def load_archivist(run: Run, conversations) -> None:
                 run.refused.extend(problems)
     run.archivist_load = time.monotonic() - started
     quality.wait_for_embeddings(conversations)
+
+
+def add_turns(child: Mem0, conversations) -> float:
+    """Every turn into one mem0 child, one user per conversation; the seconds its adds took."""
+    return sum(
+        child.ask(op="add", user=conv.sample_id, turns=[[t.dia_id, t.body] for t in conv.turns])["seconds"]
+        for conv in conversations
+    )
 
 
 def server_timing(response) -> dict[str, float]:
