@@ -1,23 +1,31 @@
-"""Archivist's default recall over HTTP beside mem0's in-process `Memory.search`, same model, same turns, one run.
+"""Archivist's default recall over HTTP and in process beside mem0's in-process `Memory.search`, same model,
+same turns, one run.
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/mem0_compare.py            # or: make bench-mem0
 
 1. Makes (once) a virtualenv for mem0 under var/bench-mem0-venv: `mem0ai==2.2.1`,
-   `torch==2.13.0` (the CPU build), `qdrant-client`, and the transformers stack at
-   Archivist's own pins (requirements.lock), so both load the same MiniLM the same way.
+   `torch==2.13.0` (the CPU build), `qdrant-client`, psycopg 3 with its pool, `pgvector`,
+   `pgserver` (the embedded PostgreSQL wheel Archivist's `make run` starts) and the
+   transformers stack at Archivist's own pins (requirements.lock), so both load the same
+   MiniLM the same way.
 2. Starts Archivist as `make run` does (`config.supervisor`: embedded PostgreSQL and
    Redis, gunicorn with its warm-up, a Celery worker) in var/bench-mem0, and remembers
    every LoCoMo dev turn through the API exactly as bench/quality.py does (one
    organisation and agent per conversation, one private channel).
-3. Starts mem0 in a child process of that virtualenv (bench/mem0_child.py), with
-   `MEM0_TELEMETRY=False`, the HuggingFace embedder on the packaged MiniLM loaded
-   from its path, and Qdrant's local mode (embedded, in-process) as its vector
-   store; adds the same turns with `infer=False` (no LLM), one user per conversation.
-   One torch thread in mem0's process, as each Archivist web worker has one.
-4. Asks every question of both, interleaved question by question (the order of the
-   two alternating), and scores hit@5 / hit@10 against the evidence turns: Archivist
-   timed as the whole HTTP call on loopback, mem0 as `Memory.search` in its process
-   (no HTTP at all). mem0's embedder alone is timed for each question too.
+3. Starts mem0 in one child process of that virtualenv per vector store (bench/mem0_child.py,
+   `--stores`): Qdrant's local mode (embedded, a scan in Python), and pgvector with mem0's
+   HNSW index in an embedded PostgreSQL of its own. `MEM0_TELEMETRY=False`, the HuggingFace
+   embedder on the packaged MiniLM loaded from its path; the same turns added with
+   `infer=False` (no LLM), one user per conversation, while Archivist's API takes them.
+   One torch thread in each mem0 process, as each Archivist web worker's encoder has one.
+4. Asks every question of every side, interleaved question by question (the sides' order
+   turning by one each question), and scores hit@5 / hit@10 against the evidence turns:
+   Archivist timed as the whole HTTP call on loopback, with where its time went from
+   `Server-Timing` (embedding, statement, ranking, the rest of `recall()`, the application
+   around it, the HTTP exchange); Archivist's `recall()` in this process (its transaction,
+   the web role, the tenant set, the embedding included, one encoder thread); mem0 as
+   `Memory.search` in its process (no HTTP at all). mem0's embedder alone is timed for each
+   question too.
 
 Figures are printed; nothing is asserted. The machine's load is printed with them.
 """
