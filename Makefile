@@ -105,7 +105,8 @@ clean:
 bench-1m: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/recall.py --n 1000000 --mode auto --requests 1000 $(BENCH_1M_ARGS)
 
-## Archivist's default recall over HTTP beside mem0's Memory.search, same model and turns, one run.
+## Archivist's default recall (over HTTP, and recall() in process) beside mem0's Memory.search on local Qdrant and on
+## pgvector (HNSW, embedded PostgreSQL), one torch thread each side, same model and turns, one run. MEM0_ARGS adds to it.
 bench-mem0: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/mem0_compare.py $(MEM0_ARGS)
 

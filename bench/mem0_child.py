@@ -2,15 +2,20 @@
 
 Reads one JSON request per line on stdin, answers one JSON line on stdout:
 
-- {"op": "init", "model": PATH, "dir": FOLDER}: a `mem0.Memory` with the
-  HuggingFace embedder on the packaged MiniLM (loaded from its path, offline),
-  Qdrant in local mode (embedded, in this process, files under FOLDER), and
-  mem0's history in SQLite there. No LLM is ever called: every add is
-  `infer=False`, and the configured one points at a closed loopback port.
+- {"op": "init", "model": PATH, "dir": FOLDER, "store": "qdrant" | "pgvector"}: a
+  `mem0.Memory` with the HuggingFace embedder on the packaged MiniLM (loaded from
+  its path, offline), and mem0's history in SQLite under FOLDER. Its vector store:
+  `qdrant`, Qdrant's local mode (embedded, in this process, files under FOLDER);
+  `pgvector`, mem0's pgvector store with its HNSW index (`hnsw: True`, its
+  default) in an embedded PostgreSQL started here from the `pgserver` wheel (the
+  engine Archivist's `make run` starts), data under FOLDER, over its Unix
+  socket. No LLM is ever called: every add is `infer=False`, and the configured
+  one points at a closed loopback port.
 - {"op": "add", "user": ID, "turns": [[ref, body], ...]}: each turn as one raw memory.
 - {"op": "search", "user": ID, "question": TEXT, "k": 10}: `Memory.search`, timed
   in this process; answers the refs of the results, best first.
 - {"op": "embed", "text": TEXT}: mem0's embedder alone, timed.
+- {"op": "versions"}: mem0's, torch's and the store's versions (PostgreSQL's and pgvector's for `pgvector`).
 
 Telemetry is off (MEM0_TELEMETRY=False, set by the parent before this starts).
 """
@@ -21,6 +26,47 @@ import json
 import os
 import sys
 import time
+
+_SERVER: list = []  # the embedded PostgreSQL, kept referenced (pgserver stops it when collected)
+
+
+def vector_store(store: str, folder: str) -> dict:
+    """mem0's vector store configuration: Qdrant's local mode, or pgvector in an embedded PostgreSQL."""
+    if store == "qdrant":
+        return {
+            "provider": "qdrant",
+            "config": {
+                "collection_name": "locomo",
+                "embedding_model_dims": 384,
+                "path": os.path.join(folder, "qdrant"),
+                "on_disk": False,
+            },
+        }
+    import pgserver
+
+    server = pgserver.get_server(os.path.join(folder, "pgdata"), cleanup_mode="stop")
+    _SERVER.append(server)
+    return {
+        "provider": "pgvector",
+        "config": {
+            "collection_name": "locomo",
+            "embedding_model_dims": 384,
+            "connection_string": server.get_uri(),
+            "hnsw": True,
+            "minconn": 1,
+            "maxconn": 2,
+        },
+    }
+
+
+def store_versions(memory) -> dict:
+    memory.vector_store._ensure_collection()  # creates the extension on first use
+    with memory.vector_store._get_cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        postgres = cursor.fetchone()[0]
+        cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        pgvector = cursor.fetchone()[0]
+    return {"postgresql": postgres, "pgvector": pgvector}
 
 
 def main() -> None:
@@ -37,15 +83,7 @@ def main() -> None:
             folder = request["dir"]
             memory = Memory.from_config(
                 {
-                    "vector_store": {
-                        "provider": "qdrant",
-                        "config": {
-                            "collection_name": "locomo",
-                            "embedding_model_dims": 384,
-                            "path": os.path.join(folder, "qdrant"),
-                            "on_disk": False,
-                        },
-                    },
+                    "vector_store": vector_store(request.get("store", "qdrant"), folder),
                     "embedder": {
                         "provider": "huggingface",
                         "config": {"model": request["model"], "embedding_dims": 384, "model_kwargs": {"device": "cpu"}},
@@ -80,6 +118,8 @@ def main() -> None:
             from importlib.metadata import version
 
             answer = {"ok": True, **{name: version(name) for name in ("mem0ai", "torch", "qdrant-client")}}
+            if _SERVER:
+                answer.update(store_versions(memory))
         else:
             answer = {"ok": False, "error": f"unknown op {op}"}
         out.write(json.dumps(answer) + "\n")

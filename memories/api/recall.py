@@ -117,7 +117,7 @@ class RecallApi(EmbedsQuestionAhead):
         # Where the time went, for the benchmark and for anyone profiling a slow turn.
         response["Server-Timing"] = (
             f"embed;dur={result.timings['embed_ms']:.2f}, sql;dur={result.timings['sql_ms']:.2f}, "
-            f"recall;dur={result.timings['recall_ms']:.2f}"
+            f"rank;dur={result.timings['rank_ms']:.2f}, recall;dur={result.timings['recall_ms']:.2f}"
         )
         return response
 

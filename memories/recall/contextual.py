@@ -288,30 +288,28 @@ _TSVECTOR_ENTRY = re.compile(r"'((?:[^']|'')*)'(?::([0-9A-D,]+))?")
 
 def lexeme_counts(tsvector_text: str | None) -> dict[str, int]:
     """How many times each lexeme occurs, from a tsvector's text form (`'camp':5,9 'melani':1`)."""
-    counts = {}
-    for match in _TSVECTOR_ENTRY.finditer(tsvector_text or ""):
+    counts: dict[str, int] = {}
+    if not tsvector_text:  # most of the pool holds no word of the question
+        return counts
+    for match in _TSVECTOR_ENTRY.finditer(tsvector_text):
         lexeme = match[1].replace("''", "'").replace("\\\\", "\\")
         counts[lexeme] = match[2].count(",") + 1 if match[2] else 1
     return counts
 
 
 def _link_neighbours(candidates: dict[str, ranking.Candidate], links: dict[str, list[tuple[str, int]]]) -> None:
-    """Offsets between every two facts of one anchor's window, both ways, so a neighbour sees its anchor too;
-    each (neighbour, offset) once per fact, in the order first met."""
-    linked: dict[str, dict[tuple[str, int], None]] = {}
+    """Offsets between every two facts of one anchor's window, both ways, so a neighbour sees its anchor too.
+    A pair met in two windows is listed twice: a fact takes the best its neighbours lend, which a repeat
+    leaves as it is, and listing is cheaper than checking for it (a contextual recall links about a
+    thousand pairs)."""
     for anchor, steps in links.items():
         window = [(anchor, 0), *steps]
         for first, first_step in window:
-            if first not in candidates:
-                continue
-            pairs = linked.get(first)
-            if pairs is None:
-                pairs = linked[first] = dict.fromkeys(candidates[first].neighbours)
-            for second, second_step in window:
-                if first != second:
-                    pairs[(second, second_step - first_step)] = None
-    for key, pairs in linked.items():
-        candidates[key].neighbours = list(pairs)
+            candidate = candidates.get(first)
+            if candidate is not None:
+                candidate.neighbours.extend(
+                    (second, second_step - first_step) for second, second_step in window if second != first
+                )
 
 
 def rank_rows(

@@ -75,7 +75,13 @@ MEANING_MODES = ("auto", "hybrid", "semantic")
 # Modes that want the question's vector.
 VECTOR_MODES = ("auto", "hybrid", "semantic", "contextual", "reranked")
 # The recall's stages as /metrics names them, from its timings.
-METRIC_STAGES = {"embedding": "embed_ms", "statement": "sql_ms", "ranking": "rerank_ms", "total": "recall_ms"}
+METRIC_STAGES = {
+    "embedding": "embed_ms",
+    "statement": "sql_ms",
+    "ranking": "rank_ms",
+    "rerank": "rerank_ms",
+    "total": "recall_ms",
+}
 
 
 @dataclass
@@ -196,17 +202,16 @@ def recall(
         thread_neighbours=getattr(organisation, "has_threads", True),
     )
     sql_started = time.perf_counter()
-    rows, unembedded, vector_search = _ranked_rows(request, how, config, limit=limit)
+    rows, unembedded, vector_search, rank_ms = _ranked_rows(request, how, config, limit=limit)
     sql_ms = _ms_since(sql_started)
     rows, how, rerank_ms = _reranked(rows, how, question=question, limit=limit, notices=notices)
     if unembedded:
         notices.append(_unembedded_notice(unembedded, how.lists))
-    return RecallResult(
-        rows=rows,
-        ranking=_ranking_report(mode, how, model=model, vector_search=vector_search, limit=limit, config=config),
-        notice=" ".join(notices),
-        timings=_observed(embed_ms=embed_ms, sql_ms=sql_ms, rerank_ms=rerank_ms, recall_ms=_ms_since(started)),
+    report = _ranking_report(mode, how, model=model, vector_search=vector_search, limit=limit, config=config)
+    timings = _observed(
+        embed_ms=embed_ms, sql_ms=sql_ms, rank_ms=rank_ms, rerank_ms=rerank_ms, recall_ms=_ms_since(started)
     )
+    return RecallResult(rows, report, " ".join(notices), timings)
 
 
 def _observed(**timings: float) -> dict[str, float]:
@@ -274,9 +279,9 @@ def _choose_ranking(mode: str, question: str, query_vector, notices: list[str]) 
 
 def _ranked_rows(
     request: RecallRequest, how: _Ranking, config: ranking.RankingConfig, *, limit: int
-) -> tuple[list[dict], int | None, str | None]:
+) -> tuple[list[dict], int | None, str | None, float]:
     """The rows in their order (contextually ranked, if so), the rows here not searchable by meaning,
-    and how the vector list was searched."""
+    how the vector list was searched, and how long contextual ranking took (ms)."""
 
     def plan(hnsw_index: str | None) -> RecallPlan:
         exact_or_not = replace(request, hnsw_index=hnsw_index)
@@ -290,6 +295,7 @@ def _ranked_rows(
         # list may be missing true neighbours, so search this tenant exactly.
         rows, _, unembedded = _execute(plan(None))
         vector_search = "exact (hnsw fallback)"
+    rank_started = time.perf_counter()
     if how.contextual:
         rows = contextual.rank_rows(
             rows,
@@ -297,7 +303,7 @@ def _ranked_rows(
             limit=max(limit, settings.RERANKER_CANDIDATES) if how.reranked else limit,
             config=config,
         )
-    return rows, unembedded, vector_search
+    return rows, unembedded, vector_search, _ms_since(rank_started)
 
 
 def _reranked(

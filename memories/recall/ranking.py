@@ -271,8 +271,9 @@ def _context(candidate: Candidate, own: dict[str, float], floor: float, config: 
     """The best score a neighbour lends: a farther one lends less, its lead over the pool's floor
     shrinking by `context_decay` a step."""
     best = floor
+    window, decay = config.context_window, config.context_decay
     for nid, offset in candidate.neighbours:
-        distance = abs(offset)
-        if distance <= config.context_window and nid in own:
-            best = max(best, floor + config.context_decay ** (distance - 1) * (own[nid] - floor))
+        lent = own.get(nid)
+        if lent is not None and abs(offset) <= window:
+            best = max(best, floor + decay ** (abs(offset) - 1) * (lent - floor))
     return best

@@ -149,6 +149,8 @@ def test_recall_says_where_the_time_went(agent_api, make_memory, general):
     # And the application's whole time, which spans the recall's (config.middleware.ServerTimingMiddleware).
     timings = dict(part.strip().split(";dur=") for part in response["Server-Timing"].split(","))
     assert float(timings["app"]) >= float(timings["recall"]) > 0
+    # Contextual ranking's share of the statement's time, said apart from it.
+    assert float(timings["sql"]) >= float(timings["rank"]) >= 0
 
 
 def test_every_answer_says_the_applications_time(agent_api, client):
