@@ -20,7 +20,8 @@ from config import embedded, pg_upgrade
 ROOT = Path(__file__).resolve().parent.parent
 
 # Today's embedded PostgreSQL 16 as it was: rows with vectors over two organisations, a partial HNSW index for each,
-# row-level security on, and each organisation's nearest rows' distances to a question (rows at equal distances come in either order).
+# row-level security on, and each organisation's nearest rows' distances to a question (rows at equal distances
+# may come in either order).
 MAKE_16_FOLDER = """
 import json, sys, pgserver, psycopg
 server = pgserver.get_server(sys.argv[1], cleanup_mode="stop")
@@ -34,9 +35,10 @@ with psycopg.connect(server.get_uri(database="archivist"), autocommit=True) as d
     nearest = {}
     db.execute("SET enable_seqscan = off")  # each organisation's own index, as after the upgrade
     for org in (0, 1):
-        db.execute(f"CREATE INDEX memory_hnsw_{org} ON memory USING hnsw (embedding vector_cosine_ops) WHERE org = {org}")
-        rows = db.execute("SELECT embedding <=> '[1,0,1,0,1,0,1,0]' AS d FROM memory WHERE org = %s ORDER BY d LIMIT 10",
-                          (org,)).fetchall()
+        db.execute(f"CREATE INDEX memory_hnsw_{org} ON memory USING hnsw (embedding vector_cosine_ops)"
+                   f" WHERE org = {org}")
+        rows = db.execute("SELECT embedding <=> '[1,0,1,0,1,0,1,0]' AS d FROM memory WHERE org = %s"
+                          " ORDER BY d LIMIT 10", (org,)).fetchall()
         nearest[org] = [round(row[0], 9) for row in rows]
 print(json.dumps(nearest))
 """
