@@ -124,15 +124,23 @@ PRELOADED = "pg_stat_statements"
 def preload_statement_statistics(server) -> None:
     """Load pg_stat_statements from the server's next start (it is read only then), so the statements' own
     times can be asked of the database (`CREATE EXTENSION pg_stat_statements` in the database to read them)."""
+    already = f"'{PRELOADED}' = ANY(string_to_array(now, ', ')) OR coalesce(pending LIKE '%{PRELOADED}%', false)"
+    if set_from_next_start(server, "shared_preload_libraries", PRELOADED, already):
+        logger.info("the embedded PostgreSQL preloads %s when it next starts", PRELOADED)
+
+
+def set_from_next_start(server, name: str, value: str, already: str) -> bool:
+    """`ALTER SYSTEM SET name = value` (read when the server next starts), unless `already`, a condition over
+    `now` (the running value) and `pending` (the last one written for the next start, or NULL), holds.
+    Whether it was set."""
     state = server.psql(
-        f"SELECT '{PRELOADED}' = ANY(string_to_array(current_setting('shared_preload_libraries'), ', ')) OR "
-        f"coalesce((SELECT setting LIKE '%{PRELOADED}%' FROM pg_file_settings WHERE name = 'shared_preload_libraries'"
-        " ORDER BY seqno DESC LIMIT 1), false);"
+        f"SELECT {already} FROM (SELECT current_setting('{name}') AS now, (SELECT setting FROM pg_file_settings"
+        f" WHERE name = '{name}' ORDER BY seqno DESC LIMIT 1) AS pending) AS setting;"
     )
     if "\n t\n" in state:
-        return
-    server.psql(f"ALTER SYSTEM SET shared_preload_libraries = '{PRELOADED}';")
-    logger.info("the embedded PostgreSQL preloads %s when it next starts", PRELOADED)
+        return False
+    server.psql(f"ALTER SYSTEM SET {name} = '{value}';")
+    return True
 
 
 _SIZE = re.compile(r"[1-9][0-9]*(kB|MB|GB)")
@@ -159,15 +167,10 @@ def shared_buffers_wanted() -> str:
 def size_shared_buffers(server, wanted: str) -> None:
     """Set the server's `shared_buffers` to `wanted` from its next start, unless it is that size already or
     will be. PostgreSQL reads it only when it starts: a data folder's first start runs at the old size."""
-    state = server.psql(
-        "SELECT pg_size_bytes(current_setting('shared_buffers')) = pg_size_bytes("
-        f"'{wanted}') OR coalesce((SELECT pg_size_bytes(setting) = pg_size_bytes('{wanted}') FROM pg_file_settings"
-        " WHERE name = 'shared_buffers' ORDER BY seqno DESC LIMIT 1), false);"
-    )
-    if "\n t\n" in state:
-        return
-    server.psql(f"ALTER SYSTEM SET shared_buffers = '{wanted}';")
-    logger.info("the embedded PostgreSQL's shared_buffers becomes %s when it next starts", wanted)
+    size = f"pg_size_bytes('{wanted}')"
+    already = f"pg_size_bytes(now) = {size} OR coalesce(pg_size_bytes(pending) = {size}, false)"
+    if set_from_next_start(server, "shared_buffers", wanted, already):
+        logger.info("the embedded PostgreSQL's shared_buffers becomes %s when it next starts", wanted)
 
 
 def relax_durability(server) -> None:
