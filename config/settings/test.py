@@ -55,7 +55,8 @@ if not os.environ.get("DATABASE_URL"):
     with PostgresServer._lock:
         _major = embedded.folder_major(_suite_cluster)
         if _major is not None and _major < embedded.server_major():
-            embedded.stop_postgres(_suite_cluster)
+            if (_suite_cluster / "postmaster.pid").exists():
+                embedded.stop_postgres(_suite_cluster)
             shutil.rmtree(_suite_cluster)
 
 from config.settings.base import *  # noqa: E402, F403
