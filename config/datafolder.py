@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from config import embedded
+
 # Commands that create or need no migrated database.
 NEEDS_NO_DATABASE = frozenset(
     {"migrate", "makemigrations", "check", "diffsettings", "help", "version", "--help", "-h", "--version"}
@@ -24,11 +26,16 @@ def data_folder() -> Path:
 
 def data_folder_problem(argv: list[str]) -> str:
     """Why this command should not run against the embedded data folder, or "" when it may."""
-    if os.environ.get("DATABASE_URL") or len(argv) < 2 or argv[1] in NEEDS_NO_DATABASE:
-        return ""
-    if os.environ.get("DJANGO_SETTINGS_MODULE", "").endswith(".test"):
+    if os.environ.get("DATABASE_URL") or os.environ.get("DJANGO_SETTINGS_MODULE", "").endswith(".test"):
         return ""  # the test settings keep their own folder
     folder = data_folder()
+    try:
+        # Every command's settings start the server, which cannot open an older release's folder.
+        embedded.refuse_older_folder(folder / "pg")
+    except embedded.OlderDataFolder as older:
+        return str(older)
+    if len(argv) < 2 or argv[1] in NEEDS_NO_DATABASE:
+        return ""
     if (folder / "pg" / "PG_VERSION").exists():
         return ""
     return (

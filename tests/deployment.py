@@ -47,9 +47,9 @@ def free_port() -> int:
 
 def postgres_bin() -> Path:
     """The embedded default's PostgreSQL binaries (initdb, pg_ctl, psql, pg_dump, pg_restore)."""
-    from config.embedded import postgres_binaries
+    from config.embedded import binaries_folder
 
-    return postgres_binaries()
+    return binaries_folder()
 
 
 def redis_server() -> str:

@@ -1,4 +1,5 @@
-"""The embedded PostgreSQL's page cache is sized for the machine (or as configured), from its next start."""
+"""The embedded PostgreSQL's page cache is sized for the machine (or as configured), and pg_stat_statements is
+preloaded, from its next start; the server is the release config/embedded.py names."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ ROOT = Path(__file__).resolve().parent.parent
 # A start of the embedded server in its own process, as a command would: the server stops when it exits.
 START_AND_SHOW = (
     "import sys; from pathlib import Path; from config import embedded; "
-    "server = embedded.start_postgres(Path(sys.argv[1])); print(server.psql('SHOW shared_buffers;'))"
+    "server = embedded.start_postgres(Path(sys.argv[1])); print(server.psql(\"SELECT current_setting('shared_buffers')"
+    " || ',' || current_setting('shared_preload_libraries') || ',' || current_setting('server_version');\"))"
 )
 
 
-def start_and_show(folder: Path, size: str) -> str:
+def start_and_show(folder: Path, size: str) -> tuple[str, str, str]:
+    """The started server's shared_buffers, shared_preload_libraries and version."""
     env = {**os.environ, "ARCHIVIST_PG_SHARED_BUFFERS": size}
     done = subprocess.run(
         [sys.executable, "-c", START_AND_SHOW, str(folder)],
@@ -31,15 +34,25 @@ def start_and_show(folder: Path, size: str) -> str:
         timeout=180,
     )
     assert done.returncode == 0, done.stderr
-    return done.stdout.split("\n")[2].strip()  # the value, under psql's header and rule
+    shared_buffers, preloaded, version = done.stdout.split("\n")[2].strip().split(",")  # under psql's header and rule
+    return shared_buffers, preloaded, version
 
 
-def test_a_data_folder_gets_its_size_from_its_next_start(tmp_path):
+def test_a_data_folder_gets_its_size_and_preloads_statement_statistics_from_its_next_start(tmp_path):
     folder = tmp_path / "pg"
-    assert start_and_show(folder, "192MB") == "128MB"  # the first start: PostgreSQL's default, then set
-    assert start_and_show(folder, "192MB") == "192MB"
-    assert start_and_show(folder, "256MB") == "192MB"  # a new size is set, as PostgreSQL says, for the next
-    assert start_and_show(folder, "256MB") == "256MB"
+    seen = [start_and_show(folder, "192MB")]
+    assert seen[-1][0] == "128MB"  # the first start: PostgreSQL's default, then set
+    seen.append(start_and_show(folder, "192MB"))
+    assert seen[-1][0] == "192MB"
+    seen.append(start_and_show(folder, "256MB"))
+    assert seen[-1][0] == "192MB"  # a new size is set, as PostgreSQL says, for the next
+    seen.append(start_and_show(folder, "256MB"))
+    assert seen[-1][0] == "256MB"
+    # pg_stat_statements likewise: set at the first start, loaded from the second.
+    assert [preloaded for _, preloaded, _ in seen] == ["", *["pg_stat_statements"] * 3]
+    postgres_version, _ = embedded.installed_versions(embedded.binaries_folder())
+    assert {version for _, _, version in seen} == {postgres_version}
+    assert embedded.server_description().startswith(f"PostgreSQL {postgres_version} + pgvector 0.8.")
 
 
 def test_the_size_is_an_eighth_of_memory_within_bounds(monkeypatch):

