@@ -44,13 +44,17 @@ def postgres_binaries(dsn: str | None = None, *, pid: int | None = None) -> tupl
     `postgres` in every PostgreSQL install, the embedded wheels' included."""
     if pid is None:
         with psycopg.connect(dsn, autocommit=True) as connection:
-            pid = connection.execute("SELECT pg_backend_pid()").fetchone()[0]
-    process = psutil.Process(pid)
-    folder = Path(process.exe()).parent
+            # Read while the backend lives: once the connection closes, its process (and its exe) is gone.
+            backend = psutil.Process(connection.execute("SELECT pg_backend_pid()").fetchone()[0])
+            executable, account = backend.exe(), backend.username()
+    else:
+        process = psutil.Process(pid)
+        executable, account = process.exe(), process.username()
+    folder = Path(executable).parent
     for program in ("pg_ctl", "pg_basebackup", "initdb"):
         if not (folder / program).exists():
-            raise RuntimeError(f"{program} is not beside {process.exe()}: a standby cannot be made here")
-    return folder, process.username()
+            raise RuntimeError(f"{program} is not beside {executable!r}: a standby cannot be made here")
+    return folder, account
 
 
 def free_port() -> int:
