@@ -143,6 +143,9 @@ class Deployment:
             "PORT": str(free_port()),
             "WEB_CONCURRENCY": "2",
             "WORKER_CONCURRENCY": "1",
+            # The metrics test sends one organisation's recalls four at a time, to reach both web workers: its
+            # share of requests in flight is raised above that (two workers would give it one).
+            "ARCHIVIST_ORG_IN_FLIGHT": "8",
         }
 
     def server_folder(self) -> Path:

@@ -191,7 +191,9 @@ class StandbyPair:
 
     def replayed(self) -> bool:
         """Whether the standby has replayed everything the primary has written so far."""
-        target = self.primary.execute("SELECT pg_current_wal_insert_lsn()")[0][0]
+        # What the primary has flushed is what it can send: its insert position may run ahead of that until the
+        # WAL writer's next flush, which an idle server puts off.
+        target = self.primary.execute("SELECT pg_current_wal_flush_lsn()")[0][0]
         rows = self.standby.execute("SELECT pg_last_wal_replay_lsn() >= %s::pg_lsn", (target,))
         return bool(rows[0][0])
 

@@ -90,6 +90,12 @@ class App:
 
     def replay(self, *, paused: bool) -> None:
         self.pair.standby.execute(f"SELECT pg_wal_replay_{'pause' if paused else 'resume'}()")
+        if paused:  # a pause is a request: the standby stops before its next record, and says so
+            deadline = time.monotonic() + 20
+            while self.pair.standby.execute("SELECT pg_get_wal_replay_pause_state()")[0][0] == "pause requested":
+                assert time.monotonic() < deadline, "the standby never paused its replay"
+                self.pair.primary.execute("SELECT pg_switch_wal()")  # a record to stop before
+                time.sleep(0.02)
 
     def _written(self, organisation: str):
         from django.core.cache import caches
