@@ -156,7 +156,7 @@ def shared_buffers_wanted() -> str:
 
     PostgreSQL's default is a small share of a large organisation's rows and indexes: past it every page
     is copied in from the operating system's cache, which at 1,000,000 memories doubled the recall
-    statement's p95 (docs/history/benchmarks-2026.md, "Round five")."""
+    statement's p95 (measured by `make bench-1m`)."""
     configured = os.environ.get("ARCHIVIST_PG_SHARED_BUFFERS", "").strip()
     if configured:
         if not _SIZE.fullmatch(configured):

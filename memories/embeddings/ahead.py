@@ -4,7 +4,7 @@ A recall spends about 6 ms embedding its question and, before that, about 2.5 ms
 authenticating, reading its place and validating its body, mostly waiting on
 PostgreSQL. The embedding needs only the question, and ONNX Runtime (like torch
 and an HTTP embedder) lets go of the GIL while it works, so it can run on the
-other core during that wait (docs/history/benchmarks-2026.md, "Round six").
+other core during that wait (`bench/question_ahead.py` measures what it saves).
 
 Work is done ahead only for a token that authenticated in this process within
 `TRUST_SECONDS`: an unknown or forged token costs the server no embedding. The

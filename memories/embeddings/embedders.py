@@ -225,7 +225,7 @@ class LocalEmbedder(Embedder):
         """One text, straight through the model: the recall question, on the turn's critical path.
 
         `encode` spends about as long on its batching machinery as the model
-        spends on a short question (docs/history/benchmarks-2026.md, "Latency"). This is the
+        spends on a short question (`bench/embed.py`). This is the
         same pipeline, tokenise, forward, mean-pool over the attention mask,
         normalise, without it; a model whose pipeline is anything else goes
         through `encode`. Through ONNX Runtime when `prepare_query_encoder` chose

