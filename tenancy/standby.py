@@ -29,7 +29,6 @@ attempted would be refused by the standby itself (read-only transaction).
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import logging
 import time
@@ -44,6 +43,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.http import HttpRequest
 from django.http.request import RawPostDataException
 
+from lib.metrics import STANDBY_FALLBACKS
 from tenancy.roles import REPLICA
 from tenancy.sql import CROSS_TENANT_SETTING, STEWARD, TENANT_SETTING
 
@@ -84,15 +84,8 @@ def configured() -> bool:
 
 def count_fallback(reason: str) -> None:
     """Count a read the primary answered in the standby's place, by reason (`unreachable`, `failed`, `behind`,
-    `redis`). The counter is `lib.metrics.STANDBY_FALLBACKS` (labelled by reason) where that module exists;
-    without it the log line is the record."""
-    try:
-        metrics = importlib.import_module("lib.metrics")
-    except ImportError:
-        return
-    counter = getattr(metrics, "STANDBY_FALLBACKS", None)
-    if counter is not None:
-        counter.labels(reason=reason).inc()
+    `redis`)."""
+    STANDBY_FALLBACKS.labels(reason=reason).inc()
 
 
 def _fallback(reason: str, detail: object) -> None:

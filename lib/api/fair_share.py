@@ -35,7 +35,7 @@ from django.core.cache import cache
 
 from lib.api.bearer import bearer_token
 from lib.api.throttles import presented_digest, throttled_response
-from lib.metrics import REQUESTS_REFUSED
+from lib.metrics import refused
 from lib.scripts import unbound_script
 
 logger = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class FairShareMiddleware:
             logger.warning("fair share unavailable, letting %s through: %s", request.path, error)
             return self.get_response(request)
         if not admitted:
-            REQUESTS_REFUSED.labels(reason="org_share").inc()
+            refused("org_share")
             return throttled_response(
                 1, "Your organisation has as many requests in flight as its share of this server; retry in 1 second."
             )

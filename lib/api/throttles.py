@@ -11,7 +11,7 @@ from django.conf import settings
 from django.http import JsonResponse
 from rest_framework.throttling import SimpleRateThrottle
 
-from lib.metrics import REQUESTS_REFUSED
+from lib.metrics import refused
 from lib.scripts import unbound_script
 
 logger = logging.getLogger(__name__)
@@ -156,7 +156,7 @@ class PrincipalRateThrottle(SimpleRateThrottle):
         if verdict.allowed:
             return True
         self.oldest = verdict.oldest
-        REQUESTS_REFUSED.labels(reason="token_rate" if request.principal.agent is not None else "person_rate").inc()
+        refused("token_rate" if request.principal.agent is not None else "person_rate")
         return self.throttle_failure()
 
     def _checked_here(self) -> LogVerdict:
