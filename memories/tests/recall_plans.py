@@ -7,7 +7,7 @@ from django.utils import timezone
 from memories.recall import contextual
 from memories.recall.candidates import RecallPlan, RecallRequest
 from memories.scopes import Place
-from memories.tests.turn_api.helpers import stub_vector
+from memories.tests.api.helpers import stub_vector
 
 
 def contextual_request(org, *, place: Place, question: str, shared_read: bool | None = None) -> RecallRequest:

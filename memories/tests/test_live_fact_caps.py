@@ -11,7 +11,7 @@ from memories.errors import LimitReached
 from memories.models import Author, Bucket, Memory, SourceKind
 from memories.places import place_recorded
 from memories.services import memory_remember, memory_supersede
-from memories.tests.turn_api.helpers import remember, session_client
+from memories.tests.api.helpers import remember, session_client
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ from memories.models import Author, Bucket, Memory, SourceKind
 from memories.recall import contextual
 from memories.recall.query import run_plan
 from memories.scopes import Place
+from memories.tests.api.helpers import stub_vector
 from memories.tests.recall_plans import contextual_plan
-from memories.tests.turn_api.helpers import stub_vector
 from tenancy.context import tenant_activate
 from tenancy.sql import APP_ROLE
 

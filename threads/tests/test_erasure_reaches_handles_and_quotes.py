@@ -10,7 +10,7 @@ from django.utils import timezone
 from accounts.people import person_upsert
 from memories.models import InjectionLine, Memory, SourceKind
 from memories.subjects import subject_erase, subject_export_document
-from memories.tests.turn_api.helpers import render
+from memories.tests.api.helpers import render
 from threads.models import LearningSource, ThreadEvent
 from threads.services import thread_consolidate
 

@@ -104,7 +104,7 @@ def test_malformed_json_is_a_400(agent_api):
 
 
 def test_account_holders_do_not_post_thread_events(member):
-    from memories.tests.turn_api.helpers import session_client
+    from memories.tests.api.helpers import session_client
 
     response = post(session_client(member), [event()])
     assert response.status_code == 403 and response.json()["error"] == "forbidden"

@@ -17,8 +17,8 @@ from memories.recall import contextual
 from memories.recall.candidates import RecallRequest
 from memories.recall.query import _execute, recall
 from memories.scopes import Place
+from memories.tests.api.helpers import stub_vector
 from memories.tests.recall_plans import contextual_request
-from memories.tests.turn_api.helpers import stub_vector
 from threads.services import thread_consolidate
 
 THREAD_WALK = "JOIN threads_threadevent e ON e.id = a.source_event_id"
