@@ -20,8 +20,8 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from accounts.models import Agent, Organisation, User
+from lib.inserts import insert_statement, insert_where, inserted
 from lib.tasks import enqueue_after_commit
-from memories.db.inserts import insert_statement, insert_where, inserted
 from memories.db.locks import LIVE_CAP_LOCK, live_cap_lock_key
 from memories.db.predicates import live_q, unexpired_q
 from memories.errors import LimitReached

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from memories.db.inserts import insert_statement
+from lib.inserts import insert_statement
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, IdempotencyKey, Memory, MemoryAudit, SourceKind
 from memories.services import memory_remember

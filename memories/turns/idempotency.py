@@ -24,7 +24,7 @@ from accounts.auth import Principal
 from accounts.models import Organisation
 from lib.api.errors import error_response
 from lib.api.idempotency import IDEMPOTENCY_HEADER, idempotency_key_of
-from memories.db.inserts import insert_statement
+from lib.inserts import insert_statement
 from memories.errors import TurnConflict
 from memories.models import IdempotencyKey, Memory
 
