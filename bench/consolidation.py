@@ -55,7 +55,8 @@ def main() -> None:
     server, redis = harness.start_services(Path(args.data_dir), DATABASE, {"LOG_LEVEL": "WARNING"})
     from accounts.services import agent_create, organisation_create
     from memories.embeddings.embedders import get_embedder
-    from threads.services import thread_consolidate, thread_events_ingest
+    from threads.consolidation import thread_consolidate
+    from threads.ingest import thread_events_ingest
 
     conversation = quality.load_conversations(quality.DEFAULT_DATA)[args.conversation]
     events = [

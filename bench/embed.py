@@ -157,7 +157,8 @@ def main() -> None:
     from memories.embeddings.embedders import get_embedder
     from memories.models import Author, Bucket, Memory, SourceKind
     from memories.tasks import embed_memories, sweep_embeddings
-    from threads.services import thread_consolidate, thread_events_ingest
+    from threads.consolidation import thread_consolidate
+    from threads.ingest import thread_events_ingest
 
     texts = [turn["text"][:2000] for turn in turns()]
     rows = (texts * (args.rows // len(texts) + 1))[: args.rows]

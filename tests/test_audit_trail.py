@@ -24,8 +24,8 @@ from memories.embeddings.writes import memory_embed
 from memories.maintenance import memories_purge_expired
 from memories.models import Memory, MemoryAudit
 from memories.tests.loopback import EmbeddingsStandIn
+from threads.consolidation import thread_consolidate
 from threads.models import Thread
-from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
 

@@ -44,8 +44,8 @@ from accounts.services import agent_create
 from memories.embeddings.writes import memory_embed
 from memories.models import Memory
 from memories.tests.loopback import EmbeddingsStandIn, hashed_vector
+from threads.consolidation import thread_consolidate
 from threads.models import Thread, ThreadEvent
-from threads.services import thread_consolidate
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -18,9 +18,9 @@ from lib.api.views import ApiView
 from lib.fields import StrictDateTimeField, optional_text
 from memories.api.serializers import BatchErrorOutputSerializer, PlaceSerializer, StrictSerializer
 from memories.turns.idempotency import idempotent_response
+from threads.ingest import EventsRefused, IngestOutcome, RefusedEvent, thread_events_ingest
 from threads.models import THREAD_ID_PATTERN, Learning, Thread, ThreadEvent
 from threads.selectors import thread_episodes_status, thread_within_restriction
-from threads.services import EventsRefused, IngestOutcome, RefusedEvent, thread_events_ingest
 
 MAX_EVENTS_PER_CALL = 100
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)

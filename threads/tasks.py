@@ -2,7 +2,7 @@
 
 Each task's name is pinned to the module path it was first registered under, so that
 messages already queued (and config/celery.py's routes and beat) find it wherever the
-code moves. threads.services enqueues consolidation by name and never imports this module.
+code moves. threads.ingest enqueues consolidation by name and never imports this module.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import logging
 from celery import shared_task
 
 from memories.tasks import RELIABLE, backoff_seconds
-from threads import selectors, services
+from threads import consolidation, selectors
 from threads.extractors.base import ExtractionError
 
 logger = logging.getLogger(__name__)
@@ -24,9 +24,9 @@ SWEEP_LIMIT = 1_000
 def consolidate_thread(self, thread_id: int) -> dict:
     """Consolidate the thread's new events; running it twice writes nothing new (the watermark)."""
     try:
-        result = services.thread_consolidate(thread_id=thread_id)
+        result = consolidation.thread_consolidate(thread_id=thread_id)
     except ExtractionError as error:
-        services.thread_record_failure(thread_id=thread_id, error=str(error))
+        consolidation.thread_record_failure(thread_id=thread_id, error=str(error))
         if not error.transient:
             logger.error("thread %s not consolidated: %s", thread_id, error)
             return {"error": str(error)}

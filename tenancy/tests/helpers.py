@@ -21,7 +21,8 @@ from memories.turns.idempotency import idempotent_write
 from memories.turns.injections import injection_render
 from memories.turns.writes import memory_remember_in_place
 from tenancy.sql import APP_ROLE, CROSS_TENANT_SETTING, TENANT_SETTING, TOKEN_HASH_SETTING
-from threads.services import thread_consolidate, thread_events_ingest
+from threads.consolidation import thread_consolidate
+from threads.ingest import thread_events_ingest
 
 
 @contextlib.contextmanager

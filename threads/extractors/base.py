@@ -1,6 +1,6 @@
 """The extractor interface: thread events in, candidate memories out.
 
-An extractor only proposes. Consolidation (threads.services) decides where a
+An extractor only proposes. Consolidation (threads.consolidation) decides where a
 candidate is kept (the scope rules), whether it repeats or contradicts a live
 memory, and writes it with its sources. Two extractors exist, chosen by
 `ARCHIVIST_EXTRACTOR` (threads.extractors.registry): `rules`

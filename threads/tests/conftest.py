@@ -8,7 +8,7 @@ import pytest
 
 # The agent-turn API's clients: an agent of `org` and one of `other_org`, by Bearer token.
 from memories.tests.api.conftest import agent_api, outsider_agent_api  # noqa: F401
-from threads.services import thread_events_ingest
+from threads.ingest import thread_events_ingest
 
 START = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 

@@ -13,8 +13,8 @@ from memories.recall.query import recall
 from memories.services import live_facts
 from memories.turns.writes import memory_remember_in_place
 from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts, user_fact_keyed
+from threads.consolidation import thread_consolidate
 from threads.models import Learning
-from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
 

@@ -8,10 +8,10 @@ import pytest
 from memories.embeddings.writes import memory_embed
 from memories.models import Author, Bucket, Memory, Scope, SourceKind, SubjectType
 from memories.services import memory_remember
+from threads.consolidation import thread_consolidate
 from threads.extractors.base import EventView
 from threads.extractors.rules import RulesExtractor
 from threads.models import Learning, Thread
-from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from threads.consolidation import thread_consolidate
 from threads.models import Thread
-from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
 

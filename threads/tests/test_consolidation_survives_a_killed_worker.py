@@ -12,8 +12,8 @@ from django.db.models import Count
 
 from memories.models import Memory, SourceKind
 from memories.tests import processes
+from threads.consolidation import MAX_EVENTS_PER_BATCH
 from threads.models import Thread, ThreadEvent
-from threads.services import MAX_EVENTS_PER_BATCH
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -11,8 +11,8 @@ import redis
 from django.utils import timezone
 
 from memories.tests.loopback import ChatCompletionsStandIn
+from threads.ingest import CONSOLIDATE_THREAD_TASK
 from threads.models import Thread
-from threads.services import CONSOLIDATE_THREAD_TASK
 from threads.tasks import consolidate_thread, sweep_consolidation
 
 pytestmark = pytest.mark.django_db

@@ -19,9 +19,9 @@ from memories.recall.query import _execute
 from memories.scopes import Place
 from memories.subjects import subject_erase, subject_export
 from memories.turns.writes import memory_remember_in_place
+from threads.consolidation import thread_consolidate
 from threads.episodes import EPISODE_MAX_CHARS, split_text, strip_memory_blocks
 from threads.models import Thread, ThreadEvent
-from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
 
@@ -95,7 +95,7 @@ def test_user_and_assistant_events_become_episodes_with_their_sources(episodes_o
 
 
 def test_an_event_without_its_own_id_is_referred_to_by_its_sequence(episodes_on, org, agent, dm_with):
-    from threads.services import thread_events_ingest
+    from threads.ingest import thread_events_ingest
 
     thread, _ = thread_events_ingest(
         organisation=org,

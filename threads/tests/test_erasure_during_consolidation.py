@@ -7,9 +7,9 @@ import pytest
 
 from memories.models import Memory
 from memories.subjects import subject_erase
+from threads.consolidation import thread_consolidate
 from threads.extractors.registry import get_extractor
 from threads.models import Thread
-from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
 

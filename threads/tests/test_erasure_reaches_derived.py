@@ -8,10 +8,10 @@ from django.db import IntegrityError, connection
 
 from memories.models import Memory, MemoryAudit
 from memories.signals import erase_derived
+from threads.consolidation import thread_consolidate
 from threads.erasure import thread_subject_erase
 from threads.models import ThreadEvent
 from threads.selectors import learned_memories_orphaned_by
-from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from accounts.people import person_upsert
 from memories.models import InjectionLine, Memory, SourceKind
 from memories.subjects import subject_erase, subject_export_document
 from memories.tests.api.helpers import render
+from threads.consolidation import thread_consolidate
 from threads.models import LearningSource, ThreadEvent
-from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
 

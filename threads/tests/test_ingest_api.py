@@ -127,7 +127,7 @@ def test_another_organisations_thread_answers_404(agent_api, outsider_agent_api,
 
 
 def test_the_thread_state_lists_what_was_learned_with_its_sources(agent_api, member):
-    from threads.services import thread_consolidate
+    from threads.consolidation import thread_consolidate
 
     post(agent_api, [event("Hello"), event("Call me Mo", id="m-2")])
     thread_consolidate(thread_id=Thread.objects.get().pk)

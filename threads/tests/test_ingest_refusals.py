@@ -9,8 +9,8 @@ import pytest
 
 from accounts.models import AgentToken
 from memories.models import Memory, SourceKind
+from threads.consolidation import thread_consolidate
 from threads.models import Thread, ThreadEvent
-from threads.services import thread_consolidate
 from threads.tests.test_ingest_api import event, post
 
 pytestmark = pytest.mark.django_db

@@ -10,7 +10,7 @@ import pytest
 
 from memories.models import Memory, Scope, SubjectType
 from memories.tests.loopback import ChatCompletionsStandIn
-from threads.services import thread_consolidate
+from threads.consolidation import thread_consolidate
 from threads.tests.test_llm_extractor import item
 
 pytestmark = pytest.mark.django_db

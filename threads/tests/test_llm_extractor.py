@@ -9,11 +9,11 @@ import pytest
 
 from memories.models import Bucket, Memory
 from memories.tests.loopback import ChatCompletionsStandIn
+from threads.consolidation import thread_consolidate
 from threads.extractors.base import ExtractionError
 from threads.extractors.llm import RESPONSE_SCHEMA, LLMExtractor
 from threads.extractors.registry import get_extractor
 from threads.models import Thread
-from threads.services import thread_consolidate
 
 pytestmark = pytest.mark.django_db
 

@@ -12,7 +12,7 @@ from django.db import connection
 from memories.models import Memory
 from memories.tests.test_memory_rules import raw_insert
 from threads.conflicts import user_fact_keys_write
-from threads.services import thread_consolidate
+from threads.consolidation import thread_consolidate
 
 pytestmark = pytest.mark.django_db
 

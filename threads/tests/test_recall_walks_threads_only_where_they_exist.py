@@ -19,7 +19,7 @@ from memories.recall.query import _execute, recall
 from memories.scopes import Place
 from memories.tests.api.helpers import stub_vector
 from memories.tests.recall_plans import contextual_request
-from threads.services import thread_consolidate
+from threads.consolidation import thread_consolidate
 
 THREAD_WALK = "JOIN threads_threadevent e ON e.id = a.source_event_id"
 PLACE = Place("C-general", "public", ())

@@ -13,7 +13,8 @@ from accounts.services import user_create
 from memories.places import place_for_turn
 from memories.recall.query import recall
 from memories.turns.writes import memory_remember_in_place
-from threads.services import thread_consolidate, thread_events_ingest
+from threads.consolidation import thread_consolidate
+from threads.ingest import thread_events_ingest
 
 pytestmark = pytest.mark.django_db
 
