@@ -80,7 +80,7 @@ class SourceKind(models.TextChoices):
     THREAD_EVENT = "thread_event", "Thread event"
     PERSON = "person"
     # Issue 16: a thread event kept as a transcript line by consolidation. Only consolidation
-    # writes it (memories/api/serializers.py refuses it from callers); `source_event` names the event.
+    # writes it (memories/api/serializers/ refuses it from callers); `source_event` names the event.
     EPISODE = "episode"
     IMPORT = "import"
 

@@ -8,6 +8,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 from rest_framework import fields as drf_fields
 from rest_framework import serializers
@@ -92,7 +93,7 @@ def test_input_rules_hold_on_every_instance_built_from_the_prototypes():
         assert set(serializer.errors) == {"scoep"}  # an unknown field first, by name
         serializer = s.RecallInputSerializer(data={**RECALL, "limit": 1000, "question": "a\x07b"})
         assert not serializer.is_valid()
-        assert serializer.errors["limit"] == [f"limit is at most {s.settings.MEMORY_RECALL_MAX_LIMIT}."]
+        assert serializer.errors["limit"] == [f"limit is at most {settings.MEMORY_RECALL_MAX_LIMIT}."]
         assert "control character" in str(serializer.errors["question"][0])
         place = {**RECALL["place"], "channel": "C\u200bgeneral"}
         serializer = s.RecallInputSerializer(data={**RECALL, "place": place})
