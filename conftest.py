@@ -16,7 +16,7 @@ from memories.services import memory_remember
 from tests import database_template
 
 # The browser harness: gunicorn on the test database, Chromium, a screenshot on failure.
-pytest_plugins = ["web.tests.browser", "tests.leftovers"]
+pytest_plugins = ["web.tests.browser", "tests.leftovers", "tests.order"]
 
 
 @dataclass

@@ -21,11 +21,11 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from config.embedded import SYSTEM_USER
+
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "deploying.md"
 STEP = re.compile(r"<!-- step: ([\w-]+) -->\n```sh\n(.*?)\n```", re.S)
-# The account pgserver runs the embedded PostgreSQL as when started by root.
-POSTGRES_ACCOUNT = "pgserver"
 EXPORTED = re.compile(r"^export (\w+)=", re.M)
 
 
@@ -150,20 +150,20 @@ class Deployment:
 
     def server_folder(self) -> Path:
         """PostgreSQL's folder, outside the test's own: PostgreSQL refuses to run as root, so as root it runs as
-        the user pgserver made for the embedded default, which must be able to reach its files."""
+        the user the embedded default made for its own server, which must be able to reach its files."""
         folder = Path(tempfile.gettempdir()) / f"archivist-deployment-{self.folder.name}-{os.getpid()}"
         if not folder.exists():
             for made in (folder, folder / "sockets"):
                 made.mkdir(mode=0o777 if made.name == "sockets" else 0o755)
                 made.chmod(0o777 if made.name == "sockets" else 0o755)
                 if os.geteuid() == 0:
-                    account = pwd.getpwnam(POSTGRES_ACCOUNT)
+                    account = pwd.getpwnam(SYSTEM_USER)
                     os.chown(made, account.pw_uid, account.pw_gid)
         return folder
 
     def postgres(self, *command) -> None:
-        """A PostgreSQL program, as pgserver's user when this is root."""
-        as_user = {"user": POSTGRES_ACCOUNT} if os.geteuid() == 0 else {}
+        """A PostgreSQL program, as the embedded server's user when this is root."""
+        as_user = {"user": SYSTEM_USER} if os.geteuid() == 0 else {}
         done = subprocess.run([str(part) for part in command], capture_output=True, text=True, **as_user)
         assert done.returncode == 0, f"{command[0]} failed: {done.stdout}{done.stderr}"
 

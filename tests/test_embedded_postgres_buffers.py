@@ -13,6 +13,7 @@ import pytest
 from config import embedded
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
 
 # A start of the embedded server in its own process, as a command would: the server stops when it exits.
 START_AND_SHOW = (

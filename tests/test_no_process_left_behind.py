@@ -45,6 +45,8 @@ def run_session(folder: Path, source: str) -> subprocess.CompletedProcess:
     test_file = folder / "test_inner.py"
     test_file.write_text(textwrap.dedent(source))
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    # The inner session needs only the plugin under test: loading every installed plugin took most of its time.
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     return subprocess.run(
         [sys.executable, "-m", "pytest", str(test_file), "-p", "tests.leftovers", "-q", "-p", "no:cacheprovider",
          "--rootdir", str(folder), "--basetemp", str(folder / "tmp")],

@@ -18,6 +18,7 @@ import pytest
 from config import embedded, pg_upgrade
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
 
 # Today's embedded PostgreSQL 16 as it was: rows with vectors over two organisations, a partial HNSW index for each,
 # row-level security on, and each organisation's nearest rows' distances to a question (rows at equal distances

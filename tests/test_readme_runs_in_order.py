@@ -16,11 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from django.db import connection
 
 from web.tests.browser import database_url
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
 README = ROOT / "README.md"
 MARK = "@@README block"
 

@@ -38,3 +38,37 @@ def test_the_migrated_template_for_this_code_exists_so_the_next_process_clones_i
         templates = [name for (name,) in cursor.fetchall()]
     # One template, of this code: a changed migration or model names another, and the old one is dropped.
     assert templates == [database_template.template_name()]
+
+
+class CollectedTest:
+    """What the ordering reads of a collected test: its id, its fixtures and its markers."""
+
+    def __init__(self, nodeid: str, *markers: str, fixtures: tuple[str, ...] = ()):
+        self.nodeid, self.markers, self.fixturenames = nodeid, markers, fixtures
+
+    def get_closest_marker(self, name: str):
+        return name if name in self.markers else None
+
+
+def test_browser_then_slow_and_grouped_modules_are_handed_out_first_each_module_whole():
+    from tests.order import pytest_collection_modifyitems
+
+    collected = [
+        CollectedTest("a/test_fast.py::one"),
+        CollectedTest("a/test_mixed.py::quick"),
+        CollectedTest("a/test_mixed.py::starts_a_server", "slow"),
+        CollectedTest("b/test_fast.py::two"),
+        CollectedTest("b/test_grouped.py::shares_a_fixture", "xdist_group"),
+        CollectedTest("c/test_pages.py::clicks", fixtures=("chromium",)),
+        CollectedTest("c/test_fast.py::three"),
+    ]
+    pytest_collection_modifyitems(collected)  # type: ignore[arg-type]
+    assert [test.nodeid for test in collected] == [
+        "c/test_pages.py::clicks",
+        "a/test_mixed.py::quick",  # its module has a slow test: the module moves, whole and in order
+        "a/test_mixed.py::starts_a_server",
+        "b/test_grouped.py::shares_a_fixture",
+        "a/test_fast.py::one",  # the rest keep the order they were collected in
+        "b/test_fast.py::two",
+        "c/test_fast.py::three",
+    ]

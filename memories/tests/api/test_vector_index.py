@@ -18,6 +18,9 @@ from memories.recall.query import recall, run_plan
 from memories.scopes import Place
 from memories.tests.api.helpers import stub_vector
 
+# One worker runs this module, so the tenants its module fixture seeds and indexes are built once.
+pytestmark = pytest.mark.xdist_group("vector_index")
+
 PLACE = Place("c1", "public", ())
 THRESHOLD = 2000
 
