@@ -5,6 +5,10 @@ without a flush to disk per commit."""
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
+import textwrap
 
 import pytest
 from django.conf import settings
@@ -72,3 +76,39 @@ def test_browser_then_slow_and_grouped_modules_are_handed_out_first_each_module_
         "b/test_fast.py::two",
         "c/test_fast.py::three",
     ]
+
+
+GROUPED_AND_NOT = """
+import time
+
+import pytest
+
+
+@pytest.mark.xdist_group("one-worker")
+@pytest.mark.parametrize("n", range(4))
+def test_grouped(n):
+    time.sleep(0.2)
+
+
+@pytest.mark.parametrize("n", range(8))
+def test_anywhere(n):
+    time.sleep(0.2)
+"""
+
+
+def test_tests_of_one_xdist_group_run_on_one_worker(tmp_path):
+    # `make test` relies on it: modules that share one server or one Chromium mark themselves with a group.
+    (tmp_path / "test_groups.py").write_text(textwrap.dedent(GROUPED_AND_NOT))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "xdist", "-n", "2", "--dist", "loadgroup", "-v", "-p",
+         "no:cacheprovider",
+         "--rootdir", str(tmp_path), str(tmp_path / "test_groups.py")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    ran = re.findall(r"\[(gw\d)\] .*PASSED \S+::(test_\w+)", done.stdout)
+    assert len(ran) == 12, done.stdout
+    assert len({worker for worker, name in ran if name == "test_grouped"}) == 1, done.stdout
+    assert len({worker for worker, _ in ran}) == 2, done.stdout  # the positive control: both workers took tests
