@@ -1,17 +1,16 @@
-"""A claim's derived status, computed in SQL so lists, filters and counts over many claims stay one query.
+"""A claim's derived status, computed in SQL so lists, filters and counts over many claims stay one query."""
 
-The rule, held by the view `admissions_claim_status` (admissions/sql.py):
-- a promotion tombstone (a row with a stance) is `tombstone`, whatever its records say;
-- otherwise the latest effective record decides: admit -> admitted, reject -> rejected,
-  challenge or revoke -> challenged (a candidate again, kept apart);
-- with no effective record the claim is a `candidate`.
-
-A record is effective when it is a status decision and its steward is not the
-claim's author. The database already refuses an author's record
-(`admissions_four_eyes`); the view ignores them as well, so a status can never
-be read off one, even a row written while that trigger was disabled.
-The `admission` column the author filled in is never read.
-"""
+# The rule, held by the view `admissions_claim_status` (admissions/sql.py):
+# - a promotion tombstone (a row with a stance) is `tombstone`, whatever its records say;
+# - otherwise the latest effective record decides: admit -> admitted, reject -> rejected,
+#   challenge or revoke -> challenged (a candidate again, kept apart);
+# - with no effective record the claim is a `candidate`.
+#
+# A record is effective when it is a status decision and its steward is not the
+# claim's author. The database already refuses an author's record
+# (`admissions_four_eyes`); the view ignores them as well, so a status can never
+# be read off one, even a row written while that trigger was disabled.
+# The `admission` column the author filled in is never read.
 
 from __future__ import annotations
 

@@ -1,23 +1,21 @@
-"""System recall: admitted network claims, as a plane of their own.
+"""System recall: admitted network claims, as a plane of their own that never widens account-scoped recall."""
 
-Account-scoped recall never reads the `system` bucket, and this plane never
-widens it. Reading another organisation's claim into a turn is cross-tenant by
-construction, so its eligibility filter replaces the tenant predicate rather
-than loosening it:
-
-- a steward's admission stands (derived status `admitted`, never the claimed one);
-- the claim is not superseded (a promoted claim lives on as its stance), not a
-  promotion tombstone, not erased;
-- its `as_of` falls within the freshness window before the render's cutoff.
-
-A claim promoted to a stance is superseded by its tombstone, so it leaves
-this plane; the stance's live version takes its place, under the same
-switches, freshness window and limit, marked as a reviewed stance. A stance
-whose source claim was erased is not shown: its text was taken from that claim.
-
-It is off unless `SYSTEM_RECALL_ENABLED` is set and the reading organisation
-has opted in (`Organisation.system_recall_opt_in`).
-"""
+# Account-scoped recall never reads the `system` bucket, and this plane never
+# widens it. Reading another organisation's claim into a turn is cross-tenant by
+# construction, so its eligibility filter replaces the tenant predicate rather
+# than loosening it:
+#
+# - a steward's admission stands (derived status `admitted`, never the claimed one);
+# - the claim is not superseded (a promoted claim lives on as its stance), not a
+#   promotion tombstone, not erased;
+# - its `as_of` falls within the freshness window before the render's cutoff.
+#
+# A claim promoted to a stance is superseded by its tombstone, so it leaves
+# this plane; the stance's live version takes its place, under the same
+# switches, freshness window and limit, marked as a reviewed stance. A stance
+# whose source claim was erased is not shown: its text was taken from that claim.
+#
+# Off unless `SYSTEM_RECALL_ENABLED` is set and the reading organisation opted in (`system_recall_opt_in`).
 
 from __future__ import annotations
 

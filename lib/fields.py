@@ -1,15 +1,14 @@
-"""Strict input fields for the JSON APIs: a value of the wrong JSON type is refused, never coerced.
+"""Strict input fields for the JSON APIs: a value of the wrong JSON type is refused, never coerced."""
 
-DRF coerces by default: `"body": 123` becomes the text "123", `"pinned": "yes"`
-becomes true and `"limit": "5"` becomes 5. A caller that sent the wrong type
-has a bug, and storing its guess hides it. `StrictSerializer`
-(memories.api.serializers) applies `json_type_problem` to every declared field, and
-`harden` gives every text field the control-character rule (and, for ids and
-names, the invisible-character rule) as a validator whose pattern the schema
-shows. Dates and times are RFC 3339 within 1900–2999, in validation and in the
-schema alike (and a time once in UTC: `lib.times`), so no date at the calendar's ends reaches date
-arithmetic.
-"""
+# DRF coerces by default: `"body": 123` becomes the text "123", `"pinned": "yes"`
+# becomes true and `"limit": "5"` becomes 5. A caller that sent the wrong type
+# has a bug, and storing its guess hides it. `StrictSerializer`
+# (memories.api.serializers) applies `json_type_problem` to every declared field, and
+# `harden` gives every text field the control-character rule (and, for ids and
+# names, the invisible-character rule) as a validator whose pattern the schema
+# shows. Dates and times are RFC 3339 within 1900–2999, in validation and in the
+# schema alike (and a time once in UTC: `lib.times`), so no date at the calendar's ends reaches date
+# arithmetic.
 
 from __future__ import annotations
 

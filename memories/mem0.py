@@ -1,19 +1,18 @@
-"""Importing a mem0 export (`Memory.get_all` of mem0 2.x): each person's memories into that person's scope.
+"""Importing a mem0 export (`Memory.get_all` of mem0 2.x): each person's memories into that person's scope."""
 
-A mem0 memory is `{"id", "memory", "hash", "metadata", "created_at", "updated_at", "user_id", "agent_id",
-"run_id"}`, in `{"results": [...]}` or a bare list, as one document (pretty-printed or not) or one memory per
-line. The rules, because a mem0 user is exactly who runs this first and mem0 keeps personal facts:
-
-- `user_id` names a person by handle (or username): a person of the organisation, or else a directory
-  person created for that handle (and reported). Their memories are person facts of their DM, never a
-  shared place's, about them.
-- A row with no `user_id` needs a place named by the operator (`--place`); a place others share (not a DM)
-  takes it only with `--shared`, which is refused for every row that has a `user_id`, so no person's memory
-  reaches a channel by a flag meant for the rest.
-- `agent_id` and `run_id` are kept as provenance (the source label and the run id); `id` is the source
-  reference (`mem0:ID`); the fact is dated when mem0 last wrote it (`updated_at`, else `created_at`).
-- Refusals name the file's line, as the other formats do, then everything goes through `memories_import`.
-"""
+# A mem0 memory is `{"id", "memory", "hash", "metadata", "created_at", "updated_at", "user_id", "agent_id",
+# "run_id"}`, in `{"results": [...]}` or a bare list, as one document (pretty-printed or not) or one memory per
+# line. The rules, because a mem0 user is exactly who runs this first and mem0 keeps personal facts:
+#
+# - `user_id` names a person by handle (or username): a person of the organisation, or else a directory
+#   person created for that handle (and reported). Their memories are person facts of their DM, never a
+#   shared place's, about them.
+# - A row with no `user_id` needs a place named by the operator (`--place`); a place others share (not a DM)
+#   takes it only with `--shared`, which is refused for every row that has a `user_id`, so no person's memory
+#   reaches a channel by a flag meant for the rest.
+# - `agent_id` and `run_id` are kept as provenance (the source label and the run id); `id` is the source
+#   reference (`mem0:ID`); the fact is dated when mem0 last wrote it (`updated_at`, else `created_at`).
+# - Refusals name the file's line, as the other formats do, then everything goes through `memories_import`.
 
 from __future__ import annotations
 

@@ -1,23 +1,22 @@
-"""Who a memory is for: recall, writing, seeing and changing each follow the audience.
+"""Who a memory is for: recall, writing, seeing and changing each follow the audience."""
 
-Pure rules, one function each, with no database access, so they can be tested
-adversarially and reused by the SQL that enforces them (`memories.recall.query`) and
-by the pages that show memories to people.
-
-- **Recall.** A workspace fact is recalled anywhere, a channel fact only in its
-  channel, a person fact only in a DM with exactly that person. Nothing said in
-  a private place reaches an audience that could not read it there.
-- **Writing.** A write goes to the narrowest scope the place allows: a DM with
-  one person is that person's, anything else is that channel's, and only a
-  public channel (which every member reads already) may write a workspace fact.
-  `only_for` keeps a fact for one person wherever it was learned.
-- **Seeing and changing** follow recall. Workspace facts are changed by owners;
-  a person's facts are theirs alone and owners do not see them.
-
-People are named by account id (a string) everywhere in these rules: a username
-can be renamed and then reused, and a person fact must never follow the name to
-a new holder.
-"""
+# Pure rules, one function each, with no database access, so they can be tested
+# adversarially and reused by the SQL that enforces them (`memories.recall.query`) and
+# by the pages that show memories to people.
+#
+# - **Recall.** A workspace fact is recalled anywhere, a channel fact only in its
+#   channel, a person fact only in a DM with exactly that person. Nothing said in
+#   a private place reaches an audience that could not read it there.
+# - **Writing.** A write goes to the narrowest scope the place allows: a DM with
+#   one person is that person's, anything else is that channel's, and only a
+#   public channel (which every member reads already) may write a workspace fact.
+#   `only_for` keeps a fact for one person wherever it was learned.
+# - **Seeing and changing** follow recall. Workspace facts are changed by owners;
+#   a person's facts are theirs alone and owners do not see them.
+#
+# People are named by account id (a string) everywhere in these rules: a username
+# can be renamed and then reused, and a person fact must never follow the name to
+# a new holder.
 
 from __future__ import annotations
 

@@ -40,5 +40,5 @@ def export_derived(**kwargs) -> dict[str, list]:
 # Sent by the write service (`memories.services`) right after it inserts rows, inside their transaction,
 # by every path that writes (one row, or a batch's in one statement, where no post_save fires). Keyword
 # argument: memories (the rows of bucket `user` among them, possibly none). A person's own fact gets its key
-# from the receiver that owns the extractor's rules (threads.conflicts, issue 16).
+# from the receiver that owns the extractor's rules (threads.conflicts).
 user_facts_remembered = Signal()

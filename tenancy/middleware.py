@@ -93,7 +93,7 @@ class TenantTransactionMiddleware:
     def respond(self, request: HttpRequest, organisation_id: str, cross_tenant: str):
         """The view's answer; with a standby configured, from the standby where the view reads there, and
         asked again of the primary when the standby failed during it (standby reads are only reads)."""
-        if not standby.configured():
+        if not standby.standby_configured():
             return self.get_response(request)
         read = standby.StandbyRead(request, session_scope=(organisation_id, cross_tenant))
         request.standby_read = read  # type: ignore[attr-defined]  # the views that read there enter it

@@ -1,18 +1,17 @@
-"""Which PostgreSQL role a process's connections act as.
+"""Which PostgreSQL role a process's connections act as."""
 
-`settings.DATABASE_ROLE` (environment `ARCHIVIST_DB_ROLE`) names a role to
-`SET ROLE` to as soon as Django opens a connection: the run command starts the
-web server with `archivist_app`, so requests are under row-level security
-even on the embedded default, where every process logs in as the superuser.
-Empty (the default) keeps the login role: migrations, management commands and
-the workers, which run cross-tenant maintenance as the owner. A standby's
-connections (`DATABASE_REPLICA_URL`) always act as `archivist_app`: they serve
-requests' reads and nothing else.
-
-In production the stronger form is a login role that is a member of
-`archivist_app` and nothing else (a separate DATABASE_URL for the web), so a
-request has no more privileged role to return to (docs/SECURITY.md).
-"""
+# `settings.DATABASE_ROLE` (environment `ARCHIVIST_DB_ROLE`) names a role to
+# `SET ROLE` to as soon as Django opens a connection: the run command starts the
+# web server with `archivist_app`, so requests are under row-level security
+# even on the embedded default, where every process logs in as the superuser.
+# Empty (the default) keeps the login role: migrations, management commands and
+# the workers, which run cross-tenant maintenance as the owner. A standby's
+# connections (`DATABASE_REPLICA_URL`) always act as `archivist_app`: they serve
+# requests' reads and nothing else.
+#
+# In production the stronger form is a login role that is a member of
+# `archivist_app` and nothing else (a separate DATABASE_URL for the web), so a
+# request has no more privileged role to return to (docs/SECURITY.md).
 
 from __future__ import annotations
 

@@ -1,37 +1,36 @@
-"""Row-level security: the roles, the per-transaction settings and the policies, as SQL.
+"""Row-level security: the roles, the per-transaction settings and the policies, as SQL."""
 
-Defence in depth under the query predicate every selector already writes
-(`organisation=...`): if a view forgets its filter, PostgreSQL still returns
-only the current tenant's rows to the application role.
-
-- `archivist_app` is the role web requests run as. It owns no table and has
-  no BYPASSRLS, so every protected table shows it only the rows of the
-  organisation named by `archivist.organisation_id`, a setting made with
-  `set_config(..., true)` (SET LOCAL) inside the request's transaction.
-  With no tenant set it sees no row at all.
-- `archivist_maintenance` holds one permissive policy per protected table:
-  the cross-tenant jobs (embedding sweep, purge, index builds, migrations)
-  run as the owner, which is a member of it.
-- Documented exceptions, each a policy of its own, all for `archivist_app`:
-  * network claims: a system claim that a steward's admission stands for
-    (and its admission records) is readable by any tenant's request;
-  * stewards (`archivist.cross_tenant = 'steward'`): every system claim, its
-    records and its audit rows, across organisations;
-  * operators (`archivist.cross_tenant = 'operator'`, superusers in the admin):
-    every row; the admin is the operators' console;
-  * agent tokens: the one row whose hash the request presented
-    (`archivist.token_hash`), because the tenant is known only once the token is.
-
-To cover a table added later, run what `protect(table)` and `unprotect(table)`
-return from a migration of the app that owns it (depending on this app's latest
-migration), pasted in as text: a migration never imports a live module
-(tests/test_migrations_are_frozen.py), so it keeps doing what it did when the
-module changes. memories/migrations/0004_place_audit.py is an example.
-
-`tenancy/tests/test_every_tenant_table_is_protected.py` fails for any table
-with an `organisation_id` column that is neither protected nor exempted in
-`EXEMPT_TABLES` with its reason.
-"""
+# Defence in depth under the query predicate every selector already writes
+# (`organisation=...`): if a view forgets its filter, PostgreSQL still returns
+# only the current tenant's rows to the application role.
+#
+# - `archivist_app` is the role web requests run as. It owns no table and has
+#   no BYPASSRLS, so every protected table shows it only the rows of the
+#   organisation named by `archivist.organisation_id`, a setting made with
+#   `set_config(..., true)` (SET LOCAL) inside the request's transaction.
+#   With no tenant set it sees no row at all.
+# - `archivist_maintenance` holds one permissive policy per protected table:
+#   the cross-tenant jobs (embedding sweep, purge, index builds, migrations)
+#   run as the owner, which is a member of it.
+# - Documented exceptions, each a policy of its own, all for `archivist_app`:
+#   * network claims: a system claim that a steward's admission stands for
+#     (and its admission records) is readable by any tenant's request;
+#   * stewards (`archivist.cross_tenant = 'steward'`): every system claim, its
+#     records and its audit rows, across organisations;
+#   * operators (`archivist.cross_tenant = 'operator'`, superusers in the admin):
+#     every row; the admin is the operators' console;
+#   * agent tokens: the one row whose hash the request presented
+#     (`archivist.token_hash`), because the tenant is known only once the token is.
+#
+# To cover a table added later, run what `protect(table)` and `unprotect(table)`
+# return from a migration of the app that owns it (depending on this app's latest
+# migration), pasted in as text: a migration never imports a live module
+# (tests/test_migrations_are_frozen.py), so it keeps doing what it did when the
+# module changes. memories/migrations/0004_place_audit.py is an example.
+#
+# `tenancy/tests/test_every_tenant_table_is_protected.py` fails for any table
+# with an `organisation_id` column that is neither protected nor exempted in
+# `EXEMPT_TABLES` with its reason.
 
 from __future__ import annotations
 

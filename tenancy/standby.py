@@ -1,30 +1,17 @@
-"""Reads from a streaming standby, with the tenant set there too, and a caller that always sees its own writes.
+"""Reads from a streaming standby, with the tenant set there too, and a caller that always sees its own writes."""
 
-With `DATABASE_REPLICA_URL` set (the `replica` connection), the reads that
-opt in (recall, the memory list and a memory's page over the API, the account
-holders' pages) run on the standby; render, every write and everything in a
-write's transaction stay on the primary (`docs/scaling.md`).
-
-- **Row-level security holds on the standby.** A standby read runs as
-  `archivist_app` (`tenancy.roles`) in a transaction of its own, opened for the
-  request, with the very tenant the primary's transaction has: the rows it
-  may see are the rows the primary would show it.
-- **Read your writes.** A request whose primary transaction wrote remembers,
-  once it has committed, the primary's WAL position for its organisation in
-  Redis (`WRITE_MEMORY_SECONDS`, kept as the highest seen). A standby read of
-  that organisation is taken only when the standby has replayed past it, and,
-  once the position is forgotten, only when the standby is within that same
-  time of the primary; otherwise the primary answers.
-- **A standby that stops or lags fails no read.** One that cannot be reached,
-  or that fails during a read, hands the read to the primary (logged, counted:
-  `count_fallback`); after a failure it is left alone for `RETRY_SECONDS`, then
-  tried again.
-
-The swap: for the rest of a standby read, this thread's `default` connection
-*is* the standby's (`connections["default"]`), so every selector, raw
-statement and ORM query of the view reads there unchanged; any write it
-attempted would be refused by the standby itself (read-only transaction).
-"""
+# With `DATABASE_REPLICA_URL` set (the `replica` connection), the reads that opt in (recall, the memory list and
+# a memory's page over the API, the account holders' pages) run on the standby; render, every write and
+# everything in a write's transaction stay on the primary (docs/scaling.md).
+# - Row-level security holds on the standby: a standby read runs as `archivist_app` in a transaction of its own,
+#   with the very tenant the primary's transaction has.
+# - Read your writes: a request that wrote remembers, once committed, the primary's WAL position for its
+#   organisation in Redis (kept as the highest seen). A standby read of that organisation is taken only when the
+#   standby has replayed past it, and once it is forgotten, only within `WRITE_MEMORY_SECONDS` of the primary.
+# - A standby that stops or lags fails no read: the primary answers (logged, counted by `count_fallback`), and a
+#   failed standby is left alone for `RETRY_SECONDS`.
+# The swap: during a standby read, this thread's `default` connection *is* the standby's, so every selector and
+# query of the view reads there unchanged; a write would be refused by the standby's read-only transaction.
 
 from __future__ import annotations
 
@@ -78,7 +65,7 @@ POSITION_SQL = "SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn"
 _unreachable_until = 0.0  # per process: a standby that failed is left alone until then (monotonic clock)
 
 
-def configured() -> bool:
+def standby_configured() -> bool:
     return REPLICA in settings.DATABASES
 
 
@@ -103,7 +90,7 @@ def written_position(organisation_id: str) -> int:
     return int(known) if known else 0
 
 
-def remember_write(organisation_id: str) -> None:
+def standby_remember_write(organisation_id: str) -> None:
     """After a commit: the primary's position now, at or past that commit, as the organisation's last write."""
     try:
         with connections["default"].cursor() as cursor:
@@ -129,7 +116,7 @@ def note_write_in_transaction() -> None:
         cursor.execute(WROTE_SQL, [TENANT_SETTING])
         wrote, organisation_id = cursor.fetchone()
     if wrote and organisation_id:
-        transaction.on_commit(partial(remember_write, organisation_id))
+        transaction.on_commit(partial(standby_remember_write, organisation_id))
 
 
 def reads_from_standby(view: Callable) -> Callable:

@@ -1,17 +1,16 @@
-"""Conflicts are shown, not buried (issue 16).
+"""Conflicts are shown, not buried: a learned fact never silently replaces what a person said about themselves."""
 
-A person's own fact (bucket `user`, about them) gets the key consolidation
-computes for learned facts, when it is written: the `rules` extractor reads
-its body as the person's own words (or as the third-person sentence the
-extractor writes), and a `Learning` row without a thread keeps the key.
-
-A learned fact with the same subject and key that says something else never
-supersedes the person's fact: it is written already superseded by it (so it
-is neither recalled, rendered nor counted toward an agent's cap, and expires
-like any learned fact), and its learning is `pending`. The person sees it on
-their pages ("an agent inferred X; you said Y") and accepts it (the learned
-fact supersedes theirs) or dismisses it (it is erased, with its receipt).
-"""
+# A person's own fact (bucket `user`, about them) gets the key consolidation
+# computes for learned facts, when it is written: the `rules` extractor reads
+# its body as the person's own words (or as the third-person sentence the
+# extractor writes), and a `Learning` row without a thread keeps the key.
+#
+# A learned fact with the same subject and key that says something else never
+# supersedes the person's fact: it is written already superseded by it (so it
+# is neither recalled, rendered nor counted toward an agent's cap, and expires
+# like any learned fact), and its learning is `pending`. The person sees it on
+# their pages ("an agent inferred X; you said Y") and accepts it (the learned
+# fact supersedes theirs) or dismisses it (it is erased, with its receipt).
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ def learned_memories_orphaned_by(*, organisation: Organisation, event_ids: Itera
 
 
 def thread_episodes_status(*, thread: Thread, agent=None, now: datetime | None = None) -> dict:
-    """Issue 16: whether the thread keeps episodes, how many it holds, and what the per-place bound expired."""
+    """Whether the thread keeps episodes, how many it holds, and what the per-place bound expired."""
     now = now or timezone.now()
     kept = live_episodes(organisation_id=thread.organisation_id, now=now).filter(source_event__thread=thread)
     if agent is not None:

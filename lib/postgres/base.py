@@ -1,17 +1,16 @@
-"""Django's PostgreSQL backend, whose per-request health check costs no round trip while the server is quiet.
+"""Django's PostgreSQL backend, whose per-request health check costs no round trip while the server is quiet."""
 
-With `CONN_HEALTH_CHECKS`, Django sends `SELECT 1` before the first statement of
-every request on a persistent connection: one round trip a request, for a
-connection that is almost always fine. A server that ends a connection (a
-restart, `pg_terminate_backend`, an idle timeout) sends its last message and
-closes the socket, so that socket has something to read; an idle connection
-the server has not ended has nothing. So the probe is sent only when the
-socket has something to read (or psycopg already knows the connection is
-closed or broken), and an unreadable one is taken as usable at the price of a
-poll. A connection lost without a word (a cable, a firewall) is found as
-before: its first statement fails, the request answers 503, and the connection
-is closed at the request's end (`tenancy.middleware`).
-"""
+# With `CONN_HEALTH_CHECKS`, Django sends `SELECT 1` before the first statement of
+# every request on a persistent connection: one round trip a request, for a
+# connection that is almost always fine. A server that ends a connection (a
+# restart, `pg_terminate_backend`, an idle timeout) sends its last message and
+# closes the socket, so that socket has something to read; an idle connection
+# the server has not ended has nothing. So the probe is sent only when the
+# socket has something to read (or psycopg already knows the connection is
+# closed or broken), and an unreadable one is taken as usable at the price of a
+# poll. A connection lost without a word (a cable, a firewall) is found as
+# before: its first statement fails, the request answers 503, and the connection
+# is closed at the request's end (`tenancy.middleware`).
 
 from __future__ import annotations
 

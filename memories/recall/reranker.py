@@ -1,16 +1,15 @@
-"""An optional reranker over HTTP, for `mode: reranked`: a cross-encoder orders contextual recall's best candidates.
+"""An optional reranker over HTTP, for `mode: reranked`: a cross-encoder orders contextual recall's best candidates."""
 
-Off unless `ARCHIVIST_RERANKER_URL` is set. Two request shapes are spoken:
-
-- `tei` (text-embeddings-inference, and servers copying it): `POST {url}/rerank`
-  with `{"query", "texts"}`, answered by `[{"index", "score"}, ...]`;
-- `cohere` (Cohere, Jina, Voyage, vLLM): `POST {url}/rerank` with
-  `{"model", "query", "documents", "top_n"}`, answered by
-  `{"results": [{"index", "relevance_score"}, ...]}`.
-
-A reranker that is slow, down or answers nonsense never fails a recall: the
-contextual order stands and `notice` says why.
-"""
+# Off unless `ARCHIVIST_RERANKER_URL` is set. Two request shapes are spoken:
+#
+# - `tei` (text-embeddings-inference, and servers copying it): `POST {url}/rerank`
+#   with `{"query", "texts"}`, answered by `[{"index", "score"}, ...]`;
+# - `cohere` (Cohere, Jina, Voyage, vLLM): `POST {url}/rerank` with
+#   `{"model", "query", "documents", "top_n"}`, answered by
+#   `{"results": [{"index", "relevance_score"}, ...]}`.
+#
+# A reranker that is slow, down or answers nonsense never fails a recall: the
+# contextual order stands and `notice` says why.
 
 from __future__ import annotations
 

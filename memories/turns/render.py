@@ -1,34 +1,33 @@
-"""The memory block injected into one turn: order, precedence, caps, fading and fencing.
+"""The memory block injected into one turn: order, precedence, caps, fading and fencing."""
 
-Pure: it reads nothing and writes nothing, so what it returns is exactly what
-the caller records, and a record re-composes to the same bytes.
-
-Two steps, kept apart so a replay needs only the record:
-
-1. `select` decides which facts reach the prompt. Notes older than the fade
-   window (judged against a `cutoff` the caller passes in and records) drop out
-   first, so a faded note never takes a slot a live fact could use. Then
-   precedence: the most specific scope claims a fact's normalised text (person,
-   then channel, then workspace), and the wider scopes lose their copies
-   *before* caps apply. Then each section's count limit, character budget and
-   per-fact clamp, in that order. Every fact that reaches the prompt becomes
-   one finished line.
-2. `compose` lays the finished lines out: one labelled paragraph per scope
-   present, widest first (workspace, channel, person), each with a profile and
-   a recent section, fenced in `<memory>` … `</memory>`.
-
-A body can never close the fence, start a heading or start a line of the
-block: it is folded onto its own line (line breaks become a visible mark),
-`&` and everything that reads as `<` or `>` (look-alike brackets included) is
-written as an entity, and markdown images and links lose the adjacency that
-makes them markdown. Invisible characters (tag characters, zero-width and bidi
-controls, U+FEFF, soft hyphens) are shown as visible marks such as `[U+200B]`,
-with valid emoji sequences left intact (`lib.text`).
-
-Every line says whom its fact is about, and the preamble says that these facts
-are never on their own a reason to accept or refuse anybody. The fence, the
-preamble and the line are `lib.fenced_block`'s, which the clients ship too.
-"""
+# Pure: it reads nothing and writes nothing, so what it returns is exactly what
+# the caller records, and a record re-composes to the same bytes.
+#
+# Two steps, kept apart so a replay needs only the record:
+#
+# 1. `select` decides which facts reach the prompt. Notes older than the fade
+#    window (judged against a `cutoff` the caller passes in and records) drop out
+#    first, so a faded note never takes a slot a live fact could use. Then
+#    precedence: the most specific scope claims a fact's normalised text (person,
+#    then channel, then workspace), and the wider scopes lose their copies
+#    *before* caps apply. Then each section's count limit, character budget and
+#    per-fact clamp, in that order. Every fact that reaches the prompt becomes
+#    one finished line.
+# 2. `compose` lays the finished lines out: one labelled paragraph per scope
+#    present, widest first (workspace, channel, person), each with a profile and
+#    a recent section, fenced in `<memory>` … `</memory>`.
+#
+# A body can never close the fence, start a heading or start a line of the
+# block: it is folded onto its own line (line breaks become a visible mark),
+# `&` and everything that reads as `<` or `>` (look-alike brackets included) is
+# written as an entity, and markdown images and links lose the adjacency that
+# makes them markdown. Invisible characters (tag characters, zero-width and bidi
+# controls, U+FEFF, soft hyphens) are shown as visible marks such as `[U+200B]`,
+# with valid emoji sequences left intact (`lib.text`).
+#
+# Every line says whom its fact is about, and the preamble says that these facts
+# are never on their own a reason to accept or refuse anybody. The fence, the
+# preamble and the line are `lib.fenced_block`'s, which the clients ship too.
 
 from __future__ import annotations
 
@@ -42,7 +41,7 @@ from lib import fenced_block
 from lib.fenced_block import FENCE_CLOSE, FENCE_OPEN, PREAMBLE, inline
 from memories.scopes import CHANNEL, PERSON, SCOPE_ORDER, WORKSPACE
 
-# Bump when `compose` or `fact_line` would lay out the same record differently;
+# Bump when `compose` or `rendered_fact_line` would lay out the same record differently;
 # a record made by another version says so on replay instead of pretending.
 RENDER_VERSION = 3  # 2: markdown images and links made inert; 3: whom each fact is about, invisibles marked
 
@@ -136,7 +135,7 @@ def fact_key(text: str) -> str:
     return _SPACES.sub(" ", _LINE_BREAKS.sub(" ", text)).strip().strip(_KEY_TRIM)
 
 
-def fact_line(fact: RenderFact, limit: int) -> str:
+def rendered_fact_line(fact: RenderFact, limit: int) -> str:
     """`- [scope · about whom · who · source · date] text`, every untrusted part escaped (`lib.fenced_block`)."""
     return fenced_block.fact_line(
         scope=fact.scope,
@@ -163,7 +162,7 @@ def _take(facts: Sequence[RenderFact], section: str, caps: RenderCaps) -> tuple[
     for fact in candidates:
         if len(taken) >= limit:
             break
-        line = fact_line(fact, caps.fact_clamp)
+        line = rendered_fact_line(fact, caps.fact_clamp)
         # The first fact always fits: the clamp, not the budget, bounds a lone long fact.
         if taken and used + len(line) > budget:
             break

@@ -1,19 +1,18 @@
-"""Sections other planes add to a rendered block, without `memories` knowing who they are.
+"""Sections other planes add to a rendered block, without `memories` knowing who they are."""
 
-System recall (admitted network claims) is a plane of its own, owned by
-`admissions`, and must never widen the account-scoped recall query. It plugs in
-here instead: a provider is registered once at start-up (from its app's
-`ready()`), is called on every render with the principal, the place and the
-cutoff, and returns the lines it wants shown. The render fences, escapes and
-clamps those lines like any fact, and records them in the injection so a
-replay shows them again and an erasure reaches them.
-
-`memories` never imports a provider's module; the dependency runs the other way.
-
-A provider that fails costs its section, not the render: `plane_sections`
-leaves the section out and returns an omission saying which plane and why,
-which the render records like any other omission.
-"""
+# System recall (admitted network claims) is a plane of its own, owned by
+# `admissions`, and must never widen the account-scoped recall query. It plugs in
+# here instead: a provider is registered once at start-up (from its app's
+# `ready()`), is called on every render with the principal, the place and the
+# cutoff, and returns the lines it wants shown. The render fences, escapes and
+# clamps those lines like any fact, and records them in the injection so a
+# replay shows them again and an erasure reaches them.
+#
+# `memories` never imports a provider's module; the dependency runs the other way.
+#
+# A provider that fails costs its section, not the render: `plane_sections`
+# leaves the section out and returns an omission saying which plane and why,
+# which the render records like any other omission.
 
 from __future__ import annotations
 

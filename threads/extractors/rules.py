@@ -1,28 +1,26 @@
-"""The `rules` extractor: deterministic, for explicit statements a person makes about
-themselves or asks to be kept.
+"""The `rules` extractor: deterministic, for explicit statements a person makes about themselves or asks to be kept."""
 
-It recognises, in what people (role `user`) write:
-- "remember that …", "note that …", "keep in mind …", "don't forget …";
-- "call me …" (and "don't call me …");
-- "my X is Y" (and "my X is not Y anymore", "my X is no longer Y");
-- "I prefer …", "I'd rather …" (and "I no longer prefer …");
-- where people live and work (issue 16): "I live in …", "I moved to …",
-  "I work at / for / as …", each with its negation ("I don't live in … anymore",
-  "I no longer work at …"); "I'm allergic to …" (and "I'm not allergic to …").
-  Past and future forms ("I lived in", "I used to work at", "I'm moving to")
-  are not facts about now and are left alone, and so are passing states
-  ("I am tired": there is no rule for "I am X");
-- "from now on …";
-- retractions: "I'm not X anymore", "I no longer X", "I don't X anymore";
-- corrections: "actually, …", "no, …", "now …", "…, actually" make the
-  statement replace the newest fact of the same kind.
-
-Precision comes before recall: a sentence is left alone when it is a question,
-a hypothetical ("if …", "suppose …", "imagine …", "maybe …"), reported or
-quoted speech ("she said …", anything in quotation marks or a block quote),
-or otherwise unclear. A missed fact can be said again; a wrong one is
-read back to the model as true.
-"""
+# It recognises, in what people (role `user`) write:
+# - "remember that …", "note that …", "keep in mind …", "don't forget …";
+# - "call me …" (and "don't call me …");
+# - "my X is Y" (and "my X is not Y anymore", "my X is no longer Y");
+# - "I prefer …", "I'd rather …" (and "I no longer prefer …");
+# - where people live and work: "I live in …", "I moved to …",
+#   "I work at / for / as …", each with its negation ("I don't live in … anymore",
+#   "I no longer work at …"); "I'm allergic to …" (and "I'm not allergic to …").
+#   Past and future forms ("I lived in", "I used to work at", "I'm moving to")
+#   are not facts about now and are left alone, and so are passing states
+#   ("I am tired": there is no rule for "I am X");
+# - "from now on …";
+# - retractions: "I'm not X anymore", "I no longer X", "I don't X anymore";
+# - corrections: "actually, …", "no, …", "now …", "…, actually" make the
+#   statement replace the newest fact of the same kind.
+#
+# Precision comes before recall: a sentence is left alone when it is a question,
+# a hypothetical ("if …", "suppose …", "imagine …", "maybe …"), reported or
+# quoted speech ("she said …", anything in quotation marks or a block quote),
+# or otherwise unclear. A missed fact can be said again; a wrong one is
+# read back to the model as true.
 
 from __future__ import annotations
 
@@ -134,7 +132,7 @@ _I_DO_NOT = re.compile(
 )
 _NOT_ANYMORE = re.compile(r"^not\s+(?P<y>.+?)\s+(?:anymore|any more)$", re.IGNORECASE)
 
-# Where people live and work, and what they are allergic to (issue 16). Present forms only:
+# Where people live and work, and what they are allergic to. Present forms only:
 # "I lived in", "I used to work at", "I'm moving to" are not facts about now.
 _STILL = r"(?:(?:currently|now|still|also|actually|really|just|recently|finally|already)\s+)*"
 _LIVE = re.compile(

@@ -1,33 +1,32 @@
-"""`ArchivistStore`: a LangGraph `BaseStore` whose items are Archivist memories, under Archivist's rules.
+"""`ArchivistStore`: a LangGraph `BaseStore` whose items are Archivist memories, under Archivist's rules."""
 
-Namespaces map to places, scopes and subjects (anything else is refused with `InvalidNamespaceError`):
-
-| namespace | memories | about |
-| --- | --- | --- |
-| `("memories", CHANNEL)` | said in `CHANNEL`, narrowest scope | a DM's person; elsewhere refused (see below) |
-| `("memories", CHANNEL, SCOPE)` | the same, asking for `workspace`, `channel` or `person` | as above |
-| `("memories", CHANNEL, "person", HANDLE)` | kept for one person of the place (`only_for`) | that person |
-| `("subjects", CHANNEL, TYPE, ID)` | written in the place | the `candidate` or `user` named |
-| `("subjects", CHANNEL, "workspace")` | written in the place | nobody: an operational fact |
-
-The store never chooses whom a fact is about: outside a DM a namespace that does not say (the first two
-rows) is refused by the server, naming `subject_type`. A LangMem tool whose namespace is
-`("memories", "{channel}", "person", "{handle}")` files each memory under that person, so their export and
-erasure find it.
-
-A place's kind and people come from the store's `places` mapping, or the server's directory
-(`GET /api/v1/places`) when it has one; a channel known to neither is refused.
-
-- A value carries its text in `content` (a string, or JSON-encoded when it is a dict or list). It may also
-  carry `tier` (`profile`, `log`, `note`), `pinned`, `occurred_at` and `source_label`; other keys are refused.
-- A key maps to a stable source reference, `lg/<namespace>#<key>`, so `put` of an existing key supersedes
-  the live memory (its history is kept) and `delete` forgets it (a receipt stays). A key that is a memory id
-  (as `search` returns for memories written elsewhere) names that memory.
-- `search` with a query recalls in the place; without one it lists the namespace's live items, newest first.
-- `list_namespaces` lists the namespaces of the items written through a store, and the places.
-- `ttl` (minutes) becomes the memory's expiry; refreshing an expiry on read is refused: an Archivist memory
-  expires when it was told to, however often it is read.
-"""
+# Namespaces map to places, scopes and subjects (anything else is refused with `InvalidNamespaceError`):
+#
+# | namespace | memories | about |
+# | --- | --- | --- |
+# | `("memories", CHANNEL)` | said in `CHANNEL`, narrowest scope | a DM's person; elsewhere refused (see below) |
+# | `("memories", CHANNEL, SCOPE)` | the same, asking for `workspace`, `channel` or `person` | as above |
+# | `("memories", CHANNEL, "person", HANDLE)` | kept for one person of the place (`only_for`) | that person |
+# | `("subjects", CHANNEL, TYPE, ID)` | written in the place | the `candidate` or `user` named |
+# | `("subjects", CHANNEL, "workspace")` | written in the place | nobody: an operational fact |
+#
+# The store never chooses whom a fact is about: outside a DM a namespace that does not say (the first two
+# rows) is refused by the server, naming `subject_type`. A LangMem tool whose namespace is
+# `("memories", "{channel}", "person", "{handle}")` files each memory under that person, so their export and
+# erasure find it.
+#
+# A place's kind and people come from the store's `places` mapping, or the server's directory
+# (`GET /api/v1/places`) when it has one; a channel known to neither is refused.
+#
+# - A value carries its text in `content` (a string, or JSON-encoded when it is a dict or list). It may also
+#   carry `tier` (`profile`, `log`, `note`), `pinned`, `occurred_at` and `source_label`; other keys are refused.
+# - A key maps to a stable source reference, `lg/<namespace>#<key>`, so `put` of an existing key supersedes
+#   the live memory (its history is kept) and `delete` forgets it (a receipt stays). A key that is a memory id
+#   (as `search` returns for memories written elsewhere) names that memory.
+# - `search` with a query recalls in the place; without one it lists the namespace's live items, newest first.
+# - `list_namespaces` lists the namespaces of the items written through a store, and the places.
+# - `ttl` (minutes) becomes the memory's expiry; refreshing an expiry on read is refused: an Archivist memory
+#   expires when it was told to, however often it is read.
 
 from __future__ import annotations
 

@@ -1,25 +1,23 @@
-"""`ArchivistMemoryTool`: a backend for Anthropic's `memory` tool (`anthropic` SDK) that keeps its files as
-Archivist memories in the one place it serves.
+"""`ArchivistMemoryTool`: a backend for Anthropic's `memory` tool that keeps its files as Archivist memories."""
 
-- `/memories/{scope}/...` is a memory of that scope (`workspace`, `channel` or `person`) in the place, found by
-  its source reference `memtool/{channel}/{scope}/...`; the file's text is the memory's body.
-- Every file says whom it is about, by its path, the way the LangGraph store's namespaces do:
-  - in a DM, `/memories/person/{name}` is about the DM's person (the place's record names them);
-  - elsewhere, `/memories/person/{handle}/{name}` is kept for that person alone (`only_for`) and is about them,
-    and a channel or workspace file sits in a subject folder: `/memories/channel/workspace/{name}` (an
-    operational note, about nobody), `/memories/channel/user:{handle}/{name}` or
-    `/memories/channel/candidate:{id}/{name}`. A file outside one is refused, naming `subject_type`: the tool
-    never chooses whom a fact is about for the model.
-- `view` lists the scope folders, a folder's files, or a file's numbered lines inside render's fence and
-  preamble, labelled as render labels a fact (invisible characters shown as marks, never dropped).
-- `create` remembers (a file over the body limit is refused, telling the model to split it); creating an
-  existing file supersedes it. `str_replace` and `insert` supersede (the history is kept), `delete` forgets
-  (a receipt stays), `rename` within a scope and subject supersedes under the new name.
-- What cannot map is refused with a message the model can act on: a scope the place does not write (a DM
-  keeps only person memories), a rename across scopes or subjects, paths outside `/memories`.
-
-Install with `pip install "archivist-client[anthropic]"`.
-"""
+# - `/memories/{scope}/...` is a memory of that scope (`workspace`, `channel` or `person`) in the place, found by
+#   its source reference `memtool/{channel}/{scope}/...`; the file's text is the memory's body.
+# - Every file says whom it is about, by its path, the way the LangGraph store's namespaces do:
+#   - in a DM, `/memories/person/{name}` is about the DM's person (the place's record names them);
+#   - elsewhere, `/memories/person/{handle}/{name}` is kept for that person alone (`only_for`) and is about them,
+#     and a channel or workspace file sits in a subject folder: `/memories/channel/workspace/{name}` (an
+#     operational note, about nobody), `/memories/channel/user:{handle}/{name}` or
+#     `/memories/channel/candidate:{id}/{name}`. A file outside one is refused, naming `subject_type`: the tool
+#     never chooses whom a fact is about for the model.
+# - `view` lists the scope folders, a folder's files, or a file's numbered lines inside render's fence and
+#   preamble, labelled as render labels a fact (invisible characters shown as marks, never dropped).
+# - `create` remembers (a file over the body limit is refused, telling the model to split it); creating an
+#   existing file supersedes it. `str_replace` and `insert` supersede (the history is kept), `delete` forgets
+#   (a receipt stays), `rename` within a scope and subject supersedes under the new name.
+# - What cannot map is refused with a message the model can act on: a scope the place does not write (a DM
+#   keeps only person memories), a rename across scopes or subjects, paths outside `/memories`.
+#
+# Install with `pip install "archivist-client[anthropic]"`.
 
 from __future__ import annotations
 

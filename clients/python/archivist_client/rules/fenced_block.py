@@ -1,15 +1,14 @@
-"""How a memory reaches a model: the fence, the preamble with its safeguard, and one labelled line per fact.
+"""How a memory reaches a model: the fence, the preamble with its safeguard, and one labelled line per fact."""
 
-Pure, and the one definition of that shape. The server's render (`memories/turns/render.py`) builds its
-block from it; the Python client ships this file and `lib/text.py` byte for byte
-(`clients/python/archivist_client/rules/`, checked by a test), so the client's blocks (recall, the MCP
-tools, the Anthropic memory tool) cannot say a fact differently from render. That is why the import below
-is relative: the same bytes import in both packages.
-
-A line is `- [scope · about whom · who wrote it · source · date] text`: every part folded onto one line,
-invisible characters shown as marks (`[U+200B]`), `& < >` as entities so no body can close the fence,
-markdown images and links made inert, and the text clamped.
-"""
+# Pure, and the one definition of that shape. The server's render (`memories/turns/render.py`) builds its
+# block from it; the Python client ships this file and `lib/text.py` byte for byte
+# (`clients/python/archivist_client/rules/`, checked by a test), so the client's blocks (recall, the MCP
+# tools, the Anthropic memory tool) cannot say a fact differently from render. That is why the import below
+# is relative: the same bytes import in both packages.
+#
+# A line is `- [scope · about whom · who wrote it · source · date] text`: every part folded onto one line,
+# invisible characters shown as marks (`[U+200B]`), `& < >` as entities so no body can close the fence,
+# markdown images and links made inert, and the text clamped.
 
 from __future__ import annotations
 
@@ -65,21 +64,26 @@ def inline(text: str, limit: int | None = None) -> str:
     return escape(text)
 
 
+# How a line names a scope and whom a fact is about: (the words with a label, the words without one).
+SCOPE_WORDS = {"channel": ("channel {}", "channel"), "person": ("person {}", "person")}
+ABOUT_WORDS = {"user": ("about {}", "about a person"), "candidate": ("about candidate {}", "about a candidate")}
+
+
+def _worded(table: dict[str, tuple[str, str]], kind: str, label: str, otherwise: str) -> str:
+    if kind not in table:
+        return otherwise
+    with_label, without_label = table[kind]
+    return with_label.format(label) if label else without_label
+
+
 def scope_words(scope: str, label: str) -> str:
-    if scope == "channel":
-        return f"channel {label}" if label else "channel"
-    if scope == "person":
-        return f"person {label}" if label else "person"
-    return "workspace"
+    """Which audience a fact is for, as its line says it."""
+    return _worded(SCOPE_WORDS, scope, label, "workspace")
 
 
 def about_words(subject_type: str, label: str) -> str:
     """Whom a fact is about, as its line says it."""
-    if subject_type == "user":
-        return f"about {label}" if label else "about a person"
-    if subject_type == "candidate":
-        return f"about candidate {label}" if label else "about a candidate"
-    return "about the workspace"
+    return _worded(ABOUT_WORDS, subject_type, label, "about the workspace")
 
 
 def label(

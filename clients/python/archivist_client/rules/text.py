@@ -1,30 +1,29 @@
-"""The text rules: what a stored field may hold, and how untrusted text is shown to a model.
+"""The text rules: what a stored field may hold, and how untrusted text is shown to a model."""
 
-Pure: no Django, no database. Serializers, models, render and threads use it,
-so one rule has one spelling.
-
-Three classes of character, three treatments:
-
-- **Control characters** (C0 but tab and newline, DEL, and the C1 block
-  U+0080–U+009F) are refused at write in every stored text field. They have
-  no place in a fact, and a terminal or a model may act on them.
-- **Invisible characters** (Unicode tag characters U+E0000–U+E007F, which a
-  model reads and a person cannot see; zero-width characters; bidirectional
-  controls, which make a line read differently from its bytes; U+FEFF; the
-  soft hyphen; stray variation selectors) are decided per field:
-  - *identifiers and names* (channel ids, usernames, slugs, subject ids, run
-    ids, evidence refs) refuse them at write, naming the code point and its
-    position, because an id that looks like another id is an impersonation;
-  - *free text* (memory bodies, labels, reasons, thread events) keeps them as
-    written and `neutralise` shows them at render as a visible mark such as
-    `[U+200B]`, so a reviewer of the block sees that something was there.
-    Thread events are never refused for them: real chat carries RTL marks.
-  Valid emoji sequences pass intact: ZWJ sequences, one variation selector
-  after its base, and the tag sequences of subdivision flags.
-- **Look-alike angle brackets** never imitate the fence: `escape` writes every
-  character that folds (NFKC/NFKD) to `<` or `>`, and the look-alike brackets
-  NFKC leaves alone, as an entity.
-"""
+# Pure: no Django, no database. Serializers, models, render and threads use it,
+# so one rule has one spelling.
+#
+# Three classes of character, three treatments:
+#
+# - **Control characters** (C0 but tab and newline, DEL, and the C1 block
+#   U+0080–U+009F) are refused at write in every stored text field. They have
+#   no place in a fact, and a terminal or a model may act on them.
+# - **Invisible characters** (Unicode tag characters U+E0000–U+E007F, which a
+#   model reads and a person cannot see; zero-width characters; bidirectional
+#   controls, which make a line read differently from its bytes; U+FEFF; the
+#   soft hyphen; stray variation selectors) are decided per field:
+#   - *identifiers and names* (channel ids, usernames, slugs, subject ids, run
+#     ids, evidence refs) refuse them at write, naming the code point and its
+#     position, because an id that looks like another id is an impersonation;
+#   - *free text* (memory bodies, labels, reasons, thread events) keeps them as
+#     written and `neutralise` shows them at render as a visible mark such as
+#     `[U+200B]`, so a reviewer of the block sees that something was there.
+#     Thread events are never refused for them: real chat carries RTL marks.
+#   Valid emoji sequences pass intact: ZWJ sequences, one variation selector
+#   after its base, and the tag sequences of subdivision flags.
+# - **Look-alike angle brackets** never imitate the fence: `escape` writes every
+#   character that folds (NFKC/NFKD) to `<` or `>`, and the look-alike brackets
+#   NFKC leaves alone, as an entity.
 
 from __future__ import annotations
 
