@@ -1,4 +1,4 @@
-"""The token rate gate counts in one Redis script: exact and atomic across workers, its key expiring (issue 15)."""
+"""The token rate gate counts in one Redis script: exact and atomic across workers, its key expiring."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The per-principal throttle keeps DRF's exact sliding log, in Redis, checked in one round trip (issue 15)."""
+"""The per-principal throttle keeps DRF's exact sliding log, in Redis, checked in one round trip."""
 
 from __future__ import annotations
 
