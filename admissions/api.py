@@ -19,6 +19,7 @@ from admissions.labels import UNNAMED_STEWARD, claimant_label, steward_label
 from admissions.selectors import claim_history, claim_visible_to
 from admissions.services import claim_submit
 from lib.api.docs import answered, asked, read_schema, write_schema
+from lib.api.idempotency import idempotent_response
 from lib.api.views import ApiView
 from lib.fields import ID_FORBIDDEN, StrictDateField, optional_text
 from lib.text import invisible_problem
@@ -33,7 +34,6 @@ from memories.models import (
     Transparency,
     evidence_problems,
 )
-from memories.turns.idempotency import idempotent_response
 
 # A ref is an id or address: not blank, no control or invisible character (the schema's half of the rule).
 EVIDENCE_REF_PATTERN = rf"^[^\S{ID_FORBIDDEN}]*[^\s{ID_FORBIDDEN}][^{ID_FORBIDDEN}]*$"

@@ -285,7 +285,7 @@ def old_count_in_window(header, now):
     from django.conf import settings
     from django.core.cache import cache
 
-    from config.middleware import gate_key, parse_rate
+    from lib.api.rate_gate import gate_key, parse_rate
 
     period = parse_rate(settings.MEMORY_API_RATE)[1]
     key = cache.make_key(gate_key(header, int(now // period)))
@@ -327,7 +327,7 @@ CHANGED_FUNCTIONS = [
     ("token read: ORM per request → made once", "accounts.auth", "token_authenticate", old_token_authenticate),
     (
         "rate gate and throttle: a script each → one script, the throttle answering from its verdict",
-        "config.middleware",
+        "lib.api.rate_gate",
         "count_in_window",
         old_count_in_window,
     ),
@@ -416,7 +416,7 @@ def pairwise(request, count, compared):
 
 # Where an in-process recall request's time goes, by wall clock (a section includes those nested in it).
 SECTIONS = (
-    ("rate gate and sliding log (one Redis script)", "config.middleware", "count_in_window"),
+    ("rate gate and sliding log (one Redis script)", "lib.api.rate_gate", "count_in_window"),
     ("the transaction opened (health check, no round trip)", "django.db.transaction.Atomic", "__enter__"),
     ("DRF's dispatch (all of the view below)", "rest_framework.views.APIView", "dispatch"),
     ("  authentication: token, tenant, place", "accounts.auth.BearerTokenAuthentication", "authenticate"),
@@ -545,9 +545,9 @@ def in_process(args, token, questions, turns):
             result[f"{name} round trips"] = (counted.database / 50, counted.redis / 50)
         # The old gate leaves the throttle no verdict, which it says at INFO on every request: the old code
         # did not, so that line would be charged to the old side.
-        logging.getLogger("lib.api.throttles").setLevel(logging.WARNING)
+        logging.getLogger("lib.api.rate_gate").setLevel(logging.WARNING)
         result["pairwise"] = pairwise(recall_request, args.requests, changes(served))
-        logging.getLogger("lib.api.throttles").setLevel(logging.NOTSET)
+        logging.getLogger("lib.api.rate_gate").setLevel(logging.NOTSET)
         remembers = []
         for index in range(args.remembers):
             started = time.perf_counter()

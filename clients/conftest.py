@@ -35,12 +35,12 @@ class LiveApi:
         answers 429 until `seconds_left` have passed."""
         from django.conf import settings
 
-        from lib.api.throttles import log_key
+        from lib.api.rate_gate import log_key
 
         count = int(settings.MEMORY_API_RATE.split("/")[0])
         oldest = time.time() - 60 + seconds_left
         # A Bearer call's sliding log is a Redis sorted set scored by time, keyed by the presented token's hash
-        # (lib/api/throttles.py), which the rate gate's script checks before the throttle answers.
+        # (lib/api/rate_gate.py), which the rate gate's script checks before the throttle answers.
         key = cache.make_and_validate_key(log_key(f"Bearer {self.token}"))
         client = cache._cache.get_client(key, write=True)
         client.delete(key)

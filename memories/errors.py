@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from lib.api.idempotency import IDEMPOTENCY_HEADER
 from lib.errors import ApplicationError
 
 
@@ -18,13 +17,11 @@ class LimitReached(ApplicationError):
 
 
 class TurnConflict(ApplicationError):
-    """A turn id or idempotency key was used before for something else: 409, or 422 for a reused key."""
+    """A turn id was used before for a different request: 409. A reused Idempotency-Key is
+    `lib.api.idempotency.KeyReused`."""
 
     code = "conflict"
+    http_status = 409
 
     def __init__(self, field: str, message: str):
         super().__init__(message, field)
-
-    @property
-    def http_status(self) -> int:  # type: ignore[override]  # a key reused for another request is 422
-        return 422 if self.field == IDEMPOTENCY_HEADER else 409

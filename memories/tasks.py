@@ -16,10 +16,10 @@ from django.conf import settings
 from django.db.models.functions import Length
 from django.utils import timezone
 
+from lib.api.idempotency import idempotency_keys_expire
 from memories import maintenance
 from memories.embeddings import writes
 from memories.recall.hnsw import vector_index_maintain
-from memories.turns.idempotency import idempotency_keys_expire
 
 logger = logging.getLogger(__name__)
 

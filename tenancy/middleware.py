@@ -1,20 +1,11 @@
-"""One transaction per request, with the tenant set inside it.
+"""One transaction per request, with the tenant set inside it; any answer of 400 or above rolls it back, so a
+refused or failed request leaves nothing half-written."""
 
-Why a middleware rather than ATOMIC_REQUESTS: the tenant of a signed-in
-person must be set before the view runs, and Django's per-view transaction
-opens after every middleware has run. So this middleware opens the
-transaction itself, right after AuthenticationMiddleware:
-
-- a signed-in person's organisation (from their membership) is set here;
-- an agent's is set by `accounts.auth.BearerTokenAuthentication`, inside this
-  same transaction, by the statement that reads its token;
-- any answer of 400 or above rolls the transaction back, so a refused or
-  failed request leaves nothing half-written;
-- a database that cannot be reached answers 503 with the one error shape.
-
-Requests that should not touch the database in a transaction (the health
-check, which reports the database's state itself) pass straight through.
-"""
+# A middleware rather than ATOMIC_REQUESTS: a signed-in person's tenant must be set before the view runs, and
+# Django's per-view transaction opens after every middleware. So it opens here, right after
+# AuthenticationMiddleware: a person's organisation (from their membership) is set here, an agent's by
+# `accounts.auth.BearerTokenAuthentication` inside this same transaction. The health check and /metrics, which
+# report the database's state themselves, pass straight through.
 
 from __future__ import annotations
 
@@ -25,28 +16,22 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 
 from accounts.models import Membership
+from lib.api.errors import DATABASE_RETRY_AFTER_SECONDS, DATABASE_UNAVAILABLE, error_json
 from tenancy import standby
 from tenancy.context import tenant_activate
 from tenancy.sql import OPERATOR, STEWARD
 
 logger = logging.getLogger(__name__)
 
-UNAVAILABLE_RETRY_AFTER_SECONDS = 5
 # /metrics reports the database's state itself, as the health check does.
 PASS_THROUGH_PATHS = ("/healthz", "/metrics")
 
 
 def unavailable_response() -> JsonResponse:
-    response = JsonResponse(
-        {
-            "error": "unavailable",
-            "detail": "The database is unavailable; nothing was written. Try again shortly.",
-            "fields": {},
-        },
-        status=503,
+    """A database that cannot be reached: 503 in the one error shape."""
+    return error_json(
+        "unavailable", DATABASE_UNAVAILABLE, status=503, headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)}
     )
-    response["Retry-After"] = str(UNAVAILABLE_RETRY_AFTER_SECONDS)
-    return response
 
 
 def session_scope(request: HttpRequest) -> tuple[str, str]:

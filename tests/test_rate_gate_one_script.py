@@ -1,4 +1,4 @@
-"""The token rate gate counts in one Redis script: exact and atomic across workers, its key expiring (issue 15)."""
+"""The token rate gate counts in one Redis script: exact and atomic across workers, its key expiring."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from django.core.cache import cache
 from django.http import HttpResponse
 from django.test import RequestFactory
 
-from config.middleware import TokenRateGateMiddleware, count_in_window, gate_key, log_key
+from lib.api.rate_gate import TokenRateGateMiddleware, count_in_window, gate_key, log_key
 
 THREADS = 8
 REQUESTS_EACH = 25

@@ -1,4 +1,4 @@
-"""The per-principal throttle keeps DRF's exact sliding log, in Redis, checked in one round trip (issue 15)."""
+"""The per-principal throttle keeps DRF's exact sliding log, in Redis, checked in one round trip."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def throttle_log() -> tuple[bytes, int]:
 
 def test_the_log_slides_a_refusal_is_not_counted_and_retry_after_names_the_oldest(client, settings):
     # Ten seconds before a minute's edge: the fourth call, 20 s later, falls in the fixed-window gate's next
-    # window (config/middleware.py), so only this throttle's sliding log can refuse it.
+    # window (lib/api/rate_gate.py), so only this throttle's sliding log can refuse it.
     settings.MEMORY_API_RATE = "3/min"
     start = (int(time.time()) // 60 + 1) * 60 + 50
     with time_machine.travel(start, tick=False) as traveller:
@@ -89,7 +89,7 @@ def test_without_the_gate_a_bearer_call_is_throttled_all_the_same_and_says_why(o
     settings.MEMORY_API_RATE = "2/min"
     token = agent_create(organisation=org, name="ungated")[1]
     cache.clear()
-    with caplog.at_level("INFO", logger="lib.api.throttles"):
+    with caplog.at_level("INFO", logger="lib.api.rate_gate"):
         assert bearer_client(token).get("/api/v1/places").status_code == 200
         assert "no rate gate verdict" not in caplog.text  # the positive control: with the gate there is one
         settings.MIDDLEWARE = [path for path in settings.MIDDLEWARE if not path.endswith("TokenRateGateMiddleware")]

@@ -14,10 +14,11 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
 from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, answered, asked, read_schema, write_schema
+from lib.api.errors import error_body
+from lib.api.idempotency import idempotent_response
 from lib.api.views import ApiView
 from lib.fields import StrictDateTimeField, optional_text
 from memories.api.serializers import BatchErrorOutputSerializer, PlaceSerializer, StrictSerializer
-from memories.turns.idempotency import idempotent_response
 from threads.ingest import EventsRefused, IngestOutcome, RefusedEvent, thread_events_ingest
 from threads.models import THREAD_ID_PATTERN, Learning, Thread, ThreadEvent
 from threads.selectors import thread_episodes_status, thread_within_restriction
@@ -102,10 +103,7 @@ class IngestRefusedOutputSerializer(serializers.Serializer):
 
 
 def refusals_of(refused: list[RefusedEvent]) -> list[dict]:
-    return [
-        {"index": event.index, "error": {"error": event.code, "detail": event.detail, "fields": event.fields}}
-        for event in refused
-    ]
+    return [{"index": event.index, "error": error_body(event.code, event.detail, event.fields)} for event in refused]
 
 
 class LearnedOutputSerializer(serializers.Serializer):
@@ -293,13 +291,8 @@ class ThreadEventsApi(_ThreadApi):
                 token=principal.token,
             )
         except EventsRefused as refusal:
-            body = {
-                "error": refusal.code,
-                "detail": refusal.message,
-                "fields": refusal.fields(),
-                "refusals": refusals_of(refusal.refused),
-            }
-            return Response(body, status=refusal.http_status)
+            body = error_body(refusal.code, refusal.message, refusal.fields())
+            return Response({**body, "refusals": refusals_of(refusal.refused)}, status=refusal.http_status)
         return Response(
             ingested(thread, outcome), status=status.HTTP_201_CREATED if accepted(outcome) else status.HTTP_200_OK
         )

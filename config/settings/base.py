@@ -47,7 +47,7 @@ MIDDLEWARE = [
     # A chunked body would be read as empty: 411, before anything reads it.
     "config.middleware.RefuseChunkedBodiesMiddleware",
     # Refuses a flooding token with one Redis round trip, before any database work.
-    "config.middleware.TokenRateGateMiddleware",
+    "lib.api.rate_gate.TokenRateGateMiddleware",
     # Refuses an organisation's request past its share of requests in flight, also before any database work.
     "lib.api.fair_share.FairShareMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -68,6 +68,8 @@ MIDDLEWARE = [
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 AUTH_USER_MODEL = "accounts.User"
+# Where an `Idempotency-Key` is kept (`lib.api.idempotency`, which imports no app).
+IDEMPOTENCY_KEY_MODEL = "memories.IdempotencyKey"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/me/memories"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -218,7 +220,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["accounts.auth.HasPrincipal"],
     "EXCEPTION_HANDLER": "lib.api.errors.exception_handler",
-    "DEFAULT_THROTTLE_CLASSES": ["lib.api.throttles.PrincipalRateThrottle"],
+    "DEFAULT_THROTTLE_CLASSES": ["lib.api.rate_gate.PrincipalRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Archivist API",
@@ -299,7 +301,7 @@ CONSOLIDATION_SWEEP_SECONDS = env_int("ARCHIVIST_CONSOLIDATION_SWEEP_SECONDS", 6
 # with all-MiniLM-L6-v2 by bench/dedupe_threshold.py: distinct facts up to 0.889, repeats from 0.931).
 DEDUPE_COSINE_THRESHOLD = env_float("ARCHIVIST_DEDUPE_COSINE_THRESHOLD", 0.91)
 THREAD_EVENT_MAX_CHARS = env_int("ARCHIVIST_THREAD_EVENT_MAX_CHARS", 8_000, minimum=100)
-# Issue 16: thread events kept as episodes: the global kill switch (an organisation's owners turn
+# Thread events kept as episodes: the global kill switch (an organisation's owners turn
 # them off for it, Organisation.thread_episodes, and a thread for itself); the live episodes kept
 # per place before the oldest expire.
 THREAD_EPISODES = env_bool("ARCHIVIST_THREAD_EPISODES", True)

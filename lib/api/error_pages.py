@@ -3,7 +3,9 @@ site's page elsewhere. Missing pages are `lib.api.not_found`."""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
+
+from lib.api.errors import error_json
 
 
 def _under_api(request: HttpRequest) -> bool:
@@ -14,7 +16,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
     """handler500: nothing about the failure is shown; the server's log has the traceback."""
     if _under_api(request):
         detail = "Something went wrong on the server; nothing you sent is at fault. Try again, or tell its operator."
-        return JsonResponse({"error": "server_error", "detail": detail, "fields": {}}, status=500)
+        return error_json("server_error", detail, status=500)
     from django.views.defaults import server_error as site_server_error
 
     return site_server_error(request)
@@ -28,7 +30,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
             "send `Authorization: Bearer <token>` (an agent's token)."
         )
         fields = {"Authorization": ["Send an agent's token as `Bearer <token>`."]}
-        return JsonResponse({"error": "forbidden", "detail": detail, "fields": fields}, status=403)
+        return error_json("forbidden", detail, fields, status=403)
     from django.views.csrf import csrf_failure as site_csrf_failure
 
     return site_csrf_failure(request, reason)

@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import InterfaceError, OperationalError
-from django.http import Http404
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -20,6 +20,7 @@ logger = logging.getLogger(__name__)
 
 
 DATABASE_RETRY_AFTER_SECONDS = 5
+DATABASE_UNAVAILABLE = "The database is unavailable; nothing was written. Try again shortly."
 
 _CODES = {
     status.HTTP_400_BAD_REQUEST: "invalid",
@@ -56,8 +57,35 @@ def flatten_errors(detail, prefix: str = "") -> dict[str, list[str]]:
     return fields
 
 
+def error_body(code: str, detail: str, fields: dict | None = None) -> dict:
+    """The one error shape; every answer that refuses builds its body here."""
+    return {"error": code, "detail": detail, "fields": fields or {}}
+
+
 def error_response(code: str, detail: str, fields: dict | None = None, http_status: int = 400, headers=None):
-    return Response({"error": code, "detail": detail, "fields": fields or {}}, status=http_status, headers=headers)
+    return Response(error_body(code, detail, fields), status=http_status, headers=headers)
+
+
+def error_json(code: str, detail: str, fields: dict | None = None, *, status: int, headers=None) -> JsonResponse:
+    """The one error shape outside DRF: for a middleware or a Django handler, which answer before any view."""
+    return JsonResponse(error_body(code, detail, fields), status=status, headers=headers)
+
+
+def _django_detail(error: DjangoValidationError) -> dict:
+    return error.message_dict if hasattr(error, "error_dict") else {"non_field_errors": error.messages}
+
+
+def validation_fields(error: exceptions.ValidationError | DjangoValidationError) -> dict[str, list[str]]:
+    """A DRF or Django validation error's messages as {dotted.field: [messages]}."""
+    return flatten_errors(_django_detail(error) if isinstance(error, DjangoValidationError) else error.detail)
+
+
+def refusal_sentence(fields: dict[str, list[str]], refused: str = "The request") -> str:
+    """A validation refusal in one sentence: the field's message when one field was refused, else their names."""
+    names = sorted(fields)
+    if len(names) == 1 and fields[names[0]]:
+        return f"{names[0]}: {fields[names[0]][0]}"
+    return f"{refused} was refused: check {', '.join(names)}." if names else f"{refused} was refused."
 
 
 def exception_handler(exc, context):
@@ -65,9 +93,7 @@ def exception_handler(exc, context):
     if isinstance(exc, ApplicationError):
         return error_response(exc.code, exc.message, exc.fields(), http_status=exc.http_status)
     if isinstance(exc, DjangoValidationError):
-        exc = exceptions.ValidationError(
-            exc.message_dict if hasattr(exc, "error_dict") else {"non_field_errors": exc.messages}
-        )
+        exc = exceptions.ValidationError(_django_detail(exc))
     elif isinstance(exc, Http404):
         exc = exceptions.NotFound("Not found.")
     elif isinstance(exc, DjangoPermissionDenied):
@@ -84,7 +110,7 @@ def exception_handler(exc, context):
         # committed, so the caller may retry; the request's transaction rolls back.
         return error_response(
             "unavailable",
-            "The database is unavailable; nothing was written. Try again shortly.",
+            DATABASE_UNAVAILABLE,
             http_status=status.HTTP_503_SERVICE_UNAVAILABLE,
             headers={"Retry-After": str(DATABASE_RETRY_AFTER_SECONDS)},
         )
@@ -97,12 +123,8 @@ def exception_handler(exc, context):
         return None
     code = _CODES.get(response.status_code, "error")
     if isinstance(exc, exceptions.ValidationError):
-        fields = flatten_errors(exc.detail)
-        names = ", ".join(sorted(fields))
-        detail = f"The request was refused: check {names}." if names else "The request was refused."
-        first = next(iter(fields.values()), [])
-        if len(fields) == 1 and first:
-            detail = f"{next(iter(fields))}: {first[0]}"
+        fields = validation_fields(exc)
+        detail = refusal_sentence(fields)
     else:
         detail = str(exc.detail) if hasattr(exc, "detail") else str(exc)
         # Whatever refused the body or its type names what it refused.
@@ -112,5 +134,5 @@ def exception_handler(exc, context):
             fields = {"Content-Type": [f"Send application/json; {detail}".rstrip(".") + "."]}
         else:
             fields = {}
-    response.data = {"error": code, "detail": detail, "fields": fields}
+    response.data = error_body(code, detail, fields)
     return response

@@ -34,7 +34,7 @@ from django.conf import settings
 from django.core.cache import cache
 
 from lib.api.bearer import bearer_token
-from lib.api.throttles import presented_digest, throttled_response
+from lib.api.rate_gate import presented_digest, throttled_response
 from lib.metrics import refused
 from lib.scripts import unbound_script
 

@@ -8,6 +8,8 @@ from django.conf import settings
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import status
 
+from lib.api.errors import error_json
+
 logger = logging.getLogger(__name__)
 
 
@@ -55,7 +57,7 @@ def _without_trailing_slash(path: str) -> str | None:
 def api_not_found(request, *args, **kwargs):
     """Every /api/ path no route takes answers 404 in the one error shape, never an HTML page,
     naming the id when it is one that is malformed (ids are UUIDs)."""
-    from django.http import HttpResponsePermanentRedirect, JsonResponse
+    from django.http import HttpResponsePermanentRedirect
     from django.urls import Resolver404, resolve
 
     path = request.path_info
@@ -69,21 +71,13 @@ def api_not_found(request, *args, **kwargs):
     name = _malformed_id(path)
     endpoint = _without_trailing_slash(path)
     if endpoint is not None:
-        body = {
-            "error": "not_found",
-            "detail": f"No API endpoint at {path}; the endpoint is {endpoint}, without the trailing slash.",
-            "fields": {},
-        }
+        detail, fields = f"No API endpoint at {path}; the endpoint is {endpoint}, without the trailing slash.", {}
     elif name is not None:
         message = f"{name} must be a UUID, such as {_NIL_UUID}; nothing has the id given."
-        body = {"error": "not_found", "detail": f"{name}: {message}", "fields": {name: [message]}}
+        detail, fields = f"{name}: {message}", {name: [message]}
     else:
-        body = {
-            "error": "not_found",
-            "detail": f"No API endpoint at {path}; the endpoints are listed at /api/docs/.",
-            "fields": {},
-        }
-    return JsonResponse(body, status=status.HTTP_404_NOT_FOUND)
+        detail, fields = f"No API endpoint at {path}; the endpoints are listed at /api/docs/.", {}
+    return error_json("not_found", detail, fields, status=status.HTTP_404_NOT_FOUND)
 
 
 def page_not_found(request, exception=None):

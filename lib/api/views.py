@@ -9,7 +9,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.views import APIView
 
 from lib.api.parsers import SafeJSONParser
-from lib.api.throttles import PrincipalRateThrottle
+from lib.api.rate_gate import PrincipalRateThrottle
 from lib.text import identifier_problem
 
 if TYPE_CHECKING:  # only the type: lib imports no app

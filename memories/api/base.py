@@ -16,6 +16,7 @@ from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
 from accounts.auth import Principal, ReadWithToken
+from lib.api.idempotency import idempotent_response
 from lib.api.views import ApiView
 from memories.api.serializers import AGENT_CHANGES_IN_A_PLACE
 from memories.db.predicates import times_in_range_q
@@ -33,9 +34,6 @@ from memories.scopes import Viewer, agent_sees, changeable_by, visible_to
 from memories.selectors import (
     readable_only,
     viewer_for,
-)
-from memories.turns.idempotency import (
-    idempotent_response,
 )
 
 logger = logging.getLogger(__name__)

@@ -17,22 +17,21 @@ from rest_framework.response import Response
 
 from accounts.auth import Principal
 from lib.api.docs import PLACE_EXAMPLE, PLACE_MEANS, answered, asked, write_schema
-from lib.api.errors import flatten_errors
-from lib.api.idempotency import IDEMPOTENCY_HEADER
+from lib.api.errors import error_body, refusal_sentence, validation_fields
+from lib.api.idempotency import ItemKeys, KeyReused, without_key
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
 from memories.api.docs import MEMORY_EXAMPLE, REMEMBER_EXAMPLE
 from memories.api.memories import remember, remember_write
-from memories.errors import LimitReached, TurnConflict
-from memories.models import IdempotencyKey, Memory
+from memories.errors import LimitReached
+from memories.models import Memory
 from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound
 from memories.services import Together, remembering_together
-from memories.turns.idempotency import REUSED_KEY_MESSAGE, principal_key, request_fingerprint
 
 logger = logging.getLogger(__name__)
 
 # What refuses one item and keeps the rest; anything else fails the whole call.
-REFUSALS = (exceptions.ValidationError, DjangoValidationError, LimitReached, PlaceNotFound, TurnConflict, PlaceConflict)
+REFUSALS = (exceptions.ValidationError, DjangoValidationError, LimitReached, PlaceNotFound, KeyReused, PlaceConflict)
 # What the database answers when a trigger or CHECK refuses a row Python let through.
 DATABASE_REFUSALS = (IntegrityError, DataError)
 ENDPOINT = "remember"  # items share their key space with `POST /api/v1/memories`
@@ -184,14 +183,14 @@ class Batch:
 
     def in_one_insert(self, items: list[dict]) -> list[s.BatchItem]:
         """Every item checked in Python, then the rows kept, their keys and receipts inserted a statement each."""
-        keys = BatchKeys.used(self.principal, items)
+        keys = ItemKeys.used(self.principal, ENDPOINT, items)
         places: dict[str, PlaceInTurn] = {}
         with self.together(insert_later=True) as together:
             answers = [self.checked(index, item, places, together, keys) for index, item in enumerate(items)]
-        IdempotencyKey.objects.bulk_create(keys.claimed)
-        return keys.replayed(answers)
+        keys.save()
+        return replayed(answers, keys)
 
-    def checked(self, index: int, item: dict, places: dict, together: Together, keys: BatchKeys) -> s.BatchItem:
+    def checked(self, index: int, item: dict, places: dict, together: Together, keys: ItemKeys) -> s.BatchItem:
         """One item checked and kept for the batch's insert, or refused (nothing of it written)."""
         looked_up = None
         try:
@@ -200,7 +199,7 @@ class Batch:
             # Only a place's first sight may write (its record): that item's savepoint undoes it if refused.
             with together.savepoint() if first_here else nullcontext():
                 resolved, looked_up = self.place(data, places)
-                key, fingerprint = data.pop("idempotency_key", None), item_fingerprint(item)
+                key, fingerprint = data.pop("idempotency_key", None), keys.fingerprint(item)
                 if keys.seen(index, key, fingerprint):
                     return s.BatchItem(index=index, status="duplicate")  # its memory comes with `replayed`
                 memory, extra = remember_write(
@@ -238,95 +237,37 @@ class Batch:
         return s.BatchItem(index=index, status="duplicate" if replayed else "created", memory=memory)
 
 
-def without_key(item: dict) -> dict:
-    """The item as a lone remember would send it: its key travels as the request's header."""
-    return {name: value for name, value in item.items() if name != "idempotency_key"}
-
-
-def item_fingerprint(item: dict) -> str:
-    return request_fingerprint(endpoint=ENDPOINT, data=without_key(item))
-
-
-@dataclass
-class BatchKeys:
-    """The items' idempotency keys: those used before (read in one query), and those this batch claims."""
-
-    owner: dict  # whose key space: the organisation and the principal
-    seen_rows: dict[str, IdempotencyKey]
-    claimed: list[IdempotencyKey] = field(default_factory=list)
-    replays: dict[int, IdempotencyKey] = field(default_factory=dict)  # a duplicate's index → its key's row
-
-    @classmethod
-    def used(cls, principal: Principal, items: list[dict]) -> BatchKeys:
-        owner = {"organisation": principal.organisation, "principal": principal_key(principal)}
-        named = {item["idempotency_key"] for item in items if isinstance(item.get("idempotency_key"), str)}
-        rows = IdempotencyKey.objects.filter(**owner, key__in=named) if named else []
-        return cls(owner, {row.key: row for row in rows})
-
-    def seen(self, index: int, key: str | None, fingerprint: str) -> bool:
-        """Whether the item's key was used before by this request: it is answered with the first write's memory
-        (`replayed`). Used for another request, it is refused, as a lone remember would be."""
-        row = self.seen_rows.get(key) if key is not None else None
-        if row is None:
-            return False
-        if row.endpoint != ENDPOINT or row.request_sha256 != fingerprint:
-            raise TurnConflict(IDEMPOTENCY_HEADER, REUSED_KEY_MESSAGE)
-        self.replays[index] = row
-        return True
-
-    def claim(self, key: str | None, fingerprint: str, memory: Memory, extra: dict) -> None:
-        if key is None:
-            return
-        row = IdempotencyKey(**self.owner, key=key, endpoint=ENDPOINT, request_sha256=fingerprint, memory=memory)
-        row.response_extra = extra
-        self.seen_rows[key] = row  # the same key again in this batch is its duplicate
-        self.claimed.append(row)
-
-    def replayed(self, answers: list[s.BatchItem]) -> list[s.BatchItem]:
-        """The duplicates answered with their first write's memory as it is now, read in one query."""
-        rows = Memory.objects.select_related("agent", "written_by").in_bulk(
-            [row.memory_id for row in self.replays.values()]
-        )
-        return [
-            replace(answer, memory=s.remembered(rows[row.memory_id], row.response_extra))
-            if (row := self.replays.get(answer.index)) is not None
-            else answer
-            for answer in answers
-        ]
+def replayed(answers: list[s.BatchItem], keys: ItemKeys) -> list[s.BatchItem]:
+    """The duplicates answered with their first write's memory as it is now, read in one query."""
+    rows = Memory.objects.select_related("agent", "written_by").in_bulk(
+        [row.memory_id for row in keys.replays.values()]
+    )
+    return [
+        replace(answer, memory=s.remembered(rows[row.memory_id], row.response_extra))
+        if (row := keys.replays.get(answer.index)) is not None
+        else answer
+        for answer in answers
+    ]
 
 
 def refusal(index: int, error: Exception) -> s.BatchItem:
     """A refused item, answered as a lone request would have been refused."""
     if isinstance(error, (exceptions.ValidationError, DjangoValidationError)):
-        return refused(index, "invalid", *invalid_fields(error))
+        fields = validation_fields(error)
+        return refused_item(index, "invalid", refusal_sentence(fields, "The item"), fields)
     if isinstance(error, LimitReached):
-        return refused(index, "limit_reached", str(error), {})
+        return refused_item(index, "limit_reached", str(error), {})
     if isinstance(error, PlaceNotFound):
-        return refused(index, "not_found", error.message, {})
-    if isinstance(error, (TurnConflict, PlaceConflict)):
-        return refused(index, "conflict", error.message, {error.field: [error.message]})
+        return refused_item(index, "not_found", error.message, {})
+    if isinstance(error, (KeyReused, PlaceConflict)):
+        return refused_item(index, "conflict", error.message, {error.field: [error.message]})
     if isinstance(error, DATABASE_REFUSALS):
-        return refused(index, "invalid", *database_refusal(error))
+        return refused_item(index, "invalid", *database_refusal(error))
     raise error  # not in REFUSALS
 
 
-def refused(index: int, code: str, detail: str, fields: dict) -> s.BatchItem:
-    """A refused item, in the API's one error shape."""
-    return s.BatchItem(index=index, status="refused", error={"error": code, "detail": detail, "fields": fields})
-
-
-def invalid_fields(error) -> tuple[str, dict]:
-    """A refusal's sentence and its fields, named as a lone request would name them."""
-    if isinstance(error, DjangoValidationError):
-        detail = error.message_dict if hasattr(error, "error_dict") else {"non_field_errors": error.messages}
-    else:
-        detail = error.detail
-    fields = flatten_errors(detail)
-    names = sorted(fields)
-    sentence = (
-        f"{names[0]}: {fields[names[0]][0]}" if len(names) == 1 else f"The item was refused: check {', '.join(names)}."
-    )
-    return sentence, fields
+def refused_item(index: int, code: str, detail: str, fields: dict) -> s.BatchItem:
+    return s.BatchItem(index=index, status="refused", error=error_body(code, detail, fields))
 
 
 def database_refusal(error: Exception) -> tuple[str, dict]:

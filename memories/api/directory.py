@@ -14,10 +14,10 @@ from accounts.auth import Principal
 from accounts.models import Membership
 from accounts.people import handle_problem, people_of, person_upsert
 from lib.api.docs import ERROR_EXAMPLE, answered, asked, list_schema, write_schema
+from lib.api.idempotency import plain_json
 from memories.api import serializers as s
 from memories.api.base import MemoryApi, PagedListApi
 from memories.places import channel_problem, place_put, places_for
-from memories.turns.idempotency import plain_json
 
 
 class DirectoryApi(MemoryApi):

@@ -11,7 +11,13 @@ from rest_framework.response import Response
 
 from accounts.auth import Principal
 from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, answered, asked, read_schema, write_schema
-from lib.api.idempotency import IDEMPOTENCY_PARAMETER, idempotency_key_of
+from lib.api.idempotency import (
+    IDEMPOTENCY_PARAMETER,
+    idempotency_key_of,
+    idempotent_write,
+    principal_key,
+    request_fingerprint,
+)
 from memories.api import serializers as s
 from memories.api.base import MemoryApi, PagedListApi
 from memories.api.docs import FORGOTTEN_EXAMPLE, LIMIT_REACHED, MEMORY_EXAMPLE, REMEMBER_EXAMPLE
@@ -25,11 +31,6 @@ from memories.selectors import (
     memory_supersede_chain,
 )
 from memories.services import Together, memory_supersede
-from memories.turns.idempotency import (
-    idempotent_write,
-    principal_key,
-    request_fingerprint,
-)
 from memories.turns.writes import (
     memory_forget,
     memory_pin,

@@ -8,13 +8,13 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 
 from lib.api.docs import answered, asked, read_schema, write_schema
+from lib.api.idempotency import plain_json
 from memories.api import serializers as s
 from memories.api.base import MemoryApi
 from memories.api.docs import SUBJECT_ERASE_EXAMPLE, SUBJECT_EXPORT_EXAMPLE
 from memories.models import SubjectType
 from memories.scopes import subject_request_allowed
 from memories.subjects import subject_erase, subject_export_document
-from memories.turns.idempotency import plain_json
 from memories.turns.writes import user_subject_id
 
 # What a subject request may be answered instead of its result, for export and erasure alike.

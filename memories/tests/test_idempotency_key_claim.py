@@ -4,14 +4,17 @@ when the first write fails, the key is free again and the retry writes."""
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from accounts.models import Organisation
+from lib.api.idempotency import idempotency_keys_expire, idempotent_call, key_model
 from memories.models import IdempotencyKey
 from memories.tests.test_remember_in_one_statement import second_waits_for_first
-from memories.turns.idempotency import idempotent_call
 
 
 def call(org, write):
@@ -70,3 +73,19 @@ def test_a_first_use_is_two_statements_and_a_replay_two_reads(org):
     with CaptureQueriesContext(connection) as replay:
         assert call(org, lambda: ("again", None, {})) == (("replayed", {"by": "first"}), True)
     assert [query["sql"].split()[0] for query in replay] == ["INSERT", "SELECT"]
+
+
+def test_the_key_model_is_the_one_the_setting_names(settings):
+    assert key_model() is IdempotencyKey
+    settings.IDEMPOTENCY_KEY_MODEL = "accounts.Organisation"
+    assert key_model() is Organisation
+
+
+@pytest.mark.django_db
+def test_keys_older_than_a_day_expire_and_newer_ones_stay(org):
+    call(org, lambda: ("first", None, {}))
+    now = timezone.now()
+    assert idempotency_keys_expire(now=now) == 0
+    assert IdempotencyKey.objects.filter(key="retry-1").exists()
+    assert idempotency_keys_expire(now=now + timedelta(days=1, minutes=1)) == 1
+    assert not IdempotencyKey.objects.filter(key="retry-1").exists()

@@ -15,9 +15,9 @@ from accounts.models import Agent, Membership, Organisation, User
 from accounts.people import person_upsert
 from accounts.services import agent_create, organisation_create, user_create
 from admissions.services import admission_decide, claim_submit
+from lib.api.idempotency import idempotent_write
 from memories.models import Memory, TenantVectorIndex
 from memories.places import place_recorded
-from memories.turns.idempotency import idempotent_write
 from memories.turns.injections import injection_render
 from memories.turns.writes import memory_remember_in_place
 from tenancy.sql import APP_ROLE, CROSS_TENANT_SETTING, TENANT_SETTING, TOKEN_HASH_SETTING
