@@ -100,6 +100,16 @@ def arguments() -> argparse.Namespace:
         "keep them (threads; implies --no-ablations and --modes contextual unless given)",
     )
     parser.add_argument(
+        "--ranked",
+        type=Path,
+        help="write every API question's ranked source refs, per mode, to this JSON file (to compare two runs)",
+    )
+    parser.add_argument(
+        "--ranked-against",
+        type=Path,
+        help="a --ranked file of an earlier run: print, per mode, how many questions' top 10 differ from it",
+    )
+    parser.add_argument(
         "--resume",
         action="store_true",
         help="with --via threads: reuse the data folder a run left consolidated (after the stack died while "
@@ -536,6 +546,7 @@ class Score:
     latency: list = field(default_factory=list)
     server: list = field(default_factory=list)
     best: list = field(default_factory=list)
+    ranked: dict = field(default_factory=dict)  # question key -> the top 10 refs, in order
 
     def add(self, question: Question, found: list[str]) -> None:
         evidence = set(question.evidence)
@@ -657,13 +668,15 @@ def ask_api(conversations: list[Conversation], base: str, mode: str) -> Score:
     for conv in conversations:
         session = requests.Session()
         session.headers["Authorization"] = f"Bearer {conv.token}"
-        for question in conv.questions:
+        for number, question in enumerate(conv.questions):
             elapsed, response = api_recall(session, base, mode, question)
             score.latency.append(elapsed)
             timing = re.search(r"recall;dur=([\d.]+)", response.headers.get("Server-Timing", ""))
             if timing:
                 score.server.append(float(timing[1]))
-            score.add(question, [row["source"]["ref"] for row in response.json()["results"]])
+            found = [row["source"]["ref"] for row in response.json()["results"]]
+            score.add(question, found)
+            score.ranked[f"{conv.sample_id}/{number}"] = found[:10]
         for question in conv.questions[::LATENCY_EVERY]:
             score.best.append(min(api_recall(session, base, mode, question)[0] for _ in range(LATENCY_REPEATS)))
     return score
@@ -681,6 +694,27 @@ def warm_up(conversations: list[Conversation], base: str, modes: list[str]) -> N
                 headers=headers,
                 timeout=120,
             )
+
+
+def compare_ranked(api: dict[str, Score], path: Path | None, against: Path | None) -> None:
+    """Write this run's ranked refs to `path`; say how many questions' top 10 differ from `against`'s."""
+    ranked = {mode: score.ranked for mode, score in api.items()}
+    if path:
+        path.write_text(json.dumps(ranked, indent=0, sort_keys=True))
+        say(f"ranked results written to {path}")
+    if not against:
+        return
+    earlier = json.loads(against.read_text())
+    for mode, now in ranked.items():
+        before = earlier.get(mode, {})
+        shared = [key for key in now if key in before]
+        order = sum(now[key] != before[key] for key in shared)
+        members = sum(set(now[key]) != set(before[key]) for key in shared)
+        first = sum(now[key][:1] != before[key][:1] for key in shared)
+        say(
+            f"ranked {mode} against {against.name}: top 10 differs in order for {order} of {len(shared)}"
+            f" questions, in membership for {members}, first result for {first}"
+        )
 
 
 def timed(function, **kwargs):
@@ -960,6 +994,7 @@ def main() -> None:
             api[mode] = ask_api(conversations, base, mode)
             h5, h10, r10, n = api[mode].metric()
             say(f"API {mode}: hit@5 {h5:.3f} hit@10 {h10:.3f} recall@10 {r10:.3f} over {n} questions")
+        compare_ranked(api, args.ranked, args.ranked_against)
         scored = baselines(conversations)
         ablated = [] if args.no_ablations else ablations(conversations)
         if threads:

@@ -195,6 +195,7 @@ def seed(args, sizes: np.ndarray, model, model_name: str) -> dict:
     """Organisations, then every memory by one binary COPY in random order."""
     import psycopg
     from django.db import connection
+    from pgvector import HalfVector
     from pgvector.psycopg import register_vector
 
     from accounts.models import Organisation
@@ -247,7 +248,7 @@ def seed(args, sizes: np.ndarray, model, model_name: str) -> dict:
         "expires_at": ("timestamptz", None),
         "created_at": ("timestamptz", None),
         "updated_at": ("timestamptz", None),
-        "embedding": ("vector", None),
+        "embedding": ("halfvec", None),
         "embedding_model": ("text", model_name),
     }
     defaults = {"integer": 0, "smallint": 0, "bigint": 0, "boolean": False, "jsonb": "{}"}
@@ -314,7 +315,7 @@ def seed(args, sizes: np.ndarray, model, model_name: str) -> dict:
                             now + timedelta(days=90),
                             created,
                             created,
-                            vector,
+                            HalfVector(vector),
                             model_name,
                             *extra_values,
                         ]

@@ -19,7 +19,7 @@ from django.db import models
 from django.db.models import F, Func, Q
 from django.db.models.functions import Cast, Length
 from django.db.models.lookups import Exact, LessThanOrEqual
-from pgvector.django import VectorField
+from pgvector.django import HalfVectorField
 
 from accounts.models import AuditRow
 from lib.text import CONTROL_CHARS, CONTROL_CHARS_SQL, control_problem
@@ -199,7 +199,8 @@ class Memory(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
 
     # Embedding
-    embedding = VectorField(dimensions=384, null=True, blank=True)
+    # Half precision: half the table and index size, the same top 10 (docs/benchmarks.md, "halfvec").
+    embedding = HalfVectorField(dimensions=384, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, default="")
     embedding_attempts = models.PositiveSmallIntegerField(default=0)
     embedding_error = models.TextField(blank=True, default="")

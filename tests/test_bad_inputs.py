@@ -611,7 +611,7 @@ def test_the_database_refuses_a_vector_of_the_wrong_dimension(fact):
         transaction.atomic(),
         connection.cursor() as cursor,
     ):
-        cursor.execute("UPDATE memories_memory SET embedding = %s::vector WHERE id = %s", [str([0.1] * 383), fact])
+        cursor.execute("UPDATE memories_memory SET embedding = %s::halfvec WHERE id = %s", [str([0.1] * 383), fact])
 
 
 # --- Credentials and tenants ------------------------------------------------------------

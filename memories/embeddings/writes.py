@@ -101,7 +101,7 @@ def _write_vectors(*, rows: list[Memory], vectors: list[list[float]], model: str
     """The conditional UPDATE; returns the ids it wrote. Runs inside the claiming transaction."""
     if not rows:
         return []
-    values = ", ".join(["(%s::uuid, %s::vector)"] * len(rows))
+    values = ", ".join(["(%s::uuid, %s::halfvec)"] * len(rows))
     params: list = []
     for row, vector in zip(rows, vectors, strict=True):
         params.extend([str(row.id), _vector_literal(vector)])

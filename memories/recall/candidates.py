@@ -278,7 +278,7 @@ def _place_cte(base: str) -> str:
         "place AS MATERIALIZED (\n"
         "  SELECT m.id, m.created_at, m.pinned, m.search_vector, m.embedding IS NULL AS unembedded,\n"
         "    CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
-        " THEN m.embedding <=> %(qvec)s::vector END AS distance\n"
+        " THEN m.embedding <=> %(qvec)s::halfvec END AS distance\n"
         f"  FROM memories_memory m WHERE {base}\n)"
     )
 
@@ -306,7 +306,7 @@ def _vector_ctes(request: RecallRequest, base: str, shared_rows: str | None) -> 
     else:
         ctes = []
         source = (
-            "SELECT m.id, m.embedding <=> %(qvec)s::vector AS distance FROM memories_memory m\n"
+            "SELECT m.id, m.embedding <=> %(qvec)s::halfvec AS distance FROM memories_memory m\n"
             f"    WHERE {base} AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s\n"
             "    ORDER BY 2 LIMIT %(pool)s"
         )
@@ -323,10 +323,10 @@ def _hnsw_candidates_cte(organisation_id) -> str:
     # the other filters are checked on the candidates it returns.
     return (
         "wcand AS MATERIALIZED (\n"
-        "  SELECT w.id, w.embedding <=> %(qvec)s::vector AS distance FROM memories_memory w\n"
+        "  SELECT w.id, w.embedding <=> %(qvec)s::halfvec AS distance FROM memories_memory w\n"
         f"  WHERE w.organisation_id = {tenant_literal(organisation_id)} AND w.scope = 'workspace'"
         f" AND {live_sql('w')} AND w.embedding IS NOT NULL\n"
-        "  ORDER BY w.embedding <=> %(qvec)s::vector LIMIT %(ef)s\n)"
+        "  ORDER BY w.embedding <=> %(qvec)s::halfvec LIMIT %(ef)s\n)"
     )
 
 
@@ -337,7 +337,7 @@ def _hnsw_vector_source(request: RecallRequest, base: str) -> str:
         "(SELECT c.id, c.distance FROM wcand c JOIN memories_memory m ON m.id = c.id\n"
         f"    WHERE {base} AND m.embedding_model = %(model)s)\n"
         "  UNION ALL\n"
-        "  (SELECT m.id, m.embedding <=> %(qvec)s::vector AS distance FROM memories_memory m\n"
+        "  (SELECT m.id, m.embedding <=> %(qvec)s::halfvec AS distance FROM memories_memory m\n"
         f"    WHERE {narrow} AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s\n"
         "    ORDER BY 2 LIMIT %(pool)s)"
     )

@@ -255,7 +255,7 @@ def _pool_rows(tenant: str, *, with_vector: bool) -> str:
     similarity = (
         "CASE WHEN pool.distance IS NOT NULL THEN 1 - pool.distance"
         " WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
-        " THEN 1 - (m.embedding <=> %(qvec)s::vector) END"
+        " THEN 1 - (m.embedding <=> %(qvec)s::halfvec) END"
         if with_vector
         else "NULL::float8"
     )

@@ -118,7 +118,7 @@ def vector_index_build(*, organisation_id, rows: int = 0) -> TenantVectorIndex:
             cursor.execute("SET max_parallel_maintenance_workers = 0")
             cursor.execute(
                 f'CREATE INDEX CONCURRENTLY IF NOT EXISTS "{name}" ON memories_memory'
-                " USING hnsw (embedding vector_cosine_ops)"
+                " USING hnsw (embedding halfvec_cosine_ops)"
                 f" WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION})"
                 f" WHERE {index_predicate(organisation_id)}"
             )

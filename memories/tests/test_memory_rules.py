@@ -332,7 +332,7 @@ def test_redaction_is_the_one_way_to_empty_a_body(make_memory):
 
 def test_redaction_must_clear_the_vector(make_memory):
     memory = make_memory()
-    raw_update(memory.id, "embedding = %s::vector", ["[" + ",".join(["0.1"] * 384) + "]"])
+    raw_update(memory.id, "embedding = %s::halfvec", ["[" + ",".join(["0.1"] * 384) + "]"])
     with refused_by("memories_redaction_empties"):
         raw_update(memory.id, "body = '', redacted_at = now()")
 

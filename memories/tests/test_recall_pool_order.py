@@ -96,7 +96,7 @@ def test_each_similarity_is_exactly_the_comparison_of_the_vectors(tenant, shared
         tenant_activate(organisation_id=tenant.pk)
         rows = run_plan(plan, cursor)[0]
         cursor.execute(
-            "SELECT id::text, 1 - (embedding <=> %s::vector) FROM memories_memory WHERE id::text = ANY(%s)",
+            "SELECT id::text, 1 - (embedding <=> %s::halfvec) FROM memories_memory WHERE id::text = ANY(%s)",
             [plan.params["qvec"], [row["id"] for row in rows]],
         )
         compared = dict(cursor.fetchall())

@@ -124,7 +124,7 @@ def test_the_maintenance_task_indexes_only_tenants_above_the_threshold(tenants, 
     with connection.cursor() as cursor:
         cursor.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [record.index_name])
         (definition,) = cursor.fetchone()
-    assert "hnsw" in definition and str(large.pk) in definition
+    assert "hnsw" in definition and "halfvec_cosine_ops" in definition and str(large.pk) in definition
     assert tenants["again"]["built"] == []  # nothing to do twice
 
 
