@@ -1,16 +1,15 @@
-"""Advisory locks that put writers of memory rows in one order.
+"""Advisory locks that put writers of memory rows in one order."""
 
-A writer's live-fact cap: two writes at the cap would both count 1,999, so every write that counts toward a
-cap first takes its writer's transaction-scoped lock (`LIVE_CAP_LOCK`), which serialises them without
-locking any row another writer needs (no deadlock with ingest). The count must be a statement after the
-lock's (under READ COMMITTED each statement sees what committed before it began).
-
-Subject erasure locks the subject's rows, then the learned rows derived only from the
-subject's thread events; consolidation locks the rows its candidates supersede, in the
-order of the candidates. Two such transactions in one organisation can each hold a row
-the other wants next. Both take this organisation's lock first: consolidations share
-it and run side by side, an erasure takes it alone and waits for them (and they for it).
-"""
+# A writer's live-fact cap: two writes at the cap would both count 1,999, so every write that counts toward a
+# cap first takes its writer's transaction-scoped lock (`LIVE_CAP_LOCK`), which serialises them without
+# locking any row another writer needs (no deadlock with ingest). The count must be a statement after the
+# lock's (under READ COMMITTED each statement sees what committed before it began).
+#
+# Subject erasure locks the subject's rows, then the learned rows derived only from the
+# subject's thread events; consolidation locks the rows its candidates supersede, in the
+# order of the candidates. Two such transactions in one organisation can each hold a row
+# the other wants next. Both take this organisation's lock first: consolidations share
+# it and run side by side, an erasure takes it alone and waits for them (and they for it).
 
 from __future__ import annotations
 

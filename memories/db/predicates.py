@@ -1,21 +1,20 @@
-"""Which memory rows count, said once: as SQL fragments over a table alias, and as ORM conditions.
+"""Which memory rows count, said once: as SQL fragments over a table alias, and as ORM conditions."""
 
-- **live**: neither erased (`redacted_at`) nor corrected (`superseded_by`), and
-  not a system row. Recall's partial indexes are built on exactly this text,
-  so the planner can prove that a query naming it may use them.
-- **recallable**: live, and not a promotion tombstone (a row a stance replaced,
-  marked by `stance`): what recall and render may show.
-- **readable**: every bounded time within 1900–2999 (`lib.times`), as the
-  database's `memories_times_in_range` holds; a row past it (written around
-  the constraint) would fail to load, so reads skip it rather than answer 500.
-- **shown in a turn**: readable and not quarantined (a row kept from before a
-  write rule held, see migration 0012). Recall and render test it on the rows
-  they return, after the indexes have chosen them, so no index changes.
-- **audience**: `scopes.recallable`, the rows whose scope reaches a place
-  (workspace facts, the channel's facts, and in a DM with one person that
-  person's facts), and **held or shared**: an agent's own rows and the rows no
-  agent holds. Recall selects by both; an agent's reads outside a turn do too.
-"""
+# - **live**: neither erased (`redacted_at`) nor corrected (`superseded_by`), and
+#   not a system row. Recall's partial indexes are built on exactly this text,
+#   so the planner can prove that a query naming it may use them.
+# - **recallable**: live, and not a promotion tombstone (a row a stance replaced,
+#   marked by `stance`): what recall and render may show.
+# - **readable**: every bounded time within 1900–2999 (`lib.times`), as the
+#   database's `memories_times_in_range` holds; a row past it (written around
+#   the constraint) would fail to load, so reads skip it rather than answer 500.
+# - **shown in a turn**: readable and not quarantined (a row kept from before a
+#   write rule held, see migration 0012). Recall and render test it on the rows
+#   they return, after the indexes have chosen them, so no index changes.
+# - **audience**: `scopes.recallable`, the rows whose scope reaches a place
+#   (workspace facts, the channel's facts, and in a DM with one person that
+#   person's facts), and **held or shared**: an agent's own rows and the rows no
+#   agent holds. Recall selects by both; an agent's reads outside a turn do too.
 
 from __future__ import annotations
 
