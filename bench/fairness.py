@@ -63,6 +63,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between one quiet tenant's recalls")
     parser.add_argument("--connections", type=int, default=40, help="the flood's connections")
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument(
+        "--threads", type=int, default=0, help="this code's server: gthread workers of this many threads (0: sync)"
+    )
+    parser.add_argument(
+        "--flood-nice", type=int, default=0, help="the flood processes' niceness (0: as the server's, the default)"
+    )
     parser.add_argument("--memories", type=int, default=20)
     parser.add_argument("--embedder", default="local", choices=("none", "local"))
     parser.add_argument("--against", default="", help="the baseline's commit (default: before the fair share)")
@@ -194,13 +200,21 @@ def flooded(args, port: int, tenants: list[dict], manner: dict) -> tuple[list[tu
         **manner,
         "tenant": tenants[manner["tenant"]],
     }
+    niceness = args.flood_nice
     child = subprocess.Popen(
-        [sys.executable, __file__, "--flood-child", json.dumps(spec)], stdout=subprocess.PIPE, text=True
+        [sys.executable, __file__, "--flood-child", json.dumps(spec)],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
     )
     time.sleep(1)  # the flood is under way before the quiet tenants are measured
     calls = quiet_tenants(port, tenants[1:5], args.seconds - 1, args.interval)
     output, _ = child.communicate(timeout=args.seconds + 120)
     return calls, json.loads(output.strip().splitlines()[-1])
+
+
+def worker_kind(workers: int, threads: int) -> str:
+    return f"{workers} gthread workers × {threads} threads" if threads else f"{workers} sync workers"
 
 
 def free_port() -> int:
@@ -216,8 +230,11 @@ def measured(args, data_dir: Path, tenants: list[dict], root: Path, label: str) 
     server_dir = data_dir / label
     server_dir.mkdir(exist_ok=True)
     port = args.port or free_port()  # a port another server holds would answer /healthz for it
-    step(f"{label}: gunicorn ({args.workers} sync workers) on port {port} serving {root}")
-    process = harness.start_gunicorn(port=port, data_dir=server_dir, workers=args.workers, root=root, sync=True)
+    threads = args.threads if root == ROOT else 0
+    step(f"{label}: gunicorn ({worker_kind(args.workers, threads)}) on port {port} serving {root}")
+    process = harness.start_gunicorn(
+        port=port, data_dir=server_dir, workers=args.workers, threads=threads, root=root, sync=not threads
+    )
     figures: dict = {"label": label}
     quiet = tenants[1:5]
     cache.clear()  # the other server's rate windows and shares
@@ -258,7 +275,8 @@ def row(label: str, calls: list[tuple[int, float]], alone: list[tuple[int, float
 def report(args, results: list[dict]) -> None:
     print(
         f"\n## Fairness: four quiet tenants' recalls (one each every {args.interval} s) against a flood of"
-        f" {args.connections} connections, {args.workers} sync workers, {args.seconds:.0f} s a phase\n"
+        f" {args.connections} connections, {args.seconds:.0f} s a phase; before: {worker_kind(args.workers, 0)},"
+        f" this code: {worker_kind(args.workers, args.threads)}; flood processes at niceness {args.flood_nice}\n"
     )
     print(f"Load average at the end: {' '.join(f'{value:.2f}' for value in os.getloadavg())} (two cores).\n")
     print(
