@@ -108,6 +108,11 @@ def all_in_flight_key() -> str:
     return cache.make_key(f"{IN_FLIGHT_PREFIX}all")
 
 
+def active_key() -> str:
+    """The full Redis key of the organisations with a request admitted lately (their buckets, scored by time)."""
+    return cache.make_key(f"{IN_FLIGHT_PREFIX}active")
+
+
 def organisation_forget(token_hash: str) -> None:
     """Forget which organisation a token belongs to (a stored token hash): called when it is revoked. If Redis
     cannot be reached the entry leaves by itself within `FAIR_SHARE_CACHE_SECONDS`."""
@@ -115,11 +120,6 @@ def organisation_forget(token_hash: str) -> None:
         cache.delete(organisation_key(token_hash[:32]))  # the presented digest is the hash's first 32 characters
     except Exception as error:  # noqa: BLE001 - the revocation has committed; the entry expires
         logger.warning("fair share: could not forget a revoked token's organisation: %s", error)
-
-
-def active_key() -> str:
-    """The full Redis key of the tenants admitted lately (a sorted set of their buckets, scored by the time)."""
-    return cache.make_key(f"{IN_FLIGHT_PREFIX}active")
 
 
 def _redis_client():
