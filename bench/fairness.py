@@ -3,13 +3,13 @@
     HF_HUB_OFFLINE=1 .venv/bin/python bench/fairness.py            # about 4 minutes, prints a table
 
 In its own PostgreSQL and Redis (var/bench-fairness): twelve organisations,
-each with three people, one agent and 20 memories (`bench/load.py`'s seed). gunicorn as the run command starts
-it (3 sync workers, requests as `archivist_app`, `config/gunicorn.py`), once with
+each with three people, one agent and 20 memories (`bench/load.py`'s seed). Two gunicorns as the run command
+starts it (3 sync workers, requests as `archivist_app`, `config/gunicorn.py`), one serving
 the code before the fair share (the parent of the commit that added
-`lib/api/fair_share.py`, or `--against`) and once with this code, one after the
-other, each with its own default token rate (`ARCHIVIST_TOKEN_RATE` unset).
+`lib/api/fair_share.py`, or `--against`) and one this code, both up and measured
+in turns phase by phase, each with its own default token rate (`ARCHIVIST_TOKEN_RATE` unset).
 
-For each server:
+Against each server:
 1. Capacity: six closed-loop clients, one for each of six other tenants; the
    recalls served a second is what the default per-token rate is derived from
    (`MEMORY_API_RATE` in config/settings/base.py).
@@ -17,11 +17,16 @@ For each server:
    and p95 alone, then during three floods, each from its own process (its CPU
    time reported): 40 connections in a closed loop with one tenant's token that
    ignore Retry-After; the same with another tenant's honouring it; 40 connections with a new unknown
-   token each time from 127.0.0.2.
+   token each time from 127.0.0.2. Each flood is preceded by half a phase of
+   the quiet tenants alone, and its ratio is to that: the load of a shared
+   machine drifts within a run.
 
 The load runs on the same two cores as the server: figures are noisy and a
 floor for this machine, and the ratios (the same run, the same machine) are
-what to read. Nothing is asserted.
+what to read. Nothing is asserted. The flood process runs at the server's
+priority (`--flood-nice` lowers it, to see how much of what is left is the
+flood client's own CPU rather than the server's answers), and this code is
+served by sync workers as the run command starts them (`--threads` for gthread).
 """
 
 from __future__ import annotations
@@ -63,6 +68,12 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between one quiet tenant's recalls")
     parser.add_argument("--connections", type=int, default=40, help="the flood's connections")
     parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument(
+        "--threads", type=int, default=0, help="this code's server: gthread workers of this many threads (0: sync)"
+    )
+    parser.add_argument(
+        "--flood-nice", type=int, default=0, help="the flood processes' niceness (0: as the server's, the default)"
+    )
     parser.add_argument("--memories", type=int, default=20)
     parser.add_argument("--embedder", default="local", choices=("none", "local"))
     parser.add_argument("--against", default="", help="the baseline's commit (default: before the fair share)")
@@ -194,13 +205,21 @@ def flooded(args, port: int, tenants: list[dict], manner: dict) -> tuple[list[tu
         **manner,
         "tenant": tenants[manner["tenant"]],
     }
+    niceness = args.flood_nice
     child = subprocess.Popen(
-        [sys.executable, __file__, "--flood-child", json.dumps(spec)], stdout=subprocess.PIPE, text=True
+        [sys.executable, __file__, "--flood-child", json.dumps(spec)],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=(lambda: os.nice(niceness)) if niceness else None,
     )
     time.sleep(1)  # the flood is under way before the quiet tenants are measured
     calls = quiet_tenants(port, tenants[1:5], args.seconds - 1, args.interval)
     output, _ = child.communicate(timeout=args.seconds + 120)
     return calls, json.loads(output.strip().splitlines()[-1])
+
+
+def worker_kind(workers: int, threads: int) -> str:
+    return f"{workers} gthread workers × {threads} threads" if threads else f"{workers} sync workers"
 
 
 def free_port() -> int:
@@ -209,32 +228,45 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def measured(args, data_dir: Path, tenants: list[dict], root: Path, label: str) -> dict:
-    """Capacity, then the quiet tenants alone and during each flood, against one gunicorn serving `root`."""
-    from django.core.cache import cache
-
+def serve(args, data_dir: Path, root: Path, label: str) -> tuple[int, subprocess.Popen]:
+    """One gunicorn serving `root`, as the run command starts it (or with `--threads`): its port and process."""
     server_dir = data_dir / label
     server_dir.mkdir(exist_ok=True)
     port = args.port or free_port()  # a port another server holds would answer /healthz for it
-    step(f"{label}: gunicorn ({args.workers} sync workers) on port {port} serving {root}")
-    process = harness.start_gunicorn(port=port, data_dir=server_dir, workers=args.workers, root=root, sync=True)
-    figures: dict = {"label": label}
+    threads = args.threads if root == ROOT else 0
+    step(f"{label}: gunicorn ({worker_kind(args.workers, threads)}) on port {port} serving {root}")
+    process = harness.start_gunicorn(
+        port=port, data_dir=server_dir, workers=args.workers, threads=threads, root=root, sync=not threads
+    )
+    return port, process
+
+
+def measured(args, tenants: list[dict], servers: dict[str, int]) -> list[dict]:
+    """Against each server (label: port), both up and taking turns phase by phase, so the machine's drifting
+    load falls on both alike: capacity, the quiet tenants alone, then before each flood alone again for half
+    a phase and during the flood. Redis is emptied before each phase (rate windows, shares, known tokens)."""
+    from django.core.cache import cache
+
     quiet = tenants[1:5]
-    cache.clear()  # the other server's rate windows and shares
-    try:
+    results = {label: {"label": label} for label in servers}
+    for port in servers.values():
         quiet_tenants(port, quiet, 3, args.interval)  # each worker's first calls
+    for label, port in servers.items():
+        cache.clear()
         capacity = closed_loop(port, tenants[5:], 2 * args.workers, args.seconds)
-        figures["capacity"] = capacity.get(200, 0) / args.seconds
-        step(f"{label}: capacity {figures['capacity']:.1f} recalls/s ({dict(capacity)})")
-        figures["alone"] = quiet_tenants(port, quiet, args.seconds, args.interval)
-        for name, manner in FLOODS:
+        results[label]["capacity"] = capacity.get(200, 0) / args.seconds
+        step(f"{label}: capacity {results[label]['capacity']:.1f} recalls/s ({dict(capacity)})")
+    for label, port in servers.items():
+        cache.clear()
+        results[label]["alone"] = quiet_tenants(port, quiet, args.seconds, args.interval)
+    for name, manner in FLOODS:
+        for label, port in servers.items():
             step(f"{label}: {name}")
-            time.sleep(2)
-            figures[name] = flooded(args, port, tenants, manner)
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-    return figures
+            time.sleep(2)  # the last flood's connections are gone
+            cache.clear()
+            results[label][f"alone before {name}"] = quiet_tenants(port, quiet, args.seconds / 2, args.interval)
+            results[label][name] = flooded(args, port, tenants, manner)
+    return list(results.values())
 
 
 def row(label: str, calls: list[tuple[int, float]], alone: list[tuple[int, float]], flood: dict | None) -> str:
@@ -242,15 +274,17 @@ def row(label: str, calls: list[tuple[int, float]], alone: list[tuple[int, float
     base = [ms for status, ms in alone if status == 200]
     failed = sum(1 for status, _ in calls if status != 200)
     p50, p95 = percentile(latencies, 0.5), percentile(latencies, 0.95)
-    ratio = f"×{p50 / percentile(base, 0.5):.2f} / ×{p95 / percentile(base, 0.95):.2f}"
+    base50, base95 = percentile(base, 0.5), percentile(base, 0.95)
+    ratio = f"×{p50 / base50:.2f} / ×{p95 / base95:.2f}"
     if flood is None:
-        return f"| {label} | {p50:.0f} / {p95:.0f} | – | {len(calls)} | {failed} | – | – | – | – |"
+        return f"| {label} | {p50:.0f} / {p95:.0f} | – | – | {len(calls)} | {failed} | – | – | – |"
     statuses = flood["statuses"]
     first = f"{flood['first_429']:.2f} s" if flood["first_429"] is not None else "none"
     served, refused = statuses.get("200", 0), statuses.get("429", 0)
     others = sum(count for status, count in statuses.items() if status not in ("200", "429"))
     return (
-        f"| {label} | {p50:.0f} / {p95:.0f} | {ratio} | {len(calls)} | {failed} | {served} / {refused} / {others}"
+        f"| {label} | {p50:.0f} / {p95:.0f} | {base50:.0f} / {base95:.0f} | {ratio} | {len(calls)} | {failed}"
+        f" | {served} / {refused} / {others}"
         f" | {first} | {flood['cpu']:.1f} s |"
     )
 
@@ -258,20 +292,21 @@ def row(label: str, calls: list[tuple[int, float]], alone: list[tuple[int, float
 def report(args, results: list[dict]) -> None:
     print(
         f"\n## Fairness: four quiet tenants' recalls (one each every {args.interval} s) against a flood of"
-        f" {args.connections} connections, {args.workers} sync workers, {args.seconds:.0f} s a phase\n"
+        f" {args.connections} connections, {args.seconds:.0f} s a phase; before: {worker_kind(args.workers, 0)},"
+        f" this code: {worker_kind(args.workers, args.threads)}; flood processes at niceness {args.flood_nice}\n"
     )
     print(f"Load average at the end: {' '.join(f'{value:.2f}' for value in os.getloadavg())} (two cores).\n")
     print(
-        "| server, phase | quiet p50 / p95 ms | × alone (p50 / p95) | quiet calls | quiet failed"
-        " | flood 200 / 429 / other | flood's first 429 | flood CPU |"
+        "| server, phase | quiet p50 / p95 ms | alone just before, ms | × alone just before (p50 / p95)"
+        " | quiet calls | quiet failed | flood 200 / 429 / other | flood's first 429 | flood CPU |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for figures in results:
         alone = figures["alone"]
         print(row(f"{figures['label']}: alone", alone, alone, None))
         for name, _ in FLOODS:
             calls, flood = figures[name]
-            print(row(f"{figures['label']}: {name}", calls, alone, flood))
+            print(row(f"{figures['label']}: {name}", calls, figures[f"alone before {name}"], flood))
     for figures in results:
         print(f"\n{figures['label']}: capacity {figures['capacity']:.1f} recalls/s (six closed-loop clients).")
 
@@ -304,10 +339,17 @@ def main() -> None:
         tenants = seed(args.memories)
         connections.close_all()
         before = harness.exported_checkout(data_dir, baseline_commit(args.against))
-        results = [
-            measured(args, data_dir, tenants, before, "before"),
-            measured(args, data_dir, tenants, ROOT, "this code"),
-        ]
+        processes: list[subprocess.Popen] = []
+        try:
+            ports = {}
+            for label, root in (("before", before), ("this code", ROOT)):
+                ports[label], process = serve(args, data_dir, root, label)
+                processes.append(process)
+            results = measured(args, tenants, ports)
+        finally:
+            for process in processes:
+                process.terminate()
+                process.wait(timeout=30)
     finally:
         harness.stop_services(server, redis)
     report(args, results)

@@ -1,8 +1,11 @@
-"""The fair share: an organisation's requests in flight are capped before the view runs, sized from the worker
-count, and a revoked token stops counting against its organisation's share as its revocation commits."""
+"""The fair share: an organisation's requests in flight are capped before Django runs, sized from the worker
+count, held to the share while another tenant is active, and a revoked token stops counting against its
+organisation's share as its revocation commits."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import threading
 import time
@@ -11,13 +14,14 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 from django.core.cache import cache
-from django.db import transaction
-from rest_framework.test import APIClient
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections, transaction
 
 from accounts.models import AgentToken, hash_token
 from accounts.services import agent_create, organisation_create
 from accounts.tokens import token_revoke
-from lib.api.fair_share import all_in_flight_key, in_flight_key, organisation_key
+from lib.api.fair_share import FairShareGate, active_key, all_in_flight_key, in_flight_key, organisation_key
 from lib.metrics import REQUESTS_REFUSED
 from web.tests.browser import ARTIFACTS, Gunicorn
 
@@ -84,6 +88,11 @@ def fill_share(organisation, count: int, others: int = 0) -> None:
         redis_client().zadd(key, {f"held-{index}": time.time() for index in range(count)})
     if count + others:
         redis_client().zadd(all_in_flight_key(), {f"held-{index}": time.time() for index in range(count + others)})
+
+
+def mark_active(organisation) -> None:
+    """The organisation had a request admitted just now, as the gate records it."""
+    redis_client().zadd(active_key(), {in_flight_key(organisation.pk): time.time()})
 
 
 def wait_for_in_flight(organisation, count: int) -> None:
@@ -157,19 +166,74 @@ def test_a_revoked_token_stops_counting_against_its_organisation_at_once(two_wor
     fill_share(organisation, 0)
 
 
+def test_a_tenant_at_its_share_is_refused_while_another_is_active(four_workers, transactional_db):
+    cache.clear()
+    organisation, token = tenant("over")
+    other, other_token = tenant("waiting")
+    for each in (token, other_token, other_token):  # the other's second request is known as its organisation's
+        assert get(four_workers, each).status_code == 200
+    assert redis_client().zscore(active_key(), in_flight_key(other.pk)) is not None, "a served request is active"
+    fill_share(organisation, 2)  # its share of 2 of the 4 slots, two slots free
+    mark_active(other)
+    refused = get(four_workers, token)
+    assert refused.status_code == 429 and refused.headers["Retry-After"] == "1", "another tenant is active"
+    redis_client().delete(active_key())
+    assert get(four_workers, token).status_code == 200, "the same request, with nobody else active"
+    fill_share(organisation, 0)
+
+
+def wsgi_call(application, token: str) -> tuple[str, dict, bytes]:
+    """One GET of the places through a WSGI application in this process: its status, headers and body."""
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": PLACES,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_AUTHORIZATION": f"Bearer {token}",
+        "wsgi.input": io.BytesIO(),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": io.StringIO(),
+    }
+    answered: dict = {}
+
+    def start_response(status, headers, exc_info=None):
+        answered.update(status=status, headers=dict(headers))
+
+    # As Django's test client does: the test's transaction holds the connection, which must not be closed.
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    try:
+        body = b"".join(application(environ, start_response))
+    finally:
+        request_started.connect(close_old_connections)
+        request_finished.connect(close_old_connections)
+    return answered["status"], answered["headers"], body
+
+
 @pytest.mark.django_db
-def test_a_refusal_touches_no_database_and_is_counted(settings, django_assert_num_queries):
+def test_a_refusal_is_answered_before_django_touching_no_database_and_is_counted(settings, django_assert_num_queries):
     cache.clear()
     settings.ORGANISATION_IN_FLIGHT = 1
     organisation, token = tenant("counted")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-    assert client.get(PLACES).status_code == 200
+    application = FairShareGate(WSGIHandler())
+    assert wsgi_call(application, token)[0].startswith("200")
+    assert redis_client().get(cache.make_key(organisation_key(hash_token(token)[:32]))) is not None, "now known"
     fill_share(organisation, 1)
     before = REQUESTS_REFUSED.labels(reason="org_share")._value.get()
-    with django_assert_num_queries(0):
-        refused = client.get(PLACES)
-    assert refused.status_code == 429 and refused["Retry-After"] == "1"
+    cycles: list[object] = []
+    request_started.connect(cycles.append)
+    try:
+        with django_assert_num_queries(0):
+            status, headers, body = wsgi_call(application, token)
+    finally:
+        request_started.disconnect(cycles.append)
+    assert status.startswith("429") and headers["Retry-After"] == "1"
+    assert headers["Content-Type"] == "application/json"
+    answer = json.loads(body)
+    assert answer["error"] == "throttled" and answer["fields"] == {} and "share" in answer["detail"]
+    assert cycles == [], "refused before a Django request cycle started"
     assert REQUESTS_REFUSED.labels(reason="org_share")._value.get() == before + 1
     fill_share(organisation, 0)
-    assert client.get(PLACES).status_code == 200  # the positive control: the same request, with room
+    assert wsgi_call(application, token)[0].startswith("200")  # the positive control: the same request, with room

@@ -354,7 +354,8 @@ MEMORY_VECTOR_EF_SEARCH = env_int("ARCHIVIST_VECTOR_EF_SEARCH", 200, minimum=10)
 # third of the lowest is 4 a second, 240 a minute. Running more workers (or faster cores), raise it in
 # proportion to what the bench measures there (docs/reliability.md).
 MEMORY_API_RATE = env_str("ARCHIVIST_TOKEN_RATE", "240/min")
-# An organisation's API requests in flight at once (lib/api/fair_share.py); past it 429 with Retry-After: 1.
+# An organisation's API requests in flight at once (lib/api/fair_share.py, refused before Django); past it 429
+# with Retry-After: 1, unless no other organisation was active in the last 2 s (then all slots but one).
 # By default half the web server's request slots (workers x threads), which gunicorn's hook tells each worker
 # (config/gunicorn.py); 0, or a server started without that hook, turns the share off.
 WEB_SLOTS = env_int("ARCHIVIST_WEB_SLOTS", 0, minimum=0)

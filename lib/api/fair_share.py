@@ -1,40 +1,49 @@
-"""The fair share: how many requests one organisation may have in flight at once, checked before the view runs.
+"""The fair share: how many requests one organisation may have in flight at once, checked before Django runs.
 
 Archivist is one server many organisations share. A token within its rate can
 still take every web worker (a closed-loop client with as many connections as
 there are workers), and the other tenants then wait behind it. The gate counts
 each organisation's API requests in flight in Redis and refuses one past
-`ORGANISATION_IN_FLIGHT` at once with 429 and `Retry-After: 1` while the server
-has no slot to spare beyond one kept for another tenant (`WEB_SLOTS`: a tenant
-alone may use all but one), for the price of one Redis round trip and no
-database work. The refused request gives its
-worker back at once, so the next connection waiting (another tenant's) is
-served before the tenant over its share gets another turn.
+`ORGANISATION_IN_FLIGHT` with 429 and `Retry-After: 1`. A tenant may go past
+its share only while it is alone: no other tenant had a request admitted in
+the last `ACTIVE_SECONDS`, and the server keeps one slot free (`WEB_SLOTS`, all
+but one). A waiting tenant is so served before a tenant over its share.
+
+The gate wraps the WSGI application (`FairShareGate`, `config/wsgi.py`): a
+refusal is one Redis round trip and a few bytes written, with no Django request
+cycle, no middleware and no database. Sync workers take connections in the
+order they came, so a quiet tenant's request waits behind every flood
+connection queued before it: the cheaper each refusal, the shorter that wait.
 
 The organisation is known before the view runs from a short-lived cache of the
 presented token's hash to its organisation, written after a request that token
-authenticated (`request.auth`, the token DRF found). Until it is known (a
-token's first requests, and every unknown token) a token counts against a
-share of its own. Revoking a token (`token_revoke`) deletes its entry when the
-revocation commits; an entry otherwise lives `FAIR_SHARE_CACHE_SECONDS` at most
-(and never past the token's expiry). The cache decides only which share a
-request counts against: the token itself is checked in the database on every
-request, so a revoked token is refused at once either way.
+authenticated (`request.auth`, the token DRF found, handed back to the gate by
+`FairShareMiddleware`). Until it is known (a token's first requests, and every
+unknown token) a token counts against a share of its own. Revoking a token
+(`token_revoke`) deletes its entry when the revocation commits; an entry
+otherwise lives `FAIR_SHARE_CACHE_SECONDS` at most (and never past the token's
+expiry). The cache decides only which share a request counts against: the
+token itself is checked in the database on every request, so a revoked token
+is refused at once either way.
 
 If Redis cannot be reached the request goes on: the gate must not become an outage.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 import uuid
+from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.core.cache import cache
 
 from lib.api.bearer import bearer_token
-from lib.api.rate_gate import presented_digest, throttled_response
+from lib.api.errors import error_body
+from lib.api.rate_gate import presented_digest
 from lib.metrics import refused
 from lib.scripts import unbound_script
 
@@ -43,29 +52,43 @@ logger = logging.getLogger(__name__)
 # A request still counted after this long is taken to have died with its worker (gunicorn's own timeout is
 # 30 s), so a killed worker never holds a share for good.
 STALE_SECONDS = 120
+# An organisation whose request was admitted this recently is active: while one is, no other goes past its
+# share. Longer than a paced client's pause between calls (its next request may be queued, not yet counted).
+# A token not yet known makes nobody active: a flood of guessed tokens must not hold real tenants to their share.
+ACTIVE_SECONDS = 2
 IN_FLIGHT_PREFIX = "fairshare:inflight:"
+# Where the gate leaves its admission in the WSGI environ, for FairShareMiddleware to name the token.
+ADMISSION = "archivist.fair_share"
+REFUSAL_DETAIL = "Your organisation has as many requests in flight as its share of this server; retry in 1 second."
 
 # Admit a request to its organisation's share, or to its token's own while the organisation is not known: drop
-# entries left by dead workers; at the share, admit only while the server keeps a slot free for another tenant
-# (so a tenant alone is not held to its share); else refuse. The bucket's name comes from the organisation read
-# here, so the check is one round trip (keys not in KEYS: one Redis, never a cluster).
+# entries left by dead workers; at the share, admit only while no other tenant is active and the server keeps a
+# slot free for another (so a tenant alone is not held to its share); else refuse. The bucket's name comes
+# from the organisation read here, so the check is one round trip (keys not in KEYS: one Redis, never a cluster).
 _ADMIT_SCRIPT = unbound_script(
     """
 local organisation = redis.call('GET', KEYS[1])
 local bucket = ARGV[1] .. (organisation and ('org:' .. organisation) or ('token:' .. ARGV[2]))
 local everyone = ARGV[1] .. 'all'
-local oldest = tonumber(ARGV[3]) - tonumber(ARGV[4])
+local active = ARGV[1] .. 'active'
+local now = tonumber(ARGV[3])
+local oldest = now - tonumber(ARGV[4])
 redis.call('ZREMRANGEBYSCORE', bucket, '-inf', oldest)
 redis.call('ZREMRANGEBYSCORE', everyone, '-inf', oldest)
+redis.call('ZREMRANGEBYSCORE', active, '-inf', now - tonumber(ARGV[8]))
 local known = organisation and 1 or 0
-if redis.call('ZCARD', bucket) >= tonumber(ARGV[5])
-   and redis.call('ZCARD', everyone) >= tonumber(ARGV[7]) - 1 then
-  return {0, bucket, known}
+if redis.call('ZCARD', bucket) >= tonumber(ARGV[5]) then
+  local others = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, bucket) and 1 or 0)
+  if others > 0 or redis.call('ZCARD', everyone) >= tonumber(ARGV[7]) - 1 then
+    return {0, bucket, known}
+  end
 end
-redis.call('ZADD', bucket, ARGV[3], ARGV[6])
-redis.call('ZADD', everyone, ARGV[3], ARGV[6])
+redis.call('ZADD', bucket, now, ARGV[6])
+redis.call('ZADD', everyone, now, ARGV[6])
+if organisation then redis.call('ZADD', active, now, bucket) end
 redis.call('EXPIRE', bucket, ARGV[4])
 redis.call('EXPIRE', everyone, ARGV[4])
+redis.call('EXPIRE', active, ARGV[4])
 return {1, bucket, known}
 """
 )
@@ -86,6 +109,11 @@ def all_in_flight_key() -> str:
     return cache.make_key(f"{IN_FLIGHT_PREFIX}all")
 
 
+def active_key() -> str:
+    """The full Redis key of the organisations with a request admitted lately (their buckets, scored by time)."""
+    return cache.make_key(f"{IN_FLIGHT_PREFIX}active")
+
+
 def organisation_forget(token_hash: str) -> None:
     """Forget which organisation a token belongs to (a stored token hash): called when it is revoked. If Redis
     cannot be reached the entry leaves by itself within `FAIR_SHARE_CACHE_SECONDS`."""
@@ -100,63 +128,113 @@ def _redis_client():
     return client_of(write=True) if client_of is not None else None
 
 
-class FairShareMiddleware:
-    """Refuses an organisation's API request past its share of requests in flight (429, Retry-After: 1)."""
+@dataclass
+class Admission:
+    """A request counted in its share: released when answered; `token` is set once the view authenticated it."""
 
-    def __init__(self, get_response):
-        self.get_response = get_response
-        if _redis_client() is None:
-            logger.warning("fair share: the cache is not Redis; requests in flight are not counted")
+    client: Any
+    bucket: str
+    member: str
+    digest: str
+    known: bool
+    token: Any = None
 
-    def __call__(self, request):
-        share = settings.ORGANISATION_IN_FLIGHT
-        header = request.META.get("HTTP_AUTHORIZATION", "")
-        if not share or not request.path_info.startswith("/api/") or bearer_token(header) is None:
-            return self.get_response(request)
-        digest, member = presented_digest(header), uuid.uuid4().hex
-        try:
-            client = _redis_client()
-            if client is None:
-                return self.get_response(request)
-            admitted, bucket, known = _ADMIT_SCRIPT(
-                keys=[cache.make_key(organisation_key(digest))],
-                args=[
-                    cache.make_key(IN_FLIGHT_PREFIX),
-                    digest,
-                    repr(time.time()),
-                    STALE_SECONDS,
-                    share,
-                    member,
-                    settings.WEB_SLOTS,
-                ],  # fmt: skip
-                client=client,
-            )
-        except Exception as error:  # noqa: BLE001 - any cache failure lets the request through
-            logger.warning("fair share unavailable, letting %s through: %s", request.path, error)
-            return self.get_response(request)
-        if not admitted:
-            refused("org_share")
-            return throttled_response(
-                1, "Your organisation has as many requests in flight as its share of this server; retry in 1 second."
-            )
-        try:
-            return self.get_response(request)
-        finally:
-            self._release(client, bucket, member, digest, None if known else getattr(request, "auth", None))
-
-    def _release(self, client, bucket, member: str, digest: str, token) -> None:
+    def release(self) -> None:
         """The request leaves its share; a token that authenticated and was not known has its organisation
         remembered, for `FAIR_SHARE_CACHE_SECONDS` and never past its expiry."""
         try:
-            pipeline = client.pipeline(transaction=False)
-            pipeline.zrem(bucket, member)
-            pipeline.zrem(all_in_flight_key(), member)
-            organisation_id = getattr(token, "organisation_id", None)
-            expires_at = getattr(token, "expires_at", None)
-            if organisation_id is not None and expires_at is not None:
+            pipeline = self.client.pipeline(transaction=False)
+            pipeline.zrem(self.bucket, self.member)
+            pipeline.zrem(all_in_flight_key(), self.member)
+            organisation_id = getattr(self.token, "organisation_id", None)
+            expires_at = getattr(self.token, "expires_at", None)
+            if not self.known and organisation_id is not None and expires_at is not None:
                 lifetime = min(settings.FAIR_SHARE_CACHE_SECONDS, int(expires_at.timestamp() - time.time()))
                 if lifetime > 0:
-                    pipeline.set(cache.make_key(organisation_key(digest)), str(organisation_id), ex=lifetime)
+                    pipeline.set(cache.make_key(organisation_key(self.digest)), str(organisation_id), ex=lifetime)
             pipeline.execute()
         except Exception as error:  # noqa: BLE001 - the entry then leaves after STALE_SECONDS
             logger.warning("fair share: could not release a request: %s", error)
+
+
+def admitted(environ: dict) -> Admission | bool:
+    """An API call with a Bearer token counted in its share (its Admission), False when it is past its share,
+    True when it is not counted (no share set, not an API call, no Redis, or Redis failing)."""
+    share = settings.ORGANISATION_IN_FLIGHT
+    header = environ.get("HTTP_AUTHORIZATION", "")
+    if not share or not environ.get("PATH_INFO", "").startswith("/api/") or bearer_token(header) is None:
+        return True
+    digest, member = presented_digest(header), uuid.uuid4().hex
+    try:
+        client = _redis_client()
+        if client is None:
+            return True
+        allowed, bucket, known = _ADMIT_SCRIPT(
+            keys=[cache.make_key(organisation_key(digest))],
+            args=[
+                cache.make_key(IN_FLIGHT_PREFIX),
+                digest,
+                repr(time.time()),
+                STALE_SECONDS,
+                share,
+                member,
+                settings.WEB_SLOTS,
+                ACTIVE_SECONDS,
+            ],  # fmt: skip
+            client=client,
+        )
+    except Exception as error:  # noqa: BLE001 - any cache failure lets the request through
+        logger.warning("fair share unavailable, letting %s through: %s", environ.get("PATH_INFO"), error)
+        return True
+    if not allowed:
+        return False
+    bucket = bucket.decode() if isinstance(bucket, bytes) else bucket
+    return Admission(client=client, bucket=bucket, member=member, digest=digest, known=bool(known))
+
+
+_REFUSAL_BODY = json.dumps(error_body("throttled", REFUSAL_DETAIL)).encode()
+_REFUSAL_HEADERS = [
+    ("Content-Type", "application/json"),
+    ("Content-Length", str(len(_REFUSAL_BODY))),
+    ("Retry-After", "1"),
+    ("X-Content-Type-Options", "nosniff"),
+]
+
+
+class FairShareGate:
+    """Wraps the WSGI application: refuses an organisation's API request past its share (429, Retry-After: 1)
+    before Django sees it, in the API's one error shape."""
+
+    def __init__(self, application):
+        self.application = application
+        if _redis_client() is None:
+            logger.warning("fair share: the cache is not Redis; requests in flight are not counted")
+
+    def __call__(self, environ, start_response):
+        admission = admitted(environ)
+        if admission is False:
+            refused("org_share")
+            start_response("429 Too Many Requests", list(_REFUSAL_HEADERS))
+            return [_REFUSAL_BODY]
+        if admission is True:
+            return self.application(environ, start_response)
+        environ[ADMISSION] = admission
+        try:
+            # Django has built the whole response (the API streams none) when it returns: the work is done.
+            return self.application(environ, start_response)
+        finally:
+            admission.release()
+
+
+class FairShareMiddleware:
+    """Hands the token the view authenticated back to the gate's admission, so the gate learns its organisation."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        admission = request.environ.get(ADMISSION)
+        if admission is not None and not admission.known:
+            admission.token = getattr(request, "auth", None)
+        return response
