@@ -57,6 +57,11 @@ HANDLE_PATTERN = r"^[A-Za-z0-9._:@-]{1,150}$"
 HANDLE_MAX_CHARS = 150
 
 
+def handle_or_username(handle: str | None, username: str) -> str:
+    """How answers and forms name a person: their handle (an integration's id for them), else their username."""
+    return handle or username
+
+
 class Membership(models.Model):
     class Role(models.TextChoices):
         OWNER = "owner"
@@ -99,8 +104,8 @@ class Membership(models.Model):
 
     @property
     def label(self) -> str:
-        """How responses and pages name this person: the handle, else the username."""
-        return self.handle or self.user.username
+        """How responses and forms name this person (`handle_or_username`)."""
+        return handle_or_username(self.handle, self.user.username)
 
 
 class Agent(models.Model):
