@@ -6,7 +6,7 @@ Loads the LoCoMo dev conversations (one organisation each, every turn a fact
 of one private channel, in order, with its session's date, embedded by the
 real model; the vectors are cached in the data folder), then asks every
 category 1-4 question's contextual statement twice, built by the same
-`memories.recall.contextual.build_plan`:
+`memories.recall.contextual.contextual_plan`:
 
 - **per list** (`shared_read=False`, as before issue 15 and as a tenant with an
   HNSW index still reads): the vector list, the word list, the pinned list,
@@ -133,7 +133,7 @@ def plan_for(organisation_id: str, question: str, vector: list[float], shared: b
     from memories.recall.candidates import RecallRequest
     from memories.scopes import Place
 
-    return contextual.build_plan(
+    return contextual.contextual_plan(
         RecallRequest(
             organisation_id=organisation_id,
             place=Place(CHANNEL, "private", ()),
