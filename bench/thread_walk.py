@@ -24,7 +24,6 @@ import os
 import statistics
 import sys
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,43 +56,10 @@ def stand_in(text: str) -> list[float]:
 
 
 def seed(conversations) -> dict[str, str]:
-    from django.db import connection
+    from contextual_statement import seed_turns
 
-    from accounts.models import Organisation
-    from memories.models import Memory
-    from memories.services import normalise_body
-
-    organisations, started = {}, datetime.now(UTC) - timedelta(days=1)
-    for conv in conversations:
-        organisation = Organisation.objects.create(slug=f"walk-{conv.sample_id.lower()}", name=conv.sample_id)
-        organisations[conv.sample_id] = str(organisation.pk)
-        rows = [
-            Memory(
-                organisation=organisation,
-                bucket="learned",
-                body=normalise_body(turn.body),
-                scope="channel",
-                scope_ref=CHANNEL,
-                author="model",
-                source_kind="message",
-                source_ref=turn.dia_id,
-                occurred_at=turn.occurred_at,
-                expires_at=datetime.now(UTC) + timedelta(days=90),
-                embedding=stand_in(turn.body),
-                embedding_model="stand-in",
-            )
-            for turn in conv.turns
-        ]
-        Memory.objects.bulk_create(rows)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                "UPDATE memories_memory m SET created_at = %s + (o.n * interval '200 milliseconds')"
-                " FROM unnest(%s::uuid[]) WITH ORDINALITY AS o(id, n) WHERE m.id = o.id",
-                [started, [row.pk for row in rows]],
-            )
-    with connection.cursor() as cursor:
-        cursor.execute("VACUUM ANALYZE memories_memory")
-    return organisations
+    vectors = [stand_in(turn.body) for conv in conversations for turn in conv.turns]
+    return seed_turns(conversations, vectors, model="stand-in", slug="walk")
 
 
 def always(request, tenant: str, predicate: str) -> str:

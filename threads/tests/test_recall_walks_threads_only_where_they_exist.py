@@ -21,7 +21,8 @@ from memories.scopes import Place
 from memories.tests.api.helpers import stub_vector
 from memories.tests.recall_plans import contextual_request
 from threads.consolidation import thread_consolidate
-from threads.recall import thread_neighbour_walk, thread_neighbours_sql
+from threads.models import Thread
+from threads.recall import thread_neighbour_walk, thread_neighbours_sql, threads_seen_forget
 
 THREAD_WALK = "JOIN threads_threadevent e ON e.id = a.source_event_id"
 PLACE = Place("C-general", "public", ())
@@ -60,12 +61,6 @@ def plan_sql(request: RecallRequest, walk=thread_neighbour_walk) -> str:
         return contextual.contextual_plan(request).sql
 
 
-def test_the_threads_app_plugs_its_walk_in():
-    assert ("threads", thread_neighbour_walk) in contextual.neighbour_walks()
-    assert THREAD_WALK in plan_sql(contextual_request_without_db(), always)  # positive control: the walk's SQL
-    assert THREAD_WALK not in plan_sql(contextual_request_without_db(), None)
-
-
 def contextual_request_without_db() -> RecallRequest:
     return RecallRequest(
         organisation_id="00000000-0000-0000-0000-000000000001",
@@ -75,6 +70,12 @@ def contextual_request_without_db() -> RecallRequest:
         question="puppy",
         now=timezone.now(),
     )
+
+
+def test_the_threads_app_plugs_its_walk_in():
+    assert ("threads", thread_neighbour_walk) in contextual.neighbour_walks()
+    assert THREAD_WALK in plan_sql(contextual_request_without_db(), always)  # positive control: the walk's SQL
+    assert THREAD_WALK not in plan_sql(contextual_request_without_db(), None)
 
 
 def test_the_statement_walks_only_where_the_organisation_has_a_thread(post_events, public_channel, org, other_org):
@@ -128,3 +129,12 @@ def test_with_threads_the_walk_finds_what_it_alone_finds(episodes_on, post_event
     unwalked = links(None)
     # The reply is the puppy's neighbour by the thread's order (step 1) only through the walk.
     assert any(step == 1 for _, step in walked - unwalked)
+
+
+def test_a_thread_another_process_created_is_walked_once_the_kept_answer_is_renewed(org):
+    assert THREAD_WALK not in plan_sql(request_for(org, "puppy"))  # the answer "no thread" is now kept
+    # Created without this process's save signal, as another process's insert is seen here.
+    Thread.objects.bulk_create([Thread(organisation=org, external_id="T-elsewhere")])
+    assert THREAD_WALK not in plan_sql(request_for(org, "puppy"))
+    threads_seen_forget(org.pk)  # as when `THREADS_SEEN_SECONDS` have passed
+    assert THREAD_WALK in plan_sql(request_for(org, "puppy"))
