@@ -71,7 +71,7 @@ class UserAdmin(OperatorActions, BaseUserAdmin):
 class OrganisationAdmin(OperatorActions):
     list_display = ["slug", "name", "system_recall_opt_in", "thread_episodes", "created_at"]
     search_fields = ["slug", "name"]
-    readonly_fields = ["system_recall_opt_in", "thread_episodes", "has_threads"]
+    readonly_fields = ["system_recall_opt_in", "thread_episodes"]
     actions = ["opt_in", "opt_out", "episodes_on", "episodes_off"]
 
     def _switch(self, request, queryset, service, done: str, **setting) -> None:

@@ -13,6 +13,7 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, SessionAuthentication
 from rest_framework.permissions import BasePermission
 
+from accounts.labels import receipt_actor_label
 from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
 from lib.api.bearer import MALFORMED_AUTHORIZATION, bearer_token
 from lib.rows import ModelColumns, SessionPrepared
@@ -70,10 +71,7 @@ class Principal:
 
     @property
     def label(self) -> str:
-        if self.agent is not None:
-            return f"agent:{self.agent.name}"
-        assert self.user is not None  # a principal is an agent or a person
-        return f"user:{self.user.username}"
+        return receipt_actor_label(agent=self.agent, user=self.user)
 
 
 class AgentPrincipalUser:

@@ -33,16 +33,10 @@ class Organisation(models.Model):
     # Per-organisation opt-in to admitted network claims; the global flag
     # SYSTEM_RECALL_ENABLED must also be on.
     system_recall_opt_in = models.BooleanField(default=False)
-    # Its owners' switch for threads (issue 16): off keeps facts only. ARCHIVIST_THREAD_EPISODES off
+    # Its owners' switch for threads, a product setting: off keeps facts only. ARCHIVIST_THREAD_EPISODES off
     # turns episodes off everywhere whatever this says; a thread can turn them off for itself.
     thread_episodes = models.BooleanField(
         default=True, help_text="Keep thread events as episodes (off: facts only); changed by an owner."
-    )
-    # Set by the database (threads/sql.py) when the organisation's first thread is created, never by a
-    # request: until then no fact here has a thread event, so recall leaves the thread-neighbour walk out
-    # of its statement (issue 15: a millisecond of planning a recall).
-    has_threads = models.BooleanField(
-        default=False, editable=False, help_text="Whether a thread was ever created here; set by the database."
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -55,6 +49,11 @@ class Organisation(models.Model):
 
 HANDLE_PATTERN = r"^[A-Za-z0-9._:@-]{1,150}$"
 HANDLE_MAX_CHARS = 150
+
+
+def handle_or_username(handle: str | None, username: str) -> str:
+    """How answers and forms name a person: their handle (an integration's id for them), else their username."""
+    return handle or username
 
 
 class Membership(models.Model):
@@ -99,8 +98,8 @@ class Membership(models.Model):
 
     @property
     def label(self) -> str:
-        """How responses and pages name this person: the handle, else the username."""
-        return self.handle or self.user.username
+        """How responses and forms name this person (`handle_or_username`)."""
+        return handle_or_username(self.handle, self.user.username)
 
 
 class Agent(models.Model):

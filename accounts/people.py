@@ -36,13 +36,9 @@ def handle_problem(handle: object) -> str:
     return ""
 
 
-def person_label(membership: Membership) -> str:
-    """How a person is named in answers and on pages: their handle, else their username."""
-    return membership.label
-
-
 def display_name_of(membership: Membership) -> str:
-    return membership.display_name or person_label(membership)
+    """How pages name a person: their display name, else their handle or username (`Membership.label`)."""
+    return membership.display_name or membership.label
 
 
 def _by_name(names: Iterable[str]) -> Q:
@@ -68,14 +64,31 @@ def people_by_name(*, organisation: Organisation, names: Iterable[str]) -> dict[
     return found
 
 
-def people_labels(*, organisation: Organisation, ids: Iterable[str]) -> list[str]:
-    """Each person id as answers name it (handle, else username); an id of nobody here stays as it is."""
+def people_by_id(*, organisation: Organisation | uuid.UUID, ids: Iterable | None = None) -> dict[str, Membership]:
+    """Person id -> their membership (with the account), in one query; `ids` None for everyone."""
+    rows = Membership.objects.select_related("user").filter(organisation=organisation)
+    if ids is not None:
+        rows = rows.filter(user_id__in=[str(person_id) for person_id in ids if person_id])
+    return {str(membership.user_id): membership for membership in rows}
+
+
+def people_labels(*, organisation: Organisation | uuid.UUID, ids: Iterable) -> dict[str, str]:
+    """Person id -> how answers name them (`Membership.label`); an id of nobody here maps to itself."""
     ids = [str(person_id) for person_id in ids]
-    found = {
-        str(membership.user_id): membership.label
-        for membership in Membership.objects.select_related("user").filter(organisation=organisation, user_id__in=ids)
+    found = people_by_id(organisation=organisation, ids=ids) if ids else {}
+    return {person_id: found[person_id].label if person_id in found else person_id for person_id in ids}
+
+
+def people_display_names(*, organisation: Organisation | uuid.UUID, ids: Iterable | None = None) -> dict[str, str]:
+    """Person id -> how pages name them now (`display_name_of`); `ids` None for everyone.
+
+    Audit rows keep ids only, so a renamed or invited person shows under their current name, an erased one
+    (whose display name is emptied) under their handle, and a deleted one under none.
+    """
+    return {
+        person_id: display_name_of(membership)
+        for person_id, membership in people_by_id(organisation=organisation, ids=ids).items()
     }
-    return [found.get(person_id, person_id) for person_id in ids]
 
 
 def person_lookup(*, organisation: Organisation, name: str) -> Membership | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from accounts.labels import SYSTEM_LABEL, UNNAMED_STEWARD, agent_label, person_label, steward_label
+from accounts.labels import SYSTEM_LABEL, UNNAMED_STEWARD, agent_label, person_actor_label, steward_label
 
 __all__ = ["UNNAMED_STEWARD", "claimant_label", "steward_label"]
 
@@ -12,5 +12,5 @@ def claimant_label(claim) -> str:
     if claim.agent_id:
         return agent_label(claim.agent)
     if claim.written_by_id:
-        return person_label(claim.written_by)
+        return person_actor_label(claim.written_by)
     return claim.source_label or SYSTEM_LABEL

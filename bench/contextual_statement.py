@@ -6,7 +6,7 @@ Loads the LoCoMo dev conversations (one organisation each, every turn a fact
 of one private channel, in order, with its session's date, embedded by the
 real model; the vectors are cached in the data folder), then asks every
 category 1-4 question's contextual statement twice, built by the same
-`memories.recall.contextual.build_plan`:
+`memories.recall.contextual.contextual_plan`:
 
 - **per list** (`shared_read=False`, as before issue 15 and as a tenant with an
   HNSW index still reads): the vector list, the word list, the pinned list,
@@ -75,16 +75,21 @@ def turn_vectors(args, bodies: list[str]) -> np.ndarray:
 
 def seed(args, conversations) -> dict[str, str]:
     """One organisation per conversation, its turns as facts of one channel, written in order."""
+    vectors = turn_vectors(args, [turn.body for conv in conversations for turn in conv.turns])
+    return seed_turns(conversations, [vector.tolist() for vector in vectors], model="all-MiniLM-L6-v2")
+
+
+def seed_turns(conversations, vectors: list[list[float]], *, model: str, slug: str = "locomo") -> dict[str, str]:
+    """Each conversation an organisation, its turns facts of one channel with these vectors, written in order."""
     from django.db import connection
 
     from accounts.models import Organisation
     from memories.models import Memory
     from memories.services import normalise_body
 
-    vectors = turn_vectors(args, [turn.body for conv in conversations for turn in conv.turns])
     organisations, index, started = {}, 0, datetime.now(UTC) - timedelta(days=1)
     for conv in conversations:
-        organisation = Organisation.objects.create(slug=f"locomo-{conv.sample_id.lower()}", name=conv.sample_id)
+        organisation = Organisation.objects.create(slug=f"{slug}-{conv.sample_id.lower()}", name=conv.sample_id)
         organisations[conv.sample_id] = str(organisation.pk)
         rows = []
         for turn in conv.turns:
@@ -100,8 +105,8 @@ def seed(args, conversations) -> dict[str, str]:
                     source_ref=turn.dia_id,
                     occurred_at=turn.occurred_at,
                     expires_at=datetime.now(UTC) + timedelta(days=90),
-                    embedding=vectors[index].tolist(),
-                    embedding_model="all-MiniLM-L6-v2",
+                    embedding=vectors[index],
+                    embedding_model=model,
                 )
             )
             index += 1
@@ -133,7 +138,7 @@ def plan_for(organisation_id: str, question: str, vector: list[float], shared: b
     from memories.recall.candidates import RecallRequest
     from memories.scopes import Place
 
-    return contextual.build_plan(
+    return contextual.contextual_plan(
         RecallRequest(
             organisation_id=organisation_id,
             place=Place(CHANNEL, "private", ()),

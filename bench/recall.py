@@ -535,6 +535,11 @@ def http_remember(args, tokens: dict, ranks: list[int], count: int) -> list[floa
     return latencies
 
 
+def planner_of(module):
+    """A statement builder of another revision, under its name then or now."""
+    return getattr(module, "contextual_plan", None) or getattr(module, "candidates_plan", None) or module.build_plan
+
+
 def statement_builders_at(ref: str) -> tuple[types.ModuleType, types.ModuleType]:
     """`memories.recall.candidates` and `memories.recall.contextual` as they are at git `ref`, loaded from
     `git show` under names of their own: the statement recall built there, for the "before" baseline.
@@ -583,8 +588,8 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid", befo
     contextual_mode = mode in ("auto", "contextual", "reranked")
     old_candidates, old_contextual = statement_builders_at(before_ref)
     builders = {
-        "now": (candidates, contextual.build_plan if contextual_mode else candidates.build_plan),
-        "before": (old_candidates, old_contextual.build_plan if contextual_mode else old_candidates.build_plan),
+        "now": (candidates, contextual.contextual_plan if contextual_mode else candidates.candidates_plan),
+        "before": (old_candidates, planner_of(old_contextual if contextual_mode else old_candidates)),
     }
     latencies: dict[str, list] = {"now": [], "before": [], "rank": []}
     with psycopg.connect(os.environ["DATABASE_URL"], cursor_factory=psycopg.ClientCursor) as raw:
@@ -641,7 +646,7 @@ def quality(org_ids, ranks: list[int], queries: list[list[float]], hnsw: dict, k
     from django.db import connection
     from django.utils import timezone
 
-    from memories.recall.candidates import RecallRequest, build_plan
+    from memories.recall.candidates import RecallRequest, candidates_plan
     from memories.recall.query import run_plan
     from memories.scopes import Place
 
@@ -650,7 +655,7 @@ def quality(org_ids, ranks: list[int], queries: list[list[float]], hnsw: dict, k
     for rank, vector in zip(ranks, queries, strict=True):
         found = {}
         for mode in ("approx", "exact"):
-            plan = build_plan(
+            plan = candidates_plan(
                 RecallRequest(
                     organisation_id=org_ids[rank],
                     place=place,
@@ -682,11 +687,11 @@ def explain_large(org_ids, large: list[int], hnsw: dict, model) -> str:
     from django.db import connection
     from django.utils import timezone
 
-    from memories.recall.candidates import RecallRequest, build_plan
+    from memories.recall.candidates import RecallRequest, candidates_plan
     from memories.scopes import Place
 
     rank = large[0]
-    plan = build_plan(
+    plan = candidates_plan(
         RecallRequest(
             organisation_id=org_ids[rank],
             place=Place(PLACE["channel"], PLACE["kind"], ()),

@@ -53,6 +53,7 @@ _INTERNAL_IMPORTS = {
 }
 # What the sections time, wherever a version defines it: (module, function).
 SECTIONS = (
+    ("contextual", "contextual_plan"),
     ("contextual", "build_plan"),
     ("query", "run_plan"),
     ("contextual", "rank_rows"),

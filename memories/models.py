@@ -79,7 +79,7 @@ class SourceKind(models.TextChoices):
     RUN = "run"
     THREAD_EVENT = "thread_event", "Thread event"
     PERSON = "person"
-    # Issue 16: a thread event kept as a transcript line by consolidation. Only consolidation
+    # A thread event kept as a transcript line by consolidation. Only consolidation
     # writes it (memories/api/serializers/ refuses it from callers); `source_event` names the event.
     EPISODE = "episode"
     IMPORT = "import"
@@ -182,7 +182,8 @@ class Memory(models.Model):
     source_ref = models.CharField(max_length=SOURCE_REF_MAX_CHARS, blank=True, default="")
     source_label = models.CharField(max_length=200, blank=True, default="")
     source_run_id = models.CharField(max_length=200, blank=True, default="")
-    # Issue 16: the thread event an episode keeps (several when a long event was split).
+    # The thread event an episode keeps (several when a long event was split). A foreign key into threads,
+    # against the apps' import order: an episode is a memory row (docs/architecture.md, "Schema arrows").
     # PROTECT: erasure never deletes an event, it empties it and keeps its receipt, and an
     # erased episode's receipt must keep pointing at that receipt.
     source_event = models.ForeignKey(

@@ -1,19 +1,14 @@
-"""Places are records: who is in a place is what its record says, not what a call claims.
+"""Places are records: who is in a place is what its record says, not what a call claims."""
 
-A turn call names its place; `place_for_turn` reads the record (one query:
-the channel with its members) and answers with the rules' `Place` built from
-it. Turn calls never change a record. Only explicit writes do
-(`place_write`: `PUT /api/v1/places/{channel}` and the owners' pages), each
-leaving a `PlaceAudit` row. The one exception is a place seen for the first
-time, which an agent holding the directory right may create from its call,
-audited the same way.
-
-Who may act where:
-- a signed-in person: their own DM, private channels listing them, public
-  channels of their organisation; anything else is not found;
-- an agent: anywhere in its organisation, unless its token is restricted to
-  listed channels (and DMs with listed people).
-"""
+# A turn call names its place; `place_for_turn` reads the record (the channel with its members) and answers
+# with the rules' `Place` built from it. Turn calls never change a record; only explicit writes do (`place_write`:
+# `PUT /api/v1/places/{channel}` and the owners' pages), each leaving a `PlaceAudit` row. The one exception is a
+# place seen for the first time, which an agent holding the directory right may create from its call, audited
+# the same way.
+#
+# Who may act where: a signed-in person in their own DM, private channels listing them and public channels of
+# their organisation (anything else is not found); an agent anywhere in its organisation, unless its token is
+# restricted to listed channels (and DMs with listed people).
 
 from __future__ import annotations
 
@@ -28,7 +23,7 @@ from django.db import IntegrityError, connections, router, transaction
 from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
-from accounts.models import Agent, AgentToken, Membership, Organisation, User
+from accounts.models import Agent, AgentToken, Membership, Organisation, User, handle_or_username
 from accounts.people import people_by_name, people_labels
 from lib.errors import ApplicationError
 from lib.rows import ModelColumns
@@ -68,7 +63,7 @@ class Member:
 
     @property
     def label(self) -> str:
-        return self.handle or self.username
+        return handle_or_username(self.handle, self.username)
 
     def named_by(self, name: str) -> bool:
         return name in (self.handle, self.username, self.id)
@@ -108,8 +103,7 @@ def subject_names(rows: Sequence[dict], *, resolved: PlaceInTurn, organisation: 
     names = dict(resolved.labels)
     wanted = {str(row["subject_id"]) for row in rows if row["subject_type"] == SubjectType.USER} - set(names)
     if wanted:
-        labels = people_labels(organisation=organisation, ids=sorted(wanted))
-        names.update(zip(sorted(wanted), labels, strict=True))
+        names.update(people_labels(organisation=organisation, ids=wanted))
     return names
 
 

@@ -26,7 +26,14 @@ from django.views.decorators.http import require_http_methods
 from accounts.access import AccountIsTheirs, person_invitable, person_invite, person_remove, person_restore
 from accounts.models import AgentToken, Membership
 from accounts.organisation_switches import organisation_set_thread_episodes
-from accounts.people import DIRECTORY_USERNAME_PREFIX, display_name_of, people_of, person_upsert
+from accounts.people import (
+    DIRECTORY_USERNAME_PREFIX,
+    display_name_of,
+    people_by_id,
+    people_display_names,
+    people_of,
+    person_upsert,
+)
 from accounts.roles import membership_set_role
 from accounts.tokens import agent_add, token_issue, token_restrict, token_revoke, token_set_directory
 from memories.models import Channel
@@ -38,8 +45,6 @@ from web.selectors import (
     account_changes_shown,
     agents_with_tokens,
     member_names,
-    people_by_id,
-    people_names,
     place_changes,
 )
 
@@ -186,25 +191,34 @@ def person_invite_page(request: HttpRequest, account: Account, person_id) -> Htt
     )
 
 
+def _person_change_page(request: HttpRequest, membership: Membership, form, *, change, done, field: str, **page):
+    """A person's change form: on a valid POST `change(cleaned_data)`, then back to the people with `done`'s
+    message; else the form again (400 when refused)."""
+    if request.method == "POST" and form.is_valid():
+        try:
+            change(form.cleaned_data)
+        except ValidationError as error:
+            errors_onto(form, error, default_field=field)
+        else:
+            messages.success(request, done(form.cleaned_data))
+            return redirect("web:people")
+    name = display_name_of(membership)
+    return _form_page(
+        request, page.pop("template"), form, section="people", person=membership, person_name=name, **page
+    )
+
+
 @owner_page("GET", "POST")
 def person_remove_page(request: HttpRequest, account: Account, person_id) -> HttpResponse:
     membership = _person_or_404(account, person_id)
-    form = RemoveForm(_posted(request))
-    if request.method == "POST" and form.is_valid():
-        try:
-            person_remove(membership=membership, actor=account.user)
-        except ValidationError as error:
-            errors_onto(form, error, default_field="confirm")
-        else:
-            messages.success(request, f"Removed {display_name_of(membership)}: they can no longer sign in.")
-            return redirect("web:people")
-    return _form_page(
+    return _person_change_page(
         request,
-        "person_remove.html",
-        form,
-        section="people",
-        person=membership,
-        person_name=display_name_of(membership),
+        membership,
+        RemoveForm(_posted(request)),
+        change=lambda _: person_remove(membership=membership, actor=account.user),
+        done=lambda _: f"Removed {display_name_of(membership)}: they can no longer sign in.",
+        field="confirm",
+        template="person_remove.html",
         is_you=membership.user_id == account.user.pk,
         erase_endpoint=ERASE_ENDPOINT.format(id=membership.user_id),
     )
@@ -221,17 +235,14 @@ def person_restore_page(request: HttpRequest, account: Account, person_id) -> Ht
 @owner_page("GET", "POST")
 def person_role_page(request: HttpRequest, account: Account, person_id) -> HttpResponse:
     membership = _person_or_404(account, person_id)
-    form = RoleForm(_posted(request), initial={"role": membership.role})
-    if request.method == "POST" and form.is_valid():
-        try:
-            membership_set_role(membership=membership, role=form.cleaned_data["role"], actor=account.user)
-        except ValidationError as error:
-            errors_onto(form, error, default_field="role")
-        else:
-            messages.success(request, f"{display_name_of(membership)} is now {form.cleaned_data['role']}.")
-            return redirect("web:people")
-    return _form_page(
-        request, "person_role.html", form, section="people", person=membership, person_name=display_name_of(membership)
+    return _person_change_page(
+        request,
+        membership,
+        RoleForm(_posted(request), initial={"role": membership.role}),
+        change=lambda data: membership_set_role(membership=membership, role=data["role"], actor=account.user),
+        done=lambda data: f"{display_name_of(membership)} is now {data['role']}.",
+        field="role",
+        template="person_role.html",
     )
 
 
@@ -285,7 +296,7 @@ def place_list(request: HttpRequest, account: Account) -> HttpResponse:
         elif (record := _place_saved(account, form, channel)[0]) is not None:
             messages.success(request, f"Recorded {channel}.")
             return redirect("web:place-detail", record.channel.pk)
-    names = people_names(organisation=account.organisation)
+    names = people_display_names(organisation=account.organisation)
     places = [
         {"record": record, "people": member_names(record, names)}
         for record in map(record_of, place_records(organisation=account.organisation).order_by("external_id"))
@@ -311,7 +322,7 @@ def place_detail(request: HttpRequest, account: Account, place_id) -> HttpRespon
         form,
         section="places",
         record=record,
-        people=member_names(record, people_names(organisation=account.organisation, ids=record.member_ids)),
+        people=member_names(record, people_display_names(organisation=account.organisation, ids=record.member_ids)),
         changes=place_changes(organisation=account.organisation, channel=record.channel),
     )
     if status != 200:
@@ -361,7 +372,7 @@ def token_create(request: HttpRequest, account: Account, agent_id) -> HttpRespon
 
 
 def _token_page(request: HttpRequest, account: Account, token: AgentToken, form: RestrictForm, status: int = 200):
-    names = people_names(organisation=account.organisation, ids=token.allowed_people)
+    names = people_display_names(organisation=account.organisation, ids=token.allowed_people)
     context = {
         "section": "agents",
         "token": token,

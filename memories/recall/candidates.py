@@ -1,31 +1,23 @@
 """The candidate statement of a recall: which rows it may return, and the ranked lists that offer them.
+Built without touching the database."""
 
-Built without touching the database. The rules every recall statement shares:
-
-- the tenant predicate is a literal (`organisation_id = '…'::uuid`), so the
-  planner sees the tenant at plan time and can use that tenant's partial HNSW
-  index (a bound parameter under a generic plan would not);
-- the scope predicate is `scopes.recallable` as SQL: workspace rows, this
-  channel's rows, and this person's rows only in a DM with exactly them;
-- erased, expired, corrected (superseded) and system rows, and promotion
-  tombstones, never match (`memories.db.predicates`);
-- vectors are compared only with vectors of the current embedding model.
-
-The ranked lists (`semantic`, `lexical`, `recent`) are fused by reciprocal
-rank, pinned facts first; `memories.recall.contextual` reads the same
-candidates and re-ranks them.
-
-When the vector list is exact (no HNSW index) and the word list is asked for
-too, both would read every recallable row of the place, and so would the
-pinned list and the unembedded count: the place's rows are then read once
-(`place`, one scan under row-level security) and every list reads that.
-With an HNSW index the vector list reads the index and the other lists read
-the table, bounded by their own indexes (issue 15): the word list through
-`memories_word_list` (the GIN index, which an inline `@@` cannot use under
-the policies), the unembedded and other-model counts over their partial
-indexes. Candidates' rows are found by key (`by_key`), never by hashing the
-tenant's rows.
-"""
+# The rules every recall statement shares:
+# - the tenant predicate is a literal (`organisation_id = '…'::uuid`), so the planner sees the tenant at plan
+#   time and can use that tenant's partial HNSW index (a bound parameter under a generic plan would not);
+# - the scope predicate is `scopes.recallable` as SQL: workspace rows, this channel's rows, and this person's
+#   rows only in a DM with exactly them;
+# - erased, expired, corrected (superseded) and system rows, and promotion tombstones, never match
+#   (`memories.db.predicates`); vectors are compared only with vectors of the current embedding model.
+# The ranked lists (`semantic`, `lexical`, `recent`) are fused by reciprocal rank, pinned facts first;
+# `memories.recall.contextual` reads the same candidates and re-ranks them.
+#
+# When the vector list is exact (no HNSW index) and the word list is asked for too, both would read every
+# recallable row of the place, and so would the pinned list and the unembedded count: the place's rows are
+# then read once (`place`, one scan under row-level security) and every list reads that. With an HNSW index
+# the vector list reads the index and the other lists read the table, bounded by their own indexes: the word
+# list through `memories_word_list` (the GIN index, which an inline `@@` cannot use under the policies), the
+# unembedded and other-model counts over their partial indexes. Candidates' rows are found by key (`by_key`),
+# never by hashing the tenant's rows.
 
 from __future__ import annotations
 
@@ -106,9 +98,6 @@ class RecallRequest:
     pool: int | None = None
     # Read the place's rows once for every list (`place`); None: whenever the lists would each read all of them.
     shared_read: bool | None = None
-    # Whether a fact here may have a thread event (`Organisation.has_threads`): contextual recall walks its
-    # thread's neighbours only then. True unless the organisation says otherwise.
-    thread_neighbours: bool = True
 
 
 @dataclass(frozen=True)
@@ -184,7 +173,7 @@ TSQUERY = r"""tsq AS (
 
 def by_key(cte: str, alias: str = "m") -> str:
     """`alias`'s rows that are `cte`'s, found by their primary key: the ids as one array, so the planner
-    looks each up rather than hashing every row of the tenant to join them (issue 15: a join on
+    looks each up rather than hashing every row of the tenant to join them (a join on
     `m.id = c.id` alone read all 134,072 rows of the largest tenant; a `LATERAL` per id became a bitmap
     scan of the tenant per id under the policies)."""
     return f"{alias}.id = ANY(ARRAY(SELECT id FROM {cte}))"
@@ -198,7 +187,7 @@ def statement(ctes: list[str], chosen: str) -> str:
     )
 
 
-def build_plan(request: RecallRequest) -> RecallPlan:
+def candidates_plan(request: RecallRequest) -> RecallPlan:
     """The recall statement for the request's ranked lists (`semantic`, `lexical`, `recent`), pinned facts first."""
     found = candidate_ctes(request)
     ranks = ", ".join(f"c.{name}" for name in RANK_COLUMNS)
@@ -349,7 +338,7 @@ def _lexical_cte(rows: str, *, through_function: bool = False) -> str:
     `through_function` (the table, not the shared read): from `memories_word_list` (memories/db/indexes.py),
     which applies the tenant of the transaction's setting and the rest of `base_predicate` itself, so the
     GIN index serves `@@`, which under row-level security it cannot (`@@` is not leakproof: the word list
-    read every row of the place; issue 15). The function needs that setting; a caller without one (the
+    read every row of the place). The function needs that setting; a caller without one (the
     owner in a job, to which no policy applies) gets the same list inline, in a branch the setting gates.
     """
     table, where = rows.split(" WHERE ", 1)

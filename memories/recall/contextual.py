@@ -1,31 +1,16 @@
-"""`contextual` recall: the hybrid candidates, their neighbours in their place, re-ranked by `memories.recall.ranking`.
+"""`contextual` recall: the hybrid candidates and their neighbours in their place, read in one statement
+and re-ranked by `memories.recall.ranking`."""
 
-One statement: the hybrid lists (`candidates.candidate_ctes`, with every tenant,
-scope and liveness rule) find the candidates, and the same statement reads,
-for those candidates and for the facts remembered just before and after each
-of them in the same place:
-
-- cosine similarity to the question (current model only), the lexemes of the
-  question each one holds, its length and its `ts_rank`;
-- for BM25, how many facts are recallable here (counted to a cap), and, over a
-  sample of them, how long they are and how many hold each lexeme of the
-  question. A tenant up to the sample's size is counted exactly; a larger one
-  pays for the sample only, and a word absent from it counts as rare. The
-  counts read the sample rather than the GIN index because under row-level
-  security `@@` (not leakproof) cannot be an index condition: counting over
-  the index would scan the whole tenant once per word. Where the statement
-  reads the table (a tenant with an HNSW index), the sample is the place's
-  newest facts and the count walks newest first too: both then walk
-  `memories_recall_recent_idx` and stop at their LIMIT. Over the shared read
-  of the place it is the first facts that read gives.
-
-Neighbours obey the same predicate as the candidates (tenant, scope, liveness,
-agent, time filters), and must share the candidate's place, bucket and agent and
-have been written within `NEIGHBOUR_GAP` of it: facts remembered together in one
-conversation, never a fact this caller could not recall directly. A thread's
-episodes are neighbours by their events' order too; that walk is in the statement
-only where the organisation has a thread (`RecallRequest.thread_neighbours`).
-"""
+# What the statement reads, for the candidates and for the facts remembered just before and after each of
+# them in the same place: cosine similarity to the question (current model only), the question's lexemes each
+# holds, its length and `ts_rank`; for BM25, how many facts are recallable here (counted to a cap), and over a
+# sample of them how long they are and how many hold each lexeme. A word absent from the sample counts as rare.
+# The counts read the sample rather than the GIN index because under row-level security `@@` (not leakproof)
+# cannot be an index condition: counting over the index would scan the whole tenant once per word.
+#
+# Neighbours obey the candidates' predicate (tenant, scope, liveness, agent, time filters), share the
+# candidate's place, bucket and agent, and were written within `NEIGHBOUR_GAP` of it: never a fact this
+# caller could not recall directly. Other apps add walks of their own (`register_neighbour_walk`).
 
 from __future__ import annotations
 
@@ -67,7 +52,7 @@ TOTAL_CAP = 5_000
 STATISTICS_SAMPLE = 1_000
 
 # A neighbour shares its anchor's place, bucket and agent.
-_SAME_PLACE = (
+SAME_PLACE = (
     "m.bucket = a.bucket AND m.scope = a.scope AND m.scope_ref = a.scope_ref"
     " AND m.agent_id IS NOT DISTINCT FROM a.agent_id"
 )
@@ -77,7 +62,7 @@ _ONLY_QUESTION = "ts_delete({v}, tsvector_to_array(ts_delete({v}, qwords.words))
 
 # BM25's sample and count over the table, newest first: the planner walks `memories_recall_recent_idx`
 # and stops at the LIMIT. Unordered, it read the place by a bitmap of the whole tenant before the LIMIT
-# applied (issue 15: 90 of the largest tenant's statement's milliseconds; 134,072 rows).
+# applied (90 of the largest tenant's statement's milliseconds, at 134,072 rows).
 NEWEST_FIRST = " ORDER BY m.created_at DESC"
 
 # Planner settings for every contextual statement. A tenant without an HNSW index has small estimates
@@ -92,16 +77,31 @@ NEWEST_FIRST = " ORDER BY m.created_at DESC"
 # after it, so the rest of the request's transaction plans as before.
 WALK_THE_INDEX = ("SET LOCAL enable_sort = off; ", "; SET LOCAL enable_sort TO DEFAULT")
 
+# walk(request, tenant literal, recall predicate over `m`) -> a SELECT of (anchor, id, step) over the `anchor`
+# CTE (its columns: see `_anchor_cte`), or None when it has nothing to walk for this request.
+NeighbourWalk = Callable[[RecallRequest, str, str], "str | None"]
 
-def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG) -> RecallPlan:
-    """One statement: the hybrid candidates, their neighbours, and what ranking reads of each.
+_neighbour_walks: dict[str, NeighbourWalk] = {}
 
-    Each row is one fact of the pool (a candidate or a neighbour) with its
-    cosine similarity, the question's lexemes it holds (its tsvector cut down
-    to them), its length, `ts_rank`, its place in the pool's order, the
-    columns a recall row shows and, for a candidate, its hybrid ranks; the
-    BM25 statistics and the neighbour links ride on the pool's first row.
-    """
+
+def register_neighbour_walk(walk: NeighbourWalk, *, name: str) -> None:
+    """Add neighbours another app knows of (threads: episodes in their events' order), without `memories`
+    importing it; registered once by name from the app's `ready()`."""
+    _neighbour_walks[name] = walk
+
+
+def unregister_neighbour_walk(name: str) -> NeighbourWalk | None:
+    return _neighbour_walks.pop(name, None)
+
+
+def neighbour_walks() -> list[tuple[str, NeighbourWalk]]:
+    """The registered walks in name order, so every statement lists them in the same order."""
+    return sorted(_neighbour_walks.items())
+
+
+def contextual_plan(request: RecallRequest, *, config: ranking.RankingConfig = ranking.DEFAULT_CONFIG) -> RecallPlan:
+    """One statement: the hybrid candidates, their neighbours, and what ranking reads of each fact of the pool;
+    the BM25 statistics and the neighbour links ride on the pool's first row."""
     found = candidate_ctes(request)
     ctes, params, base = found.ctes, found.params, found.base
     tenant = tenant_literal(request.organisation_id)
@@ -118,8 +118,10 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
     if "lexical" not in request.lists:  # the lexical list already defines the question's tsquery
         ctes.append(TSQUERY)
     neighbours = [_neighbours_written("before", tenant, base), _neighbours_written("after", tenant, base)]
-    if request.thread_neighbours:
-        neighbours.append(_neighbours_in_thread(tenant, base))
+    for _, walk in neighbour_walks():
+        walked = walk(request, tenant, base)
+        if walked:
+            neighbours.append(walked)
     ctes += [
         _anchor_cte(tenant),
         "nb AS MATERIALIZED (\n  " + "\n  UNION ALL\n  ".join(neighbours) + "\n)",
@@ -143,7 +145,8 @@ def build_plan(request: RecallRequest, *, config: ranking.RankingConfig = rankin
 
 
 def _anchor_cte(tenant: str) -> str:
-    """The candidates, in the hybrid order, with what the neighbour walk needs and the vector list's distance."""
+    """The candidates, in the hybrid order, with what the neighbour walks need (a thread's walk starts from
+    `source_event_id`) and the vector list's distance."""
     return (
         "anchor AS MATERIALIZED (\n"
         "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank, c.distance,\n"
@@ -178,26 +181,8 @@ def _neighbours_written(direction: str, tenant: str, base: str) -> str:
         f"      SELECT {columns_read} FROM memories_memory w WHERE w.organisation_id = {tenant} AND {live_sql('w')}\n"
         f"        AND w.created_at {cmp} a.created_at AND {bound} AND w.id <> a.id\n"
         f"      ORDER BY w.created_at {order} LIMIT %(scan)s) m\n"
-        f"    WHERE {base} AND {_SAME_PLACE} AND {shown_in_turn_sql('m')}\n"
+        f"    WHERE {base} AND {SAME_PLACE} AND {shown_in_turn_sql('m')}\n"
         f"    ORDER BY m.created_at {order}, m.id {order} LIMIT %(window)s) x"
-    )
-
-
-def _neighbours_in_thread(tenant: str, base: str) -> str:
-    """Issue 16: a thread's episodes are neighbours by their events' order in the thread, not by
-    when they were written (a thread consolidated in several runs, or events posted late).
-    Parts of one split event are each other's nearest neighbours (step 1, never 0)."""
-    return (
-        "SELECT a.id AS anchor, x.id, x.step FROM anchor a\n"
-        f"  JOIN threads_threadevent e ON e.id = a.source_event_id AND e.organisation_id = {tenant}\n"
-        "  CROSS JOIN LATERAL (\n"
-        "    SELECT m.id, (CASE WHEN f.sequence = e.sequence THEN 1"
-        " ELSE f.sequence::bigint - e.sequence::bigint END) AS step\n"
-        "    FROM threads_threadevent f\n"
-        f"    JOIN memories_memory m ON m.source_event_id = f.id AND m.organisation_id = {tenant}\n"
-        f"    WHERE f.organisation_id = {tenant} AND f.thread_id = e.thread_id AND %(window)s > 0\n"
-        "      AND f.sequence BETWEEN e.sequence - %(window)s AND e.sequence + %(window)s\n"
-        f"      AND m.id <> a.id AND {base} AND {_SAME_PLACE} AND {shown_in_turn_sql('m')}) x"
     )
 
 
@@ -297,7 +282,7 @@ def lexeme_counts(tsvector_text: str | None) -> dict[str, int]:
     return counts
 
 
-def _link_neighbours(candidates: dict[str, ranking.Candidate], links: dict[str, list[tuple[str, int]]]) -> None:
+def _link_neighbours(candidates: dict[str, ranking.RankedRow], links: dict[str, list[tuple[str, int]]]) -> None:
     """Offsets between every two facts of one anchor's window, both ways, so a neighbour sees its anchor too.
     A pair met in two windows is listed twice: a fact takes the best its neighbours lend, which a repeat
     leaves as it is, and listing is cheaper than checking for it (a contextual recall links about a
@@ -362,8 +347,8 @@ def _statistics(rows: list[dict]) -> tuple[dict[str, int], int, float, dict[str,
     return document_frequency, int(total or 0), float(average_length or 0), links
 
 
-def _candidate(key: str, row: dict) -> ranking.Candidate:
-    return ranking.Candidate(
+def _candidate(key: str, row: dict) -> ranking.RankedRow:
+    return ranking.RankedRow(
         id=key,
         body=row["body"],
         when=datetime.fromtimestamp(row["happened"], UTC),
@@ -374,7 +359,7 @@ def _candidate(key: str, row: dict) -> ranking.Candidate:
     )
 
 
-def _recall_row(found: dict, candidate: ranking.Candidate, load_time: Callable[[str], datetime]) -> dict:
+def _recall_row(found: dict, candidate: ranking.RankedRow, load_time: Callable[[str], datetime]) -> dict:
     """A recall row: the fact's columns (as a read of the table gives them), its hybrid ranks, its contextual score."""
     row = {name: found[name] for name in RESULT_COLUMNS}
     row["id"] = uuid.UUID(found["id"])
@@ -419,7 +404,7 @@ _NEIGHBOUR_COLUMNS = (
 )
 
 
-def describe(config: ranking.RankingConfig) -> dict:
+def plan_described(config: ranking.RankingConfig) -> dict:
     """What `ranking` reports for a contextual recall."""
     return {
         "candidates": CANDIDATES,

@@ -58,7 +58,7 @@ from memories.recall.candidates import (
     RecallPlan,
     RecallRequest,
     base_predicate,
-    build_plan,
+    candidates_plan,
     not_quarantined,
     place_params,
     result_columns,
@@ -199,7 +199,6 @@ def recall(
         count_unembedded="semantic" in how.lists,
         occurred_after=occurred_after,
         occurred_before=occurred_before,
-        thread_neighbours=getattr(organisation, "has_threads", True),
     )
     sql_started = time.perf_counter()
     rows, unembedded, vector_search, rank_ms = _ranked_rows(request, how, config, limit=limit)
@@ -285,7 +284,9 @@ def _ranked_rows(
 
     def plan(hnsw_index: str | None) -> RecallPlan:
         exact_or_not = replace(request, hnsw_index=hnsw_index)
-        return contextual.build_plan(exact_or_not, config=config) if how.contextual else build_plan(exact_or_not)
+        return (
+            contextual.contextual_plan(exact_or_not, config=config) if how.contextual else candidates_plan(exact_or_not)
+        )
 
     first = plan(request.hnsw_index)
     rows, vec_n, unembedded = _execute(first)
@@ -348,8 +349,8 @@ def _ranking_report(
         "limit": limit,
     }
     if how.contextual:
-        report["fusion"] = contextual.describe(config)["fusion"]
-        report["contextual"] = contextual.describe(config)
+        report["fusion"] = contextual.plan_described(config)["fusion"]
+        report["contextual"] = contextual.plan_described(config)
     if how.reranked:
         report["reranker"] = {"style": settings.RERANKER_STYLE, "candidates": settings.RERANKER_CANDIDATES}
     return report

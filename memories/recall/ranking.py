@@ -1,28 +1,16 @@
-"""Contextual ranking: the rules that order recall's candidates in `contextual` mode.
+"""Contextual ranking: pure rules that order the candidates `memories.recall.contextual` found, each testable
+and switchable alone (`RankingConfig`)."""
 
-Pure functions over candidates the database has already found and scored
-(`memories.recall.contextual` fetches them), so each rule can be tested alone and
-switched off alone when the benchmark measures what it adds:
-
-- **BM25** over the stored lexemes (stemmed, stop words dropped), with document
-  frequencies from the rows recallable here, instead of `ts_rank`, which has
-  no notion of how rare a word is;
-- **score fusion**: each list's scores as z-scores over the candidate pool,
-  summed with a weight, instead of reciprocal rank, which throws away how far
-  ahead the leader is;
-- **conversational context**: a fact is lifted by the best of its neighbours,
-  the facts remembered just before and after it in the same place, because an
-  answer ("Researching adoption agencies") often matches the question only
-  through the turn that prompted it;
-- **speaker**: when the question names someone who speaks in a candidate
-  (a leading `Name:` label, as chat transcripts are remembered), that person's
-  lines are preferred;
-- **time**: a question naming a date or a month prefers facts that happened in
-  it or shortly after.
-
-Nothing here knows any data set: names come from the candidates' own labels,
-and dates are read as ordinary English calendar dates.
-"""
+# The rules, and why each beats the plain hybrid ranking:
+# - BM25 over the stored lexemes, with document frequencies from the rows recallable here, instead of
+#   `ts_rank`, which has no notion of how rare a word is;
+# - score fusion: each list's scores as z-scores over the pool, summed with a weight, instead of reciprocal
+#   rank, which throws away how far ahead the leader is;
+# - conversational context: a fact is lifted by the best of its neighbours in its place, because an answer
+#   ("Researching adoption agencies") often matches the question only through the turn that prompted it;
+# - speaker: a question naming someone who speaks in a candidate (a leading `Name:` label) prefers their lines;
+# - time: a question naming a date or a month prefers facts that happened in it or shortly after.
+# Nothing here knows any data set: names come from the candidates' own labels, dates are ordinary English dates.
 
 from __future__ import annotations
 
@@ -190,7 +178,7 @@ def reciprocal_ranks(values: Sequence[float | None], k: int) -> list[float]:
 
 
 @dataclass
-class Candidate:
+class RankedRow:
     """One row the database found: its scores, when it happened, and its neighbours in its place."""
 
     id: str
@@ -206,14 +194,14 @@ class Candidate:
 
 
 def rank(
-    candidates: list[Candidate],
+    candidates: list[RankedRow],
     *,
     cues: QuestionCues,
     document_frequency: dict[str, int],
     total: int,
     average_length: float,
     config: RankingConfig = DEFAULT_CONFIG,
-) -> list[Candidate]:
+) -> list[RankedRow]:
     """Score every candidate (setting `score` and `parts`) and return them best first."""
     if not candidates:
         return []
@@ -267,7 +255,7 @@ def _named_speaker(labels: set[str], cues: QuestionCues) -> str | None:
     return next(iter(named)) if len(named) == 1 else None
 
 
-def _context(candidate: Candidate, own: dict[str, float], floor: float, config: RankingConfig) -> float:
+def _context(candidate: RankedRow, own: dict[str, float], floor: float, config: RankingConfig) -> float:
     """The best score a neighbour lends: a farther one lends less, its lead over the pool's floor
     shrinking by `context_decay` a step."""
     best = floor

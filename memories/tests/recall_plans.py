@@ -29,4 +29,4 @@ def contextual_request(org, *, place: Place, question: str, shared_read: bool | 
 
 def contextual_plan(org, *, place: Place, question: str, shared_read: bool | None = None) -> RecallPlan:
     """The statement `contextual_request` asks for."""
-    return contextual.build_plan(contextual_request(org, place=place, question=question, shared_read=shared_read))
+    return contextual.contextual_plan(contextual_request(org, place=place, question=question, shared_read=shared_read))

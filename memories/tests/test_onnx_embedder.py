@@ -126,7 +126,7 @@ def test_a_corrupt_export_is_not_served(exported, tmp_path, caplog):
 def test_warm_up_loads_the_query_encoder_before_the_first_question(exported):
     embedders._embedders.clear()
     try:
-        report = embedders.warm_up()
+        report = embedders.embedder_warm_up()
         assert report["runtime"] == "onnx" and report["model"] == LOCAL_MODEL_NAME
         assert embedders.get_embedder().query_runtime == "onnx"
     finally:

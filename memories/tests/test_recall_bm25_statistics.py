@@ -168,7 +168,7 @@ def test_every_contextual_statement_plans_with_sorting_off(tenants):
         now=timezone.now(),
     )
     for hnsw_index in (None, "memories_hnsw_x"):
-        built = contextual.build_plan(replace(request, hnsw_index=hnsw_index))
+        built = contextual.contextual_plan(replace(request, hnsw_index=hnsw_index))
         assert (
             built.planner_settings
             == contextual.WALK_THE_INDEX

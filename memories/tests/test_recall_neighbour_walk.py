@@ -1,4 +1,4 @@
-"""Issue 15: contextual recall's neighbour walk keeps its rule (within the gap, in the place, the nearest
+"""Contextual recall's neighbour walk keeps its rule (within the gap, in the place, the nearest
 `NEIGHBOUR_SCAN` rows of the tenant) while walking the tenant's newest-first index from each candidate,
 never a bitmap read and sort of the tenant per candidate, under the web role's row-level security."""
 
@@ -136,8 +136,8 @@ def test_the_walk_reads_the_newest_first_index_from_each_candidate(org):
     walk = neighbour_walk_plan(org)
     assert walk.count(" using memories_recall_recent_idx on memories_memory") == 2, walk  # before and after
     assert "Bitmap Heap Scan on memories_memory" not in walk, walk
-    # The thread walk (issue 16) is the third part of the same CTE: the slice is the whole CTE.
-    assert "threads_threadevent" in walk
+    # No thread here, so no walk through one (threads/tests/test_recall_walks_threads_only_where_they_exist.py).
+    assert "threads_threadevent" not in walk
 
 
 def test_the_planner_settings_end_with_the_statement(org):

@@ -7,13 +7,13 @@ from datetime import UTC, datetime
 import pytest
 
 from memories.recall import ranking
-from memories.recall.ranking import Candidate, RankingConfig
+from memories.recall.ranking import RankedRow, RankingConfig
 
 DAY = datetime(2026, 3, 10, 12, tzinfo=UTC)
 
 
-def candidate(key: str, body: str, *, similarity=0.2, counts=None, when=DAY, neighbours=()) -> Candidate:
-    return Candidate(
+def candidate(key: str, body: str, *, similarity=0.2, counts=None, when=DAY, neighbours=()) -> RankedRow:
+    return RankedRow(
         id=key,
         body=body,
         when=when,
@@ -24,7 +24,7 @@ def candidate(key: str, body: str, *, similarity=0.2, counts=None, when=DAY, nei
     )
 
 
-def background(n: int = 20) -> list[Candidate]:
+def background(n: int = 20) -> list[RankedRow]:
     """Unrelated facts, so the pool's scores have the spread a real candidate pool has."""
     return [candidate(f"bg{i}", f"Unrelated fact {i}", similarity=0.05 + 0.01 * i) for i in range(n)]
 

@@ -250,7 +250,7 @@ def test_erasing_an_event_erases_every_episode_of_it(episodes_on, post_events, p
 
 
 def _links(org, agent, place: Place, question: str) -> set[tuple[str, str]]:
-    plan = contextual.build_plan(
+    plan = contextual.contextual_plan(
         RecallRequest(
             organisation_id=org.pk,
             place=place,

@@ -1,9 +1,10 @@
-"""Issue 15: contextual recall walks a thread's neighbours only in an organisation that has a thread
-(`Organisation.has_threads`): elsewhere the walk could find nothing, and leaving it out of the statement
-saves about a millisecond of planning. Where threads exist, the walk is there and finds them."""
+"""Contextual recall walks a thread's episodes in their events' order, a walk the threads app plugs in: where the
+organisation has a thread, and not where it has none (there the walk could find nothing, and planning it costs)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import timedelta
 
@@ -20,6 +21,8 @@ from memories.scopes import Place
 from memories.tests.api.helpers import stub_vector
 from memories.tests.recall_plans import contextual_request
 from threads.consolidation import thread_consolidate
+from threads.models import Thread
+from threads.recall import thread_neighbour_walk, thread_neighbours_sql, threads_seen_forget
 
 THREAD_WALK = "JOIN threads_threadevent e ON e.id = a.source_event_id"
 PLACE = Place("C-general", "public", ())
@@ -35,28 +38,69 @@ def recall_statement(organisation) -> str:
     return next(query["sql"] for query in captured.captured_queries if "nb AS MATERIALIZED" in query["sql"])
 
 
-def test_the_statement_has_the_walk_only_when_asked_for(org):
-    request = request_for(org, "puppy")
-    assert THREAD_WALK in contextual.build_plan(request).sql  # the default: walk
-    assert THREAD_WALK not in contextual.build_plan(replace(request, thread_neighbours=False)).sql
+@contextmanager
+def threads_walk(walk) -> Iterator[None]:
+    """Recall with this walk in the threads app's place (None: no walk at all), then as registered again."""
+    registered = contextual.unregister_neighbour_walk("threads")
+    if walk is not None:
+        contextual.register_neighbour_walk(walk, name="threads")
+    try:
+        yield
+    finally:
+        contextual.unregister_neighbour_walk("threads")
+        if registered is not None:
+            contextual.register_neighbour_walk(registered, name="threads")
 
 
-def test_recall_leaves_the_walk_out_until_the_organisation_has_a_thread(post_events, public_channel, org):
+def always(request: RecallRequest, tenant: str, predicate: str) -> str:
+    return thread_neighbours_sql(tenant, predicate)
+
+
+def plan_sql(request: RecallRequest, walk=thread_neighbour_walk) -> str:
+    with threads_walk(walk):
+        return contextual.contextual_plan(request).sql
+
+
+def contextual_request_without_db() -> RecallRequest:
+    return RecallRequest(
+        organisation_id="00000000-0000-0000-0000-000000000001",
+        place=PLACE,
+        limit=contextual.CANDIDATES,
+        lists=("lexical",),
+        question="puppy",
+        now=timezone.now(),
+    )
+
+
+def test_the_threads_app_plugs_its_walk_in():
+    assert ("threads", thread_neighbour_walk) in contextual.neighbour_walks()
+    assert THREAD_WALK in plan_sql(contextual_request_without_db(), always)  # positive control: the walk's SQL
+    assert THREAD_WALK not in plan_sql(contextual_request_without_db(), None)
+
+
+def test_the_statement_walks_only_where_the_organisation_has_a_thread(post_events, public_channel, org, other_org):
+    assert THREAD_WALK not in plan_sql(request_for(org, "puppy"))
+    post_events("T-1", [("mona", "We adopted a puppy named Biscuit.")], place=public_channel)
+    assert THREAD_WALK in plan_sql(request_for(org, "puppy"))  # positive control: now it has one
+    assert THREAD_WALK not in plan_sql(request_for(other_org, "puppy"))  # another organisation's thread is not its
+
+
+def test_recall_walks_once_the_organisation_has_a_thread(post_events, public_channel, org):
     assert THREAD_WALK not in recall_statement(Organisation.objects.get(pk=org.pk))
     post_events("T-1", [("mona", "We adopted a puppy named Biscuit.")], place=public_channel)
-    # Control: the same recall once a thread exists walks it.
     assert THREAD_WALK in recall_statement(Organisation.objects.get(pk=org.pk))
-    # An organisation given by its id alone walks too: nothing says it has no thread.
-    assert THREAD_WALK in recall_statement(org.pk)
+    assert THREAD_WALK in recall_statement(org.pk)  # an organisation given by its id alone too
 
 
-def test_without_threads_the_walk_changes_no_row(make_memory, org):
+def test_without_threads_leaving_the_walk_out_changes_no_row(make_memory, org):
     for body in ("Biscuit is a puppy", "the puppy sleeps a lot", "we walk Biscuit at six", "dinner at eight"):
         written = make_memory(body=body)
         Memory.objects.filter(pk=written.pk).update(embedding=stub_vector(body), embedding_model="stand-in")
     request = request_for(org, "when do we walk the puppy")
-    walked, _, _ = _execute(contextual.build_plan(request))
-    unwalked, _, _ = _execute(contextual.build_plan(replace(request, thread_neighbours=False)))
+    with threads_walk(always):
+        walked, _, _ = _execute(contextual.contextual_plan(request))
+    with threads_walk(None):
+        unwalked, _, _ = _execute(contextual.contextual_plan(request))
     assert len(walked) >= 4  # positive control: there are rows to compare
     assert walked == unwalked
 
@@ -75,12 +119,22 @@ def test_with_threads_the_walk_finds_what_it_alone_finds(episodes_on, post_event
         request_for(org, "Biscuit"), lists=("lexical",), query_vector=None, model="", count_unembedded=False
     )
 
-    def links(plan) -> set[tuple[str, int]]:
-        rows, _, _ = _execute(plan)
+    def links(walk) -> set[tuple[str, int]]:
+        with threads_walk(walk):
+            rows, _, _ = _execute(contextual.contextual_plan(request))
         found = contextual._as_json(next(row["bm25"] for row in rows if row["bm25"] is not None))[4]
         return {(str(other), step) for _, other, step in found}
 
-    walked = links(contextual.build_plan(request))
-    unwalked = links(contextual.build_plan(replace(request, thread_neighbours=False)))
+    walked = links(thread_neighbour_walk)
+    unwalked = links(None)
     # The reply is the puppy's neighbour by the thread's order (step 1) only through the walk.
     assert any(step == 1 for _, step in walked - unwalked)
+
+
+def test_a_thread_another_process_created_is_walked_once_the_kept_answer_is_renewed(org):
+    assert THREAD_WALK not in plan_sql(request_for(org, "puppy"))  # the answer "no thread" is now kept
+    # Created without this process's save signal, as another process's insert is seen here.
+    Thread.objects.bulk_create([Thread(organisation=org, external_id="T-elsewhere")])
+    assert THREAD_WALK not in plan_sql(request_for(org, "puppy"))
+    threads_seen_forget(org.pk)  # as when `THREADS_SEEN_SECONDS` have passed
+    assert THREAD_WALK in plan_sql(request_for(org, "puppy"))

@@ -8,7 +8,7 @@ register = template.Library()
 @register.simple_tag(takes_context=True)
 def person_name(context, person_id, fallback: str = "") -> str:
     """ "you" for the signed-in person; else their name in the context's `names` (person id -> display
-    name, from `web.selectors.people_names`), else `fallback`."""
+    name, from `accounts.people.people_display_names`), else `fallback`."""
     user = context.get("user")
     if user is not None and str(getattr(user, "pk", "")) == str(person_id):
         return "you"

@@ -23,11 +23,9 @@ class InjectionLineOutputSerializer(OutputSerializer):
 
 
 def injection_place(injection: Injection, context: dict) -> dict:
-    return {
-        "channel": injection.place_channel,
-        "kind": injection.place_kind,
-        "people": people_labels(organisation=injection.organisation, ids=injection.place_people or []),
-    }
+    ids = [str(person_id) for person_id in injection.place_people or []]
+    labels = people_labels(organisation=injection.organisation, ids=ids)
+    return {"channel": injection.place_channel, "kind": injection.place_kind, "people": [labels[i] for i in ids]}
 
 
 class InjectionOutputSerializer(OutputSerializer):

@@ -166,7 +166,7 @@ def test_a_batch_the_int8_file_fails_on_is_not_embedded_by_torch_under_the_int8_
 def test_warm_up_reports_the_int8_id(int8):
     embedders._embedders.clear()
     try:
-        report = embedders.warm_up(batch=True)
+        report = embedders.embedder_warm_up(batch=True)
         assert report["model"] == INT8 and report["runtime"] == "onnx"
     finally:
         embedders._embedders.clear()

@@ -17,7 +17,7 @@ from accounts.services import agent_create, organisation_create
 from memories.db.indexes import DROP_WORD_LIST_FUNCTION, WORD_LIST_FUNCTION
 from memories.models import Author, Bucket, Memory, SourceKind
 from memories.recall import candidates, contextual
-from memories.recall.candidates import RecallRequest, build_plan, recall_predicate
+from memories.recall.candidates import RecallRequest, candidates_plan, recall_predicate
 from memories.recall.query import run_plan
 from memories.scopes import Place
 from memories.tests.api.helpers import stub_vector
@@ -235,17 +235,17 @@ def test_the_function_sql_is_undone_and_redone_cleanly(db):
 
 def test_the_other_model_count_counts_both_sides_of_the_current_model(tenants):
     org, _, _ = tenants
-    rows, _, unembedded = _statement(build_plan(request(org)), org.pk)
+    rows, _, unembedded = _statement(candidates_plan(request(org)), org.pk)
     assert rows
     assert unembedded == 3  # one not embedded, one model sorting before the current one, one after
     # Positive control: with the current model named as one of the others, its rows count instead.
-    _, _, counted = _statement(build_plan(replace(request(org), model="zz-model")), org.pk)
+    _, _, counted = _statement(candidates_plan(replace(request(org), model="zz-model")), org.pk)
     assert counted > 3
 
 
 def test_the_other_model_count_is_served_by_its_index(tenants):
     org, _, _ = tenants
-    plan = build_plan(request(org))
+    plan = candidates_plan(request(org))
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"SET LOCAL ROLE {APP_ROLE}; SET LOCAL enable_seqscan = off")
         tenant_activate(organisation_id=org.pk)
@@ -255,7 +255,7 @@ def test_the_other_model_count_is_served_by_its_index(tenants):
     assert "embedding_model)::text < 'stand-in'" in lines and "embedding_model)::text > 'stand-in'" in lines
 
 
-@pytest.mark.parametrize("planner", [build_plan, contextual.build_plan], ids=["hybrid", "contextual"])
+@pytest.mark.parametrize("planner", [candidates_plan, contextual.contextual_plan], ids=["hybrid", "contextual"])
 def test_the_candidates_rows_found_by_key_are_every_candidate(tenants, planner):
     org, _, _ = tenants
     rows, vec_n, _ = _statement(planner(request(org, pool=40)), org.pk)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from accounts.services import organisation_create
 from memories.models import Author, Bucket, Memory, SourceKind
 from memories.recall import contextual
-from memories.recall.candidates import RecallRequest, build_plan, reads_place_once
+from memories.recall.candidates import RecallRequest, candidates_plan, reads_place_once
 from memories.recall.query import run_plan
 from memories.scopes import Place
 from memories.tests.api.helpers import stub_vector
@@ -93,9 +93,11 @@ def test_the_contextual_statement_finds_the_same_rows_reading_the_place_once(ten
     org, _ = tenant
     now = timezone.now()
     per_list = statement_rows(
-        contextual.build_plan(request(org, shared=False, now=now)), as_app=as_app, tenant_id=org.pk
+        contextual.contextual_plan(request(org, shared=False, now=now)), as_app=as_app, tenant_id=org.pk
     )
-    once = statement_rows(contextual.build_plan(request(org, shared=True, now=now)), as_app=as_app, tenant_id=org.pk)
+    once = statement_rows(
+        contextual.contextual_plan(request(org, shared=True, now=now)), as_app=as_app, tenant_id=org.pk
+    )
     rows, vec_n, unembedded = once
     assert rows and vec_n == contextual.CANDIDATES
     assert unembedded == 2  # one not embedded, one by another model
@@ -107,14 +109,14 @@ def test_the_contextual_statement_finds_the_same_rows_reading_the_place_once(ten
 def test_the_hybrid_statement_finds_the_same_rows_reading_the_place_once(tenant):
     org, _ = tenant
     now = timezone.now()
-    per_list = statement_rows(build_plan(request(org, shared=False, now=now)), as_app=True, tenant_id=org.pk)
-    once = statement_rows(build_plan(request(org, shared=True, now=now)), as_app=True, tenant_id=org.pk)
+    per_list = statement_rows(candidates_plan(request(org, shared=False, now=now)), as_app=True, tenant_id=org.pk)
+    once = statement_rows(candidates_plan(request(org, shared=True, now=now)), as_app=True, tenant_id=org.pk)
     assert once[0] and once == per_list
 
 
 def test_the_one_read_keeps_to_the_place_the_tenant_and_unexpired_rows(tenant):
     org, other = tenant
-    plan = contextual.build_plan(request(org, shared=True))
+    plan = contextual.contextual_plan(request(org, shared=True))
     bodies = {row["body"] for row in statement_rows(plan, as_app=True, tenant_id=org.pk)[0]}
     assert "pinned: the kettle is descaled on Fridays" in bodies
     assert not bodies & {
@@ -124,11 +126,11 @@ def test_the_one_read_keeps_to_the_place_the_tenant_and_unexpired_rows(tenant):
     }
     # Positive controls: the same statement finds the expired row before it expired, and the other tenant's row
     # for that tenant.
-    earlier = contextual.build_plan(request(org, shared=True, now=timezone.now() - timedelta(days=2)))
+    earlier = contextual.contextual_plan(request(org, shared=True, now=timezone.now() - timedelta(days=2)))
     assert "the expired kettle descaling" in {
         row["body"] for row in statement_rows(earlier, as_app=True, tenant_id=org.pk)[0]
     }
-    theirs = contextual.build_plan(request(other, shared=True))
+    theirs = contextual.contextual_plan(request(other, shared=True))
     assert {row["body"] for row in statement_rows(theirs, as_app=True, tenant_id=other.pk)[0]} == {
         "the other tenant's kettle descaling"
     }
@@ -139,7 +141,7 @@ def test_the_place_is_read_once_only_when_every_list_would_read_all_of_it(tenant
 
     def reads_once(**kwargs) -> bool:
         chosen = reads_place_once(request(org, **kwargs))
-        assert chosen == ("place AS MATERIALIZED" in contextual.build_plan(request(org, **kwargs)).sql)
+        assert chosen == ("place AS MATERIALIZED" in contextual.contextual_plan(request(org, **kwargs)).sql)
         return chosen
 
     assert reads_once(shared=None)  # exact vector list and the word list: the default

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from accounts.services import agent_create, organisation_create
 from memories.models import Author, Bucket, Memory, SourceKind, TenantVectorIndex
-from memories.recall.candidates import RecallRequest, build_plan
+from memories.recall.candidates import RecallRequest, candidates_plan
 from memories.recall.hnsw import forget_hnsw_cache, index_name_for, vector_index_drop, vector_index_maintain
 from memories.recall.query import recall, run_plan
 from memories.scopes import Place
@@ -100,7 +100,7 @@ def ids(plan, *, index_preferred: bool = False) -> list:
 
 
 def plan_for(org, vector, *, hnsw, agent_id=None):
-    return build_plan(
+    return candidates_plan(
         RecallRequest(
             organisation_id=org.pk,
             place=PLACE,
