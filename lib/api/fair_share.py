@@ -1,33 +1,32 @@
-"""The fair share: how many requests one organisation may have in flight at once, checked before Django runs.
+"""The fair share: how many requests one organisation may have in flight at once, checked before Django runs."""
 
-Archivist is one server many organisations share. A token within its rate can
-still take every web worker (a closed-loop client with as many connections as
-there are workers), and the other tenants then wait behind it. The gate counts
-each organisation's API requests in flight in Redis and refuses one past
-`ORGANISATION_IN_FLIGHT` with 429 and `Retry-After: 1`. A tenant may go past
-its share only while it is alone: no other tenant had a request admitted in
-the last `ACTIVE_SECONDS`, and the server keeps one slot free (`WEB_SLOTS`, all
-but one). A waiting tenant is so served before a tenant over its share.
-
-The gate wraps the WSGI application (`FairShareGate`, `config/wsgi.py`): a
-refusal is one Redis round trip and a few bytes written, with no Django request
-cycle, no middleware and no database. Sync workers take connections in the
-order they came, so a quiet tenant's request waits behind every flood
-connection queued before it: the cheaper each refusal, the shorter that wait.
-
-The organisation is known before the view runs from a short-lived cache of the
-presented token's hash to its organisation, written after a request that token
-authenticated (`request.auth`, the token DRF found, handed back to the gate by
-`FairShareMiddleware`). Until it is known (a token's first requests, and every
-unknown token) a token counts against a share of its own. Revoking a token
-(`token_revoke`) deletes its entry when the revocation commits; an entry
-otherwise lives `FAIR_SHARE_CACHE_SECONDS` at most (and never past the token's
-expiry). The cache decides only which share a request counts against: the
-token itself is checked in the database on every request, so a revoked token
-is refused at once either way.
-
-If Redis cannot be reached the request goes on: the gate must not become an outage.
-"""
+# Archivist is one server many organisations share. A token within its rate can
+# still take every web worker (a closed-loop client with as many connections as
+# there are workers), and the other tenants then wait behind it. The gate counts
+# each organisation's API requests in flight in Redis and refuses one past
+# `ORGANISATION_IN_FLIGHT` with 429 and `Retry-After: 1`. A tenant may go past
+# its share only while it is alone: no other tenant had a request admitted in
+# the last `ACTIVE_SECONDS`, and the server keeps one slot free (`WEB_SLOTS`, all
+# but one). A waiting tenant is so served before a tenant over its share.
+#
+# The gate wraps the WSGI application (`FairShareGate`, `config/wsgi.py`): a
+# refusal is one Redis round trip and a few bytes written, with no Django request
+# cycle, no middleware and no database. Sync workers take connections in the
+# order they came, so a quiet tenant's request waits behind every flood
+# connection queued before it: the cheaper each refusal, the shorter that wait.
+#
+# The organisation is known before the view runs from a short-lived cache of the
+# presented token's hash to its organisation, written after a request that token
+# authenticated (`request.auth`, the token DRF found, handed back to the gate by
+# `FairShareMiddleware`). Until it is known (a token's first requests, and every
+# unknown token) a token counts against a share of its own. Revoking a token
+# (`token_revoke`) deletes its entry when the revocation commits; an entry
+# otherwise lives `FAIR_SHARE_CACHE_SECONDS` at most (and never past the token's
+# expiry). The cache decides only which share a request counts against: the
+# token itself is checked in the database on every request, so a revoked token
+# is refused at once either way.
+#
+# If Redis cannot be reached the request goes on: the gate must not become an outage.
 
 from __future__ import annotations
 
