@@ -79,7 +79,7 @@ def seed(args, conversations) -> dict[str, str]:
 
     from accounts.models import Organisation
     from memories.models import Memory
-    from memories.services import normalise_body
+    from memories.writer import normalise_body
 
     vectors = turn_vectors(args, [turn.body for conv in conversations for turn in conv.turns])
     organisations, index, started = {}, 0, datetime.now(UTC) - timedelta(days=1)
