@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -49,7 +50,7 @@ class MemoryDraft:
     source_ref: str = ""
     source_label: str = ""
     source_run_id: str = ""
-    source_event: models.Model | None = None  # the thread event an episode keeps
+    source_event: Any = None  # the threads.ThreadEvent an episode keeps (memories does not import threads)
     tier: str = Tier.LOG
     pinned: bool = False
     expires_at: datetime | None = None

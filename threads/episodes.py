@@ -154,7 +154,7 @@ def episodes_write(
         else {}
     )
     # Every draft is of an agent's event (`drafts_for` skips the rest); each agent writes its own.
-    by_agent: dict[int, list[int]] = {}
+    by_agent: dict[object, list[int]] = {}
     for index, draft in enumerate(drafts):
         by_agent.setdefault(draft.event.agent_id, []).append(index)
     rows: dict[int, Memory] = {}
