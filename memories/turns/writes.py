@@ -142,6 +142,7 @@ def memory_remember_in_place(
     choice = _write_scope(
         organisation=organisation, resolved=resolved, scope=request.scope, only_for=request.only_for, user=user
     )
+    expires_at = _expiry(expires_at=request.expires_at, ttl_days=request.ttl_days, now=now)
     subject_type, subject_id = _subject(
         organisation=organisation, choice=choice, subject_type=request.subject_type, subject_id=request.subject_id
     )
@@ -163,7 +164,7 @@ def memory_remember_in_place(
         source_run_id=request.run_id,
         tier=request.tier,
         pinned=request.pinned,
-        expires_at=_expiry(expires_at=request.expires_at, ttl_days=request.ttl_days, now=now),
+        expires_at=expires_at,
         occurred_at=request.occurred_at,
     )
     # The live-fact caps are held by the writer itself, on every path that writes.
