@@ -12,7 +12,7 @@ import pytest
 from accounts.models import Membership
 from accounts.services import agent_create, organisation_create, user_create
 from memories.models import Author, Bucket, SourceKind
-from memories.services import memory_remember
+from memories.tests.remembered import remembered
 from tests import database_template
 
 # The browser harness: gunicorn on the test database, Chromium, a screenshot on failure.
@@ -149,6 +149,6 @@ def make_memory(org, member):
             written_by=member,
         )
         fields.update(overrides)
-        return memory_remember(**fields)
+        return remembered(**fields)
 
     return make

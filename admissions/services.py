@@ -29,7 +29,8 @@ from admissions.models import (
 from admissions.roles import STEWARD_PERMISSIONS, STEWARDS_GROUP
 from admissions.status import with_status
 from memories.models import Author, Bucket, ClaimedAdmission, Memory, SourceKind
-from memories.services import memory_point_to_replacement, memory_remember
+from memories.services import memory_point_to_replacement
+from memories.writer import WORKER, MemoryDraft, Writer, memory_remember
 
 # Which decisions each derived status accepts. Rejected is final until someone
 # challenges it; revoking is for an admission only.
@@ -88,14 +89,12 @@ def claim_submit(
     """Store a system claim as a candidate. Whatever `admission` the author claims, only records count."""
     if (agent is None) == (user is None):
         raise ValueError("A claim is submitted by exactly one of an agent or a person.")
-    return memory_remember(
+    draft = MemoryDraft(
         organisation=organisation,
         bucket=Bucket.SYSTEM,
         author=Author.MODEL if agent else Author.PERSON,
         body=body,
         source_kind=SourceKind.RUN if agent else SourceKind.PERSON,
-        agent=agent,
-        written_by=user,
         source_ref=source_ref,
         source_label=source_label,
         source_run_id=source_run_id,
@@ -108,6 +107,7 @@ def claim_submit(
             evidence_refs=evidence_refs,
         ),
     )
+    return memory_remember(draft, writer=Writer(agent=agent, person=user))
 
 
 def _clean_reason(reason: str) -> str:
@@ -225,22 +225,25 @@ def claim_promote(
     with transaction.atomic():
         row = _locked_claim(claim=claim, steward=steward, decision=Decision.PROMOTE)
         tombstone = memory_remember(
-            organisation=row.organisation,
-            bucket=Bucket.SYSTEM,
-            author=Author.PERSON,
-            body=tombstone_body(stance=stance),
-            source_kind=SourceKind.PERSON,
-            # The steward may belong to another organisation, so the row does
-            # not name them as its writer; the promotion record does.
-            source_ref=f"promotion:{row.pk}",
-            source_label=steward_label(steward),
-            system_fields={
-                **{name: getattr(row, name) for name in TOMBSTONE_KEEPS},
-                # A tombstone claims nothing: it points at a stance, and its
-                # derived status is `tombstone` whatever this says.
-                "admission": ClaimedAdmission.CANDIDATE,
-                "stance": stance.pk,
-            },
+            MemoryDraft(
+                organisation=row.organisation,
+                bucket=Bucket.SYSTEM,
+                author=Author.PERSON,
+                body=tombstone_body(stance=stance),
+                source_kind=SourceKind.PERSON,
+                source_ref=f"promotion:{row.pk}",
+                source_label=steward_label(steward),
+                system_fields={
+                    **{name: getattr(row, name) for name in TOMBSTONE_KEEPS},
+                    # A tombstone claims nothing: it points at a stance, and its
+                    # derived status is `tombstone` whatever this says.
+                    "admission": ClaimedAdmission.CANDIDATE,
+                    "stance": stance.pk,
+                },
+            ),
+            # The steward may belong to another organisation, so the row does not name them as its writer
+            # (the promotion record does): the worker writes it.
+            writer=WORKER,
             now=now,
         )
         memory_point_to_replacement(memory=row, replacement=tombstone, actor=steward, now=now)

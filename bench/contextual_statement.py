@@ -85,7 +85,7 @@ def seed_turns(conversations, vectors: list[list[float]], *, model: str, slug: s
 
     from accounts.models import Organisation
     from memories.models import Memory
-    from memories.services import normalise_body
+    from memories.writer import normalise_body
 
     organisations, index, started = {}, 0, datetime.now(UTC) - timedelta(days=1)
     for conv in conversations:

@@ -75,7 +75,7 @@ def seed(args) -> list[dict]:
     from accounts.models import Membership
     from accounts.services import agent_create, organisation_create, user_create
     from memories.places import place_recorded
-    from memories.turns.writes import memory_remember_in_place
+    from memories.turns.writes import RememberRequest, memory_remember_in_place
 
     rng = random.Random(args.seed)
     tenants = []
@@ -92,11 +92,13 @@ def seed(args) -> list[dict]:
             place = rng.choice(places)
             resolved = place_recorded(organisation=organisation, **place)
             memory_remember_in_place(
+                RememberRequest(
+                    body=f"Seeded fact {n} for tenant {index}: prefers {rng.choice(['tea', 'coffee', 'water'])}",
+                    subject_type="workspace",
+                ),
                 organisation=organisation,
                 resolved=resolved,
-                body=f"Seeded fact {n} for tenant {index}: prefers {rng.choice(['tea', 'coffee', 'water'])}",
                 writer=agent,
-                subject_type="workspace",
             )
         tenants.append({"index": index, "token": token, "places": places})
     return tenants

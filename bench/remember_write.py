@@ -4,8 +4,8 @@
 
 In its own PostgreSQL and Redis (var/bench-remember-write): one organisation, one agent holding `--facts`
 live facts (its cap is the default 2,000, so every write counts them), one private channel. The old code
-is `git archive` of the fork point (`git merge-base HEAD --against`): its write modules (the services,
-the turn's writes, idempotency, the remember view) are loaded beside this code's under their own names.
+is `git archive` of the fork point (`git merge-base HEAD --against`): its write modules (the writer, the
+services, the turn's writes, idempotency, the remember view) are loaded beside this code's under their own names.
 
 1. In this process, `POST /api/v1/memories` through Django's WSGI handler as `archivist_app` (under
    row-level security, as the web server runs), the remember view switched between the old code and the
@@ -40,11 +40,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 import harness  # noqa: E402
 from request_overhead import PLACE, Counted, base_checkout, pct, profiled  # noqa: E402
 
-# The modules a remember's write runs through, in import order: each old one imports the old ones before it.
+# The modules a remember's write runs through, in import order: each old one imports the old ones before it
+# (a module the old checkout does not have is left out of the old code).
 WRITE_MODULES = [
     "lib.tasks",
+    "memories.writer",
     "memories.services",
-    "memories.turns.idempotency",
+    "lib.api.idempotency",
     "memories.turns.writes",
     "memories.api.memories",
 ]
@@ -79,6 +81,8 @@ def old_modules(checkout: Path) -> dict[str, types.ModuleType]:
     try:
         for name in WRITE_MODULES:
             path = checkout / (name.replace(".", "/") + ".py")
+            if not path.exists():
+                continue
             spec = importlib.util.spec_from_file_location(f"old.{name}", path)
             assert spec is not None and spec.loader is not None
             module = importlib.util.module_from_spec(spec)

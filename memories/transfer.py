@@ -1,30 +1,22 @@
-"""Bringing memories out of and into an organisation: JSON lines, one remember request per line.
+"""Bringing memories out of and into an organisation: JSON lines, one remember request per line."""
 
-`memories_export` yields an organisation's live memories (and the versions they superseded, so chains are
-kept as `supersedes` references), oldest first, each as the request that would remember it again: body,
-place, scope, subject, tier, pinned, dates and source. Receipts and erased rows are left out, and so are
-system claims (stewards' records, not memories). Format version 2 names people as the API does, by handle
-(else username), and its header lists them with their display names; version 1 named them by username,
-which a directory person's account never shows, so its person rows found nobody on the other side.
-
-`memories_import` checks every row with the API's own input serializer first (`ImportRowSerializer`), then
-writes them through the same service as the API (`memory_remember_in_place`, or `memory_supersede` for a
-row that supersedes an earlier one), so every rule holds: strict types, the text rules, times within
-1900–2999 in UTC, the live-fact cap, the scope rules, the database's constraints. It is all or nothing:
-one refused row (at the check or at its write) and nothing is written; with `partial` the valid rows are
-written. A person an export names who is not in the importing organisation (another organisation, another
-server) is made a directory person with that handle first, and reported. Each refusal is reported as
-`line N: field: reason`. Imported rows keep their dates (`occurred_at`, from the row's `occurred_at` or else
-when it was first written), carry the `import` source kind, get a fresh expiry unless one is given, and are
-embedded by the workers like any other write.
-"""
+# Export yields an organisation's live memories, and the versions they superseded (as `supersedes`
+# references), oldest first, each as the request that would remember it again. Receipts, erased rows and
+# system claims are left out. Version 2 names people by handle (else username) and lists them in its
+# header; version 1 named them by username, which a directory person never shows.
+#
+# Import checks every row with the API's own input serializer, then writes it as the API does (or as a
+# correction, for a row that supersedes an earlier one), so every rule holds. All or nothing, unless
+# `partial`. A person an export names who is not in the importing organisation becomes a directory person
+# with that handle, and is reported. Rows keep their dates, carry the `import` source kind, and get a fresh
+# expiry unless one is given.
 
 from __future__ import annotations
 
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from django.core.exceptions import ValidationError
@@ -40,7 +32,7 @@ from memories.api.serializers import RememberInputSerializer
 from memories.models import Author, Bucket, Channel, Memory, Scope, SourceKind, SubjectType
 from memories.places import place_for_turn
 from memories.services import memory_supersede
-from memories.turns.writes import memory_remember_in_place
+from memories.turns.writes import RememberRequest, memory_remember_in_place
 
 FORMATS = ("archivist", "mem0", "jsonl")
 EXPORT_VERSION = 2
@@ -384,22 +376,8 @@ def _import_row(*, organisation, agent, attrs: dict, imported: dict) -> tuple[Me
     resolved = place_for_turn(
         organisation=organisation, channel=place["channel"], kind=place["kind"], people=place["people"], agent=agent
     )
-    memory, _ = memory_remember_in_place(
-        organisation=organisation,
-        resolved=resolved,
-        body=attrs["body"],
-        writer=agent,
-        scope=attrs.get("scope"),
-        only_for=attrs.get("only_for"),
-        subject_type=attrs.get("subject_type"),
-        subject_id=attrs.get("subject_id", ""),
-        tier=attrs["tier"],
-        pinned=attrs["pinned"],
-        expires_at=expires_at,
-        ttl_days=attrs.get("ttl_days"),
-        run_id=attrs.get("run_id", ""),
-        **provenance,
-    )
+    request = replace(RememberRequest.of(attrs), expires_at=expires_at, **provenance)
+    memory, _ = memory_remember_in_place(request, organisation=organisation, resolved=resolved, writer=agent)
     return memory, 0
 
 

@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 from accounts.tokens import token_issue, token_restrict
 from memories.models import Channel, Memory
 from memories.places import place_recorded
-from memories.turns.writes import memory_remember_in_place
+from memories.turns.writes import RememberRequest, memory_remember_in_place
 from tests.api_routes import Endpoint, api_endpoints
 
 pytestmark = pytest.mark.django_db
@@ -71,7 +71,7 @@ def world(org, member, second_member, agent_with_token, settings) -> World:
     token, restricted_raw = token_issue(agent=agent)
     token_restrict(token=token, restricted=True, channels=["C-inside"], people=["mona"])
     fact, _ = memory_remember_in_place(
-        organisation=org, resolved=outside, body="Outside fact", writer=agent, subject_type="workspace"
+        RememberRequest(body="Outside fact", subject_type="workspace"), organisation=org, resolved=outside, writer=agent
     )
     return World(client_with(restricted_raw), client_with(raw), str(fact.pk))
 

@@ -43,7 +43,7 @@ from schemathesis.specs.openapi.checks import (
 from accounts.models import Membership
 from accounts.services import agent_create, user_create
 from memories.places import place_recorded
-from memories.turns.writes import memory_remember_in_place
+from memories.turns.writes import RememberRequest, memory_remember_in_place
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 
@@ -200,7 +200,7 @@ def test_stateful_runs_hold_the_checks_and_a_forgotten_memory_stays_forgotten(ap
     # (Written through the service: Django's test client would reconnect the signal the fixture took away.)
     place = place_recorded(organisation=org, channel="D-mona", kind="dm", people=[member.username])
     for body in ("Prefers tea", "Works from Leeds", "Allergic to nuts", "Calls the cat Miso"):
-        memory_remember_in_place(organisation=org, resolved=place, body=body, writer=Credentials.agent)
+        memory_remember_in_place(RememberRequest(body=body), organisation=org, resolved=place, writer=Credentials.agent)
     calls: list[tuple[str, int]] = []
     machine = api_schema.as_state_machine()
 
@@ -215,7 +215,9 @@ def test_stateful_runs_hold_the_checks_and_a_forgotten_memory_stays_forgotten(ap
     # the schema's text reseeds, so that use after free is made once, deterministically, below.
     assert len(calls) >= STATEFUL_RUNS and any(200 <= code < 300 for _, code in calls), calls
     client = Client(HTTP_AUTHORIZATION=f"Bearer {Credentials.token}")
-    kept, _ = memory_remember_in_place(organisation=org, resolved=place, body="Forget me", writer=Credentials.agent)
+    kept, _ = memory_remember_in_place(
+        RememberRequest(body="Forget me"), organisation=org, resolved=place, writer=Credentials.agent
+    )
     dm = json.dumps({"place": {"channel": "D-mona", "kind": "dm", "people": [member.username]}})
     assert client.delete(f"/api/v1/memories/{kept.id}", dm, content_type="application/json").status_code == 200
     assert client.get(f"/api/v1/memories/{kept.id}", {"place": "D-mona"}).status_code == 410

@@ -30,7 +30,7 @@ from memories.models import Bucket, Memory, SourceKind, SubjectType
 from memories.places import PlaceInTurn
 from memories.scopes import Place, scope_for
 from memories.services import memory_point_to_replacement, memory_supersede
-from memories.turns.writes import memory_remember_in_place
+from memories.turns.writes import RememberRequest, memory_remember_in_place
 from threads.conflicts import own_fact_for, pending_already, says_the_same, user_fact_keyed
 from threads.episodes import EpisodeDraft, drafts_for, episodes_enabled, episodes_write, strip_memory_blocks
 from threads.extractors.base import (
@@ -259,11 +259,8 @@ class _Consolidator:
             return memory
         if last.agent is None:
             raise ValueError("a learned fact is written by an agent, and the one that posted these events is gone")
-        memory, _ = memory_remember_in_place(
-            organisation=self.thread.organisation,
-            resolved=where.resolved,
+        request = RememberRequest(
             body=candidate.body,
-            writer=last.agent,
             scope=where.wanted,
             subject_type=where.subject[0],
             subject_id=where.subject[1],
@@ -272,7 +269,9 @@ class _Consolidator:
             source_ref=ref,
             source_label=label,
             occurred_at=last.occurred_at,
-            now=self.now,
+        )
+        memory, _ = memory_remember_in_place(
+            request, organisation=self.thread.organisation, resolved=where.resolved, writer=last.agent, now=self.now
         )
         if own is not None:
             # Written already superseded by the person's fact: not recalled, rendered or counted.

@@ -1,24 +1,12 @@
-"""Episodes: what was said in a thread, kept as transcript lines that recall can find (issue 16).
+"""Episodes: what was said in a thread, kept as transcript lines (`Name: text`) that recall can find."""
 
-Consolidation keeps each `user` and `assistant` event as a `learned` memory in
-the `log` tier with source kind `episode` (which callers cannot send), linked
-to its event by `Memory.source_event`:
-
-- body `Display name: text`, split at sentence boundaries so that no line is
-  longer than the render clamp (500 characters); the parts point at the same event;
-- scoped by the event's place by the usual rules (`memories.scopes.scope_for`);
-  the subject is the author when the author is a person, else what the scope implies;
-- `occurred_at` the event's time, `source_ref` the caller's event id (or
-  `<thread>#<sequence>` when it gave none), written by the agent that posted it,
-  with the ordinary expiry;
-- embedded in the consolidation run itself (one `embed` audit row per vector,
-  as the worker writes), so a thread is recallable by meaning once consolidated;
-- bounded per place (`ARCHIVIST_THREAD_EPISODES_PER_PLACE`): past it the oldest episodes there expire at
-  once, each keeping its receipt, and the thread counts them.
-
-A rendered `<memory>` block inside an event (an agent echoing its own context)
-is stripped before anything is kept or extracted.
-"""
+# Consolidation keeps each `user` and `assistant` event as a `learned` memory in the `log` tier with source
+# kind `episode` (which callers cannot send), linked to its event by `Memory.source_event`. Lines are split at
+# sentence boundaries under the render clamp; each is scoped by its event's place (`scope_for`), written by
+# the agent that posted it and embedded in the consolidation run itself, so a thread is recallable by meaning
+# once consolidated. Episodes are bounded per place (`ARCHIVIST_THREAD_EPISODES_PER_PLACE`): past it the
+# oldest expire at once, each keeping its receipt. A rendered `<memory>` block inside an event (an agent
+# echoing its own context) is stripped before anything is kept or extracted.
 
 from __future__ import annotations
 
@@ -29,14 +17,14 @@ from datetime import datetime
 
 from django.conf import settings
 
-from accounts.models import Membership, User
-from accounts.people import display_name_of
+from accounts.models import User
+from accounts.people import people_display_names
 from memories.db.predicates import current_q
-from memories.embeddings.writes import _write_vectors  # the worker's conditional write, with its audit rows
 from memories.models import Author, Bucket, Memory, MemoryAudit, Scope, SourceKind, SubjectType, Tier
 from memories.scopes import Place, scope_for
-from memories.services import default_expiry, memory_redact
+from memories.services import memory_redact
 from memories.turns.render import FENCE_CLOSE, FENCE_OPEN
+from memories.writer import MemoryDraft, Writer, memories_write
 from threads.models import Thread, ThreadEvent
 
 EPISODE_MAX_CHARS = 500  # the render clamp: a memory is a sentence, not a document
@@ -92,7 +80,7 @@ def split_text(text: str, limit: int = EPISODE_MAX_CHARS) -> list[str]:
     return _pack(pieces, limit)
 
 
-def display_name(event: ThreadEvent, names: dict[str, str]) -> str:
+def speaker_name(event: ThreadEvent, names: dict[str, str]) -> str:
     """Who said it, as a transcript shows it: the person's name, else the label the caller gave."""
     if event.author_user_id and names.get(str(event.author_user_id)):
         return names[str(event.author_user_id)]
@@ -132,22 +120,12 @@ class EpisodeDraft:
 def drafts_for(events: Sequence[ThreadEvent], texts: dict[int, str]) -> list[EpisodeDraft]:
     """The episodes these events become (`texts`: each event's text with echoed blocks stripped)."""
     people = {str(e.author_user_id) for e in events if e.author_user_id}
-    # A person's display name (issue 12's records), else their handle or username.
-    names = (
-        {
-            str(membership.user_id): display_name_of(membership)
-            for membership in Membership.objects.select_related("user").filter(
-                organisation_id=events[0].organisation_id, user_id__in=people
-            )
-        }
-        if people
-        else {}
-    )
+    names = people_display_names(organisation=events[0].organisation_id, ids=people) if people else {}
     out: list[EpisodeDraft] = []
     for event in events:
         if event.role not in EPISODE_ROLES or event.agent_id is None or not texts.get(event.sequence):
             continue
-        name = display_name(event, names)
+        name = speaker_name(event, names)
         out.extend(EpisodeDraft(event, body) for body in episode_bodies(event, texts[event.sequence], name))
     return out
 
@@ -165,33 +143,27 @@ def episodes_write(
         if people
         else {}
     )
-    # Every draft is of an agent's event (episode_drafts skips the rest).
-    agents = {draft.event.agent_id: draft.event.agent for draft in drafts if draft.event.agent is not None}
-    rows = [
-        _episode(thread, draft, agent=agents[draft.event.agent_id], usernames=usernames, now=now) for draft in drafts
-    ]
-    Memory.objects.bulk_create(rows)
-    MemoryAudit.objects.bulk_create(
-        [
-            MemoryAudit(
-                organisation_id=row.organisation_id,
-                memory=row,
-                action=MemoryAudit.Action.REMEMBER,
-                actor_label=f"agent:{agents[row.agent_id].name}",
-                detail={"episode_of": row.source_event_id},
-            )
-            for row in rows
-        ]
-    )
-    embedded = [(row, vector) for row, vector in zip(rows, vectors, strict=True) if vector is not None]
-    if embedded:
-        _write_vectors(rows=[row for row, _ in embedded], vectors=[vector for _, vector in embedded], model=model)
-    return [str(row.pk) for row in rows], _bound_enforce_where_written(thread, rows, now=now)
+    # Every draft is of an agent's event (`drafts_for` skips the rest); each agent writes its own.
+    by_agent: dict[object, list[int]] = {}
+    for index, draft in enumerate(drafts):
+        by_agent.setdefault(draft.event.agent_id, []).append(index)
+    rows: dict[int, Memory] = {}
+    for indexes in by_agent.values():
+        written = memories_write(
+            [_episode(thread, drafts[index], usernames=usernames) for index in indexes],
+            writer=Writer(agent=drafts[indexes[0]].event.agent),
+            now=now,
+            vectors=[vectors[index] for index in indexes],
+            model=model,
+        )
+        rows.update(zip(indexes, written, strict=True))
+    ordered = [rows[index] for index in range(len(drafts))]
+    return [str(row.pk) for row in ordered], _bound_enforce_where_written(thread, ordered, now=now)
 
 
-def _episode(thread: Thread, draft: EpisodeDraft, *, agent, usernames: dict[str, str], now: datetime) -> Memory:
-    """One episode row, scoped by its event's place; its subject is the author when a person wrote it,
-    else what the scope implies."""
+def _episode(thread: Thread, draft: EpisodeDraft, *, usernames: dict[str, str]) -> MemoryDraft:
+    """One episode, scoped by its event's place; its subject is the author when a person wrote it, else what
+    the scope implies."""
     event = draft.event
     place = Place(channel=event.place_channel, kind=event.place_kind, people=tuple(str(p) for p in event.place_people))
     choice = scope_for(place, None)
@@ -206,9 +178,8 @@ def _episode(thread: Thread, draft: EpisodeDraft, *, agent, usernames: dict[str,
         label = place.channel
     elif choice.scope == Scope.PERSON:
         label = usernames.get(choice.ref, "")
-    memory = Memory(
-        organisation_id=thread.organisation_id,
-        agent=agent,
+    return MemoryDraft(
+        organisation=thread.organisation,
         bucket=Bucket.LEARNED,
         author=Author.MODEL,
         body=draft.body,
@@ -223,12 +194,7 @@ def _episode(thread: Thread, draft: EpisodeDraft, *, agent, usernames: dict[str,
         source_event=event,
         tier=Tier.LOG,
         occurred_at=event.occurred_at,
-        expires_at=default_expiry(tier=Tier.LOG, now=now),
     )
-    # The model's own rules, by field (its constraints hold them in PostgreSQL too); the
-    # foreign keys were just read, so their existence queries are left out.
-    memory.clean()
-    return memory
 
 
 def _bound_enforce_where_written(thread: Thread, rows: Sequence[Memory], *, now: datetime) -> int:

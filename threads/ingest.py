@@ -172,7 +172,7 @@ def thread_events_ingest(
 def _author_accounts(*, organisation: Organisation, events: Sequence[dict]) -> dict:
     """The account id of each author label that names an account holder of the organisation."""
     names = {event.get("author") or "" for event in events} - {""}
-    # Authors are named as the places' people are: a handle or a username of a person record (issue 12).
+    # Authors are named as the places' people are: a handle or a username of a person record.
     found = people_by_name(organisation=organisation, names=names)
     return {name: membership.user_id for name, membership in found.items()}
 

@@ -10,14 +10,15 @@ from django.apps import apps
 from admissions.models import AdmissionRecord, StanceVersion
 from admissions.services import admission_decide, stance_create, tombstone_body
 from memories.models import Author, Bucket, ClaimedAdmission, SourceKind
-from memories.services import memory_point_to_replacement, memory_remember
+from memories.services import memory_point_to_replacement
+from memories.tests.remembered import remembered
 
 stances_migration = importlib.import_module("admissions.migrations.0003_stances")
 
 
 def promote_the_old_way(claim, steward, stance):
     """What a promotion wrote before 0003: the tombstone, the pointer and the record, no version."""
-    tombstone = memory_remember(
+    tombstone = remembered(
         organisation=claim.organisation,
         bucket=Bucket.SYSTEM,
         author=Author.PERSON,

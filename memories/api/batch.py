@@ -26,7 +26,7 @@ from memories.api.memories import remember, remember_write
 from memories.errors import LimitReached
 from memories.models import Memory
 from memories.places import PlaceConflict, PlaceInTurn, PlaceNotFound
-from memories.services import Together, remembering_together
+from memories.writer import Together, Writer, remembering_together
 
 logger = logging.getLogger(__name__)
 
@@ -152,10 +152,7 @@ class Batch:
     def together(self, *, insert_later: bool):
         principal = self.principal
         return remembering_together(
-            organisation_id=principal.organisation.pk,
-            agent=principal.agent,
-            person=principal.user,
-            insert_later=insert_later,
+            organisation_id=principal.organisation.pk, writer=Writer.of(principal.writer), insert_later=insert_later
         )
 
     def place(self, data: dict, places: dict[str, PlaceInTurn]) -> tuple[PlaceInTurn, str | None]:

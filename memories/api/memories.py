@@ -30,12 +30,9 @@ from memories.selectors import (
     memory_injections,
     memory_supersede_chain,
 )
-from memories.services import Together, memory_supersede
-from memories.turns.writes import (
-    memory_forget,
-    memory_pin,
-    memory_remember_in_place,
-)
+from memories.services import memory_forget, memory_supersede
+from memories.turns.writes import RememberRequest, memory_pin, memory_remember_in_place
+from memories.writer import Together
 
 AGENT_PLACE_PARAMETER = OpenApiParameter(
     "place",
@@ -161,7 +158,7 @@ def remember(
     """Remember one validated request once per Idempotency-Key: (the memory `remembered`, whether replayed).
 
     `fingerprinted` is the request as sent, which a retry under the same key must repeat; `together`, the
-    batch it is written in (`memories.services.remembering_together`)."""
+    batch it is written in (`memories.writer.remembering_together`)."""
 
     def write():
         return remember_write(principal=principal, data=data, resolved=resolved, together=together)
@@ -187,23 +184,10 @@ def remember_write(
 ) -> tuple[Memory, dict]:
     """One validated remember request, written: (the memory, {"scope_reason", "notice"})."""
     memory, choice = memory_remember_in_place(
+        RememberRequest.of(data),
         organisation=principal.organisation,
         resolved=resolved,
-        body=data["body"],
         writer=principal.writer,
-        scope=data.get("scope"),
-        only_for=data.get("only_for"),
-        subject_type=data.get("subject_type"),
-        subject_id=data.get("subject_id", ""),
-        tier=data["tier"],
-        pinned=data["pinned"],
-        expires_at=data.get("expires_at"),
-        ttl_days=data.get("ttl_days"),
-        source_kind=data.get("source_kind"),
-        source_ref=data["source_ref"],
-        source_label=data["source_label"],
-        run_id=data["run_id"],
-        occurred_at=data.get("occurred_at"),
         together=together,
     )
     return memory, {"scope_reason": choice.reason, "notice": resolved.notice}

@@ -1,14 +1,10 @@
-"""Writing vectors: each live row is embedded exactly once per model, failures are counted.
+"""Writing vectors: each live row is embedded exactly once per model, failures are counted, each vector
+leaves an `embed` receipt in its transaction."""
 
-A worker may die mid-batch and a broker may deliver a message twice, so the
-write is guarded twice:
-- rows are claimed with `SELECT ... FOR UPDATE SKIP LOCKED`, so two workers
-  never encode the same row at the same time;
-- the vector is written by a conditional UPDATE (`embedding IS NULL OR
-  embedding_model <> current`), so a redelivered task finds the row done and
-  writes nothing. Such rows are counted as `already_embedded`.
-Each vector written leaves one `embed` audit row, in the same transaction.
-"""
+# A worker may die mid-batch and a broker may deliver a message twice, so rows are claimed with
+# `FOR UPDATE SKIP LOCKED` (no two workers encode one row at once) and the vector is written by a
+# conditional UPDATE (`embedding IS NULL OR embedding_model <> current`): a redelivered task finds the row
+# done, writes nothing, and counts it `already_embedded`.
 
 from __future__ import annotations
 
@@ -97,8 +93,9 @@ def _vector_literal(vector: Iterable[float]) -> str:
     return "[" + ",".join(repr(float(value)) for value in vector) + "]"
 
 
-def _write_vectors(*, rows: list[Memory], vectors: list[list[float]], model: str) -> list[str]:
-    """The conditional UPDATE; returns the ids it wrote. Runs inside the claiming transaction."""
+def vectors_write(*, rows: list[Memory], vectors: list[list[float]], model: str) -> list[str]:
+    """The conditional UPDATE with its receipts; returns the ids it wrote. Runs inside the caller's transaction
+    (the worker's claim, or the write of new rows)."""
     if not rows:
         return []
     values = ", ".join(["(%s::uuid, %s::halfvec)"] * len(rows))
@@ -227,7 +224,7 @@ def memory_embed_batch(*, ids: list[str], coalesce: bool = True, embedder: Embed
             )
             if claimed:
                 rows, vectors, failed = _encode(embedder, claimed)
-                outcome.embedded = _write_vectors(rows=rows, vectors=vectors, model=model)
+                outcome.embedded = vectors_write(rows=rows, vectors=vectors, model=model)
                 # Claimed under lock, so this stays 0 unless the guard had to act.
                 outcome.already_embedded += len(rows) - len(outcome.embedded)
     except EmbeddingError as error:

@@ -10,14 +10,15 @@ from django.utils import timezone
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, Memory, SourceKind
 from memories.places import place_recorded
-from memories.services import memory_remember, memory_supersede
+from memories.services import memory_supersede
 from memories.tests.api.helpers import remember, session_client
+from memories.tests.remembered import remembered
 
 pytestmark = pytest.mark.django_db
 
 
 def agent_fact(agent, body="A fact", **extra):
-    return memory_remember(
+    return remembered(
         organisation=agent.organisation,
         bucket=Bucket.LEARNED,
         author=Author.MODEL,

@@ -18,7 +18,7 @@ from django.test.utils import CaptureQueriesContext
 from lib.inserts import insert_statement
 from memories.errors import LimitReached
 from memories.models import Author, Bucket, IdempotencyKey, Memory, MemoryAudit, SourceKind
-from memories.services import memory_remember
+from memories.tests.remembered import remembered
 from memories.tests.test_live_fact_caps import agent_fact
 from threads.conflicts import user_fact_keys_write
 from threads.models import Learning
@@ -183,7 +183,7 @@ def test_an_expression_is_refused_by_the_made_once_insert_and_plain_values_pass(
 
 
 def person_fact(member, *, about, body: str) -> Memory:
-    return memory_remember(
+    return remembered(
         organisation=member.memberships.first().organisation,
         bucket=Bucket.USER,
         author=Author.PERSON,

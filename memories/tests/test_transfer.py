@@ -16,7 +16,7 @@ from accounts.services import agent_create
 from memories.models import Memory, SourceKind
 from memories.places import place_for_turn
 from memories.services import memory_redact, memory_supersede
-from memories.turns.writes import memory_remember_in_place
+from memories.turns.writes import RememberRequest, memory_remember_in_place
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,9 @@ def said(org, agent, place, body, **extra):
     resolved = place_for_turn(
         organisation=org, channel=place["channel"], kind=place["kind"], people=place["people"], agent=agent
     )
-    return memory_remember_in_place(organisation=org, resolved=resolved, body=body, writer=agent, **extra)[0]
+    return memory_remember_in_place(
+        RememberRequest(body=body, **extra), organisation=org, resolved=resolved, writer=agent
+    )[0]
 
 
 @pytest.fixture

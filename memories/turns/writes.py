@@ -1,4 +1,4 @@
-"""Writes an agent's turn makes in its place: remembering under the scope rules, correcting, pinning, forgetting.
+"""Writes an agent's turn makes in its place: remembering under the scope rules, and pinning.
 
 Each action runs in one transaction and writes its audit row there. The organisation, agent and person
 always come from the authenticated principal, passed in by the caller.
@@ -6,7 +6,8 @@ always come from the authenticated principal, passed in by the caller.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, timedelta
 
 from django.core.exceptions import ValidationError
@@ -14,18 +15,11 @@ from django.utils import timezone
 
 from accounts.models import Agent, Membership, Organisation, User
 from accounts.people import person_lookup
-from memories import services
-from memories.models import (
-    Author,
-    Bucket,
-    Memory,
-    Scope,
-    SourceKind,
-    SubjectType,
-)
+from memories.models import Author, Bucket, Memory, Scope, SourceKind, SubjectType, Tier
 from memories.places import PlaceInTurn
 from memories.scopes import PERSON, WORKSPACE, ScopeChoice, scope_for, solo_person
-from memories.services import memory_remember, memory_set_pinned
+from memories.services import memory_set_pinned
+from memories.writer import MemoryDraft, Together, Writer, memory_remember
 
 
 def user_subject_id(*, organisation: Organisation, subject_id: str) -> str:
@@ -101,64 +95,80 @@ def _subject(
     return subject_type, subject_id or ""
 
 
+@dataclass(frozen=True)
+class RememberRequest:
+    """What a caller asks to remember in a place, as the remember endpoint takes it (place aside)."""
+
+    body: str
+    scope: str | None = None
+    only_for: str | None = None
+    subject_type: str | None = None
+    subject_id: str = ""
+    tier: str = Tier.LOG
+    pinned: bool = False
+    expires_at: datetime | None = None
+    ttl_days: int | None = None
+    source_kind: str | None = None
+    source_ref: str = ""
+    source_label: str = ""
+    run_id: str = ""
+    occurred_at: datetime | None = None
+
+    @classmethod
+    def of(cls, data: Mapping) -> RememberRequest:
+        """The request in a validated input's fields; the rest of it (the place, a key) is left out."""
+        return cls(**{name: data[name] for name in _REQUEST_FIELDS if name in data})
+
+
+_REQUEST_FIELDS = tuple(field.name for field in fields(RememberRequest))
+
+
 def memory_remember_in_place(
+    request: RememberRequest,
     *,
     organisation: Organisation,
     resolved: PlaceInTurn,
-    body: str,
     writer: Agent | User,
-    scope: str | None = None,
-    only_for: str | None = None,
-    subject_type: str | None = None,
-    subject_id: str = "",
-    tier: str = "log",
-    pinned: bool = False,
-    expires_at: datetime | None = None,
-    ttl_days: int | None = None,
-    source_kind: str | None = None,
-    source_ref: str = "",
-    source_label: str = "",
-    run_id: str = "",
-    occurred_at: datetime | None = None,
     now: datetime | None = None,
-    together: services.Together | None = None,
+    together: Together | None = None,
 ) -> tuple[Memory, ScopeChoice]:
     """Remember one fact said in a place, in the narrowest scope the place allows.
 
-    The `writer` is an agent, who writes an inference (author `model`, bucket
-    `learned`), or a person, who writes a note (author `person`, bucket `user`,
-    owned by them). A person
-    fact asked for outside a DM with one person is refused for an agent (it
-    must say whom with `only_for`) and kept for the person themself when a
-    person writes it.
-    """
-    agent, user = (writer, None) if isinstance(writer, Agent) else (None, writer)
+    An agent writes an inference (learned, by the model), a person a note of their own; a person fact asked for
+    outside a DM with one person is refused for an agent (it must say whom, `only_for`) and kept for the person
+    themself when a person writes it."""
+    user = None if isinstance(writer, Agent) else writer
     now = now or timezone.now()
-    choice = _write_scope(organisation=organisation, resolved=resolved, scope=scope, only_for=only_for, user=user)
-    expires_at = _expiry(expires_at=expires_at, ttl_days=ttl_days, now=now)
-    subject_type, subject_id = _subject(
-        organisation=organisation, choice=choice, subject_type=subject_type, subject_id=subject_id
+    choice = _write_scope(
+        organisation=organisation, resolved=resolved, scope=request.scope, only_for=request.only_for, user=user
     )
-    # The live-fact caps are held by `memory_remember` itself, on every path that writes.
-    memory = memory_remember(
+    expires_at = _expiry(expires_at=request.expires_at, ttl_days=request.ttl_days, now=now)
+    subject_type, subject_id = _subject(
+        organisation=organisation, choice=choice, subject_type=request.subject_type, subject_id=request.subject_id
+    )
+    is_agent = user is None
+    draft = MemoryDraft(
         organisation=organisation,
-        **_authorship(agent=agent, user=user, source_kind=source_kind),
-        body=body,
+        bucket=Bucket.LEARNED if is_agent else Bucket.USER,
+        author=Author.MODEL if is_agent else Author.PERSON,
+        body=request.body,
+        source_kind=request.source_kind or (SourceKind.MESSAGE if is_agent else SourceKind.PERSON),
+        owner=user,
         subject_type=subject_type,
         subject_id=subject_id,
         scope=choice.scope,
         scope_ref=choice.ref,
         scope_label=_scope_label(organisation=organisation, resolved=resolved, choice=choice),
-        source_ref=source_ref,
-        source_label=source_label,
-        source_run_id=run_id,
-        tier=tier,
-        pinned=pinned,
+        source_ref=request.source_ref,
+        source_label=request.source_label,
+        source_run_id=request.run_id,
+        tier=request.tier,
+        pinned=request.pinned,
         expires_at=expires_at,
-        occurred_at=occurred_at,
-        now=now,
-        together=together,
+        occurred_at=request.occurred_at,
     )
+    # The live-fact caps are held by the writer itself, on every path that writes.
+    memory = memory_remember(draft, writer=Writer.of(writer), now=now, together=together)
     return memory, choice
 
 
@@ -167,20 +177,6 @@ def _expiry(*, expires_at: datetime | None, ttl_days: int | None, now: datetime)
     if expires_at is not None and ttl_days is not None:
         raise ValidationError({"ttl_days": ["Give expires_at or ttl_days, not both."]})
     return now + timedelta(days=ttl_days) if ttl_days is not None else expires_at
-
-
-def _authorship(*, agent: Agent | None, user: User | None, source_kind: str | None) -> dict:
-    """Who wrote a fact and so what it is: an agent's inference (learned, by the model), or a person's note
-    (theirs, in their bucket)."""
-    is_agent = agent is not None
-    return dict(
-        bucket=Bucket.LEARNED if is_agent else Bucket.USER,
-        author=Author.MODEL if is_agent else Author.PERSON,
-        source_kind=source_kind or (SourceKind.MESSAGE if is_agent else SourceKind.PERSON),
-        owner=None if is_agent else user,
-        agent=agent,
-        written_by=user,
-    )
 
 
 def _scope_label(*, organisation: Organisation, resolved: PlaceInTurn, choice: ScopeChoice) -> str:
@@ -199,11 +195,6 @@ def _is_owner(*, organisation: Organisation, user: User) -> bool:
 def _label_of(*, organisation: Organisation, person_id: str) -> str:
     membership = person_lookup(organisation=organisation, name=person_id)
     return membership.label if membership is not None else ""
-
-
-def memory_forget(*, memory: Memory, reason: str, actor: User | None = None, agent: Agent | None = None) -> Memory:
-    """Forget a fact and every version of it: erase body and vector, keep a receipt per row (who, when, why)."""
-    return services.memory_forget(memory=memory, reason=reason or "forgotten on request", actor=actor, agent=agent)
 
 
 def memory_pin(*, memory: Memory, pinned: bool, actor: User | None = None, agent: Agent | None = None) -> Memory:

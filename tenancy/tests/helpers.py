@@ -19,7 +19,7 @@ from lib.api.idempotency import idempotent_write
 from memories.models import Memory, TenantVectorIndex
 from memories.places import place_recorded
 from memories.turns.injections import injection_render
-from memories.turns.writes import memory_remember_in_place
+from memories.turns.writes import RememberRequest, memory_remember_in_place
 from tenancy.sql import APP_ROLE, CROSS_TENANT_SETTING, TENANT_SETTING, TOKEN_HASH_SETTING
 from threads.consolidation import thread_consolidate
 from threads.ingest import thread_events_ingest
@@ -86,7 +86,7 @@ def tenant_with_everything(slug: str, *, steward: User, decision: str) -> Tenant
 
     def write():
         memory, choice = memory_remember_in_place(
-            organisation=organisation, resolved=resolved, body=f"{slug} prefers tea", writer=agent
+            RememberRequest(body=f"{slug} prefers tea"), organisation=organisation, resolved=resolved, writer=agent
         )
         return memory, {"scope_reason": choice.reason}
 

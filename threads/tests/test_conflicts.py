@@ -10,8 +10,8 @@ from django.utils import timezone
 from memories.models import Bucket, Memory, MemoryAudit
 from memories.places import place_for_turn
 from memories.recall.query import recall
-from memories.services import live_facts
-from memories.turns.writes import memory_remember_in_place
+from memories.turns.writes import RememberRequest, memory_remember_in_place
+from memories.writer import live_facts
 from threads.conflicts import conflict_accept, conflict_dismiss, pending_conflicts, user_fact_keyed
 from threads.consolidation import thread_consolidate
 from threads.models import Learning
@@ -28,7 +28,9 @@ def dm(org, member, agent):
 
 @pytest.fixture
 def own_fact(org, member, dm):
-    memory, _ = memory_remember_in_place(organisation=org, resolved=dm, body="My timezone is CET", writer=member)
+    memory, _ = memory_remember_in_place(
+        RememberRequest(body="My timezone is CET"), organisation=org, resolved=dm, writer=member
+    )
     return memory
 
 
@@ -52,12 +54,14 @@ def inferred(own_fact, post_events, dm_with):
 )
 def test_a_persons_own_fact_gets_the_key_consolidation_computes(body, key, org, member, dm):
     assert user_fact_keyed(body, "mona").key == key
-    memory, _ = memory_remember_in_place(organisation=org, resolved=dm, body=body, writer=member)
+    memory, _ = memory_remember_in_place(RememberRequest(body=body), organisation=org, resolved=dm, writer=member)
     assert Learning.objects.get(memory=memory).key == key  # written with it
 
 
 def test_a_fact_with_no_known_shape_has_no_key(org, member, dm):
-    memory, _ = memory_remember_in_place(organisation=org, resolved=dm, body="Likes long walks", writer=member)
+    memory, _ = memory_remember_in_place(
+        RememberRequest(body="Likes long walks"), organisation=org, resolved=dm, writer=member
+    )
     assert not Learning.objects.filter(memory=memory).exists()
 
 
@@ -148,10 +152,10 @@ def test_the_person_sees_accepts_and_dismisses_on_their_pages(inferred, own_fact
 
 def test_owners_decide_the_conflicts_of_directory_people_who_cannot_sign_in(org, owner, member, agent, post_events):
     from accounts.people import person_upsert
-    from memories.services import memory_remember
+    from memories.tests.remembered import remembered
 
     person, _ = person_upsert(organisation=org, handle="U123", display_name="Mona Lisa")
-    memory_remember(
+    remembered(
         organisation=org,
         bucket=Bucket.USER,
         author="person",

@@ -7,7 +7,7 @@ import pytest
 
 from memories.embeddings.writes import memory_embed
 from memories.models import Author, Bucket, Memory, Scope, SourceKind, SubjectType
-from memories.services import memory_remember
+from memories.tests.remembered import remembered
 from threads.consolidation import thread_consolidate
 from threads.extractors.base import EventView
 from threads.extractors.rules import RulesExtractor
@@ -167,7 +167,7 @@ def test_a_retraction_with_nothing_to_retract_is_kept_as_a_fact(post_events, dm_
 
 
 def test_a_persons_own_note_is_never_superseded_by_a_learned_one(post_events, dm_with, org, member):
-    note = memory_remember(
+    note = remembered(
         organisation=org,
         bucket=Bucket.USER,
         author=Author.PERSON,

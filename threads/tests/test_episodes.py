@@ -18,7 +18,7 @@ from memories.recall.candidates import RecallRequest
 from memories.recall.query import _execute
 from memories.scopes import Place
 from memories.subjects import subject_erase, subject_export
-from memories.turns.writes import memory_remember_in_place
+from memories.turns.writes import RememberRequest, memory_remember_in_place
 from threads.consolidation import thread_consolidate
 from threads.episodes import EPISODE_MAX_CHARS, split_text, strip_memory_blocks
 from threads.models import Thread, ThreadEvent
@@ -188,9 +188,9 @@ def test_episodes_do_not_count_toward_the_agents_fact_cap(episodes_on, post_even
     assert len(thread_consolidate(thread_id=thread.pk).episodes) == 5
     resolved = place_for_turn(organisation=org, channel="D-mona", kind="dm", people=["mona"], agent=agent)
     for n in range(2):
-        memory_remember_in_place(organisation=org, resolved=resolved, body=f"fact {n}", writer=agent)
+        memory_remember_in_place(RememberRequest(body=f"fact {n}"), organisation=org, resolved=resolved, writer=agent)
     with pytest.raises(LimitReached):  # positive control: facts do count
-        memory_remember_in_place(organisation=org, resolved=resolved, body="fact 3", writer=agent)
+        memory_remember_in_place(RememberRequest(body="fact 3"), organisation=org, resolved=resolved, writer=agent)
 
 
 def test_past_the_bound_per_place_the_oldest_episodes_expire_with_receipts(
@@ -281,7 +281,10 @@ def test_a_threads_episodes_are_neighbours_whatever_order_and_time_they_arrive(
         organisation=org, channel="C-private", kind="private", people=["mona", "max"], agent=agent
     )
     other, _ = memory_remember_in_place(
-        organisation=org, resolved=resolved, body="Biscuit food is in stock", writer=agent, subject_type="workspace"
+        RememberRequest(body="Biscuit food is in stock", subject_type="workspace"),
+        organisation=org,
+        resolved=resolved,
+        writer=agent,
     )
     Memory.objects.filter(pk=other.pk).update(created_at=timezone.now() - timedelta(days=2))
     puppy = Memory.objects.get(body__contains="Biscuit", source_kind=SourceKind.EPISODE)
@@ -320,7 +323,10 @@ def test_episodes_render_only_when_the_question_recalls_them_and_fade_after_14_d
         organisation=org, channel="C-private", kind="private", people=["mona", "max"], agent=agent
     )
     memory_remember_in_place(
-        organisation=org, resolved=resolved, body="The office closes at 6", writer=agent, subject_type="workspace"
+        RememberRequest(body="The office closes at 6", subject_type="workspace"),
+        organisation=org,
+        resolved=resolved,
+        writer=agent,
     )
     plain = render_turn()
     assert "The office closes at 6" in plain and "Seagull" not in plain  # never filler

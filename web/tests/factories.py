@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from memories.models import Author, Bucket, Channel, ChannelMember, Memory, Scope, SourceKind, SubjectType
-from memories.services import memory_remember
+from memories.tests.remembered import remembered
 
 SCRIPT_BODY = (
     '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2"> '
@@ -51,7 +51,7 @@ def person_fact(*, organisation, person, body: str, agent=None, **fields) -> Mem
         scope_label=person.username,
     )
     values.update(fields)
-    return memory_remember(**values)
+    return remembered(**values)
 
 
 def shared_fact(*, organisation, body: str, agent=None, channel: Channel | None = None, **fields) -> Memory:
@@ -68,7 +68,7 @@ def shared_fact(*, organisation, body: str, agent=None, channel: Channel | None 
         scope_label=channel.external_id if channel else "",
     )
     values.update(fields)
-    return memory_remember(**values)
+    return remembered(**values)
 
 
 def seed_memories(*, organisation, person, other, agent) -> Seeded:

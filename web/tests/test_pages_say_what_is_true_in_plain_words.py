@@ -12,7 +12,7 @@ from accounts.models import Membership, Organisation
 from accounts.services import user_create
 from memories.places import place_for_turn
 from memories.recall.query import recall
-from memories.turns.writes import memory_remember_in_place
+from memories.turns.writes import RememberRequest, memory_remember_in_place
 from threads.consolidation import thread_consolidate
 from threads.ingest import thread_events_ingest
 
@@ -32,7 +32,7 @@ def pending_conflict(settings, *, org, member, agent, episodes: bool):
     settings.THREAD_EPISODES = episodes
     place_for_turn(organisation=org, channel="D-mona", kind="dm", people=["mona"], agent=agent)
     dm = place_for_turn(organisation=org, channel="D-mona", kind="dm", people=["mona"], user=member)
-    memory_remember_in_place(organisation=org, resolved=dm, body="My timezone is CET", writer=member)
+    memory_remember_in_place(RememberRequest(body="My timezone is CET"), organisation=org, resolved=dm, writer=member)
     event = {
         "id": "evt-1",
         "role": "user",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memories import services
+from memories import writer
 from memories.models import Memory, MemoryAudit
 from memories.tests.api.helpers import remember
 
@@ -21,7 +21,7 @@ def test_a_batch_crossing_the_cap_writes_exactly_up_to_it_and_refuses_the_rest(
     settings.MEMORY_MAX_LIVE_FACTS_PER_AGENT = 4
     assert batch(agent_api, [fact(general, "Held before")]).json()["created"] == 1
     queued = []
-    monkeypatch.setattr(services, "enqueue_embedding", lambda ids: queued.append([str(pk) for pk in ids]))
+    monkeypatch.setattr(writer, "enqueue_embedding", lambda ids: queued.append([str(pk) for pk in ids]))
     items = [fact(general, "One"), fact(general, ""), fact(general, "Two"), fact(general, "Three")]
     items += [fact(general, "Four"), fact(general, "Five", idempotency_key="past-the-cap")]
     data = batch(agent_api, items).json()
