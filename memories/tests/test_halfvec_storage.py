@@ -16,7 +16,7 @@ from django.utils import timezone
 from accounts.services import organisation_create
 from memories.models import Author, Bucket, Memory, SourceKind
 from memories.recall.hnsw import index_name_for, index_predicate
-from memories.tests.turn_api.helpers import stub_vector
+from memories.tests.api.helpers import stub_vector
 
 MIGRATION = importlib.import_module("memories.migrations.0015_halfvec_embeddings")
 BEFORE, AFTER = "0014_quarantine_rebound_dms", "0015_halfvec_embeddings"

@@ -33,9 +33,14 @@ def in_own_connection(work):
 
 
 def waiting_on(locktype: str) -> int:
-    """How many sessions wait on a lock of this type (advisory, transactionid) now."""
+    """How many sessions of this test's database wait on a lock of this type (advisory, transactionid) now: the
+    cluster is shared with the suite's other workers."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_locks WHERE locktype = %s AND NOT granted", [locktype])
+        cursor.execute(
+            "SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid)"
+            " WHERE locktype = %s AND NOT granted AND datname = current_database()",
+            [locktype],
+        )
         return cursor.fetchone()[0]
 
 
