@@ -414,3 +414,7 @@ CACHES["signin"] = {**CACHES["default"], "KEY_PREFIX": "signin"}
 # --- Observability: /metrics and traces (config/observability/, docs/deploying.md) ---
 # Without a token /metrics answers only callers on this host that no proxy forwarded; with one, only its holder.
 METRICS_TOKEN = env_str("ARCHIVIST_METRICS_TOKEN", "")
+
+
+# The request path's measured shortcuts (lib/hot_path.py); off runs Django's plain way, with the same answers.
+HOT_PATH = env_bool("ARCHIVIST_HOT_PATH", True)
