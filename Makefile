@@ -87,7 +87,6 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/recall.py --n 20000 --mode auto
 	HF_HUB_OFFLINE=1 $(PY) bench/mem0_compare.py
 	HF_HUB_OFFLINE=1 $(PY) bench/request_overhead.py
-	HF_HUB_OFFLINE=1 $(PY) bench/question_ahead.py
 	HF_HUB_OFFLINE=1 $(PY) bench/remember_write.py --http
 	HF_HUB_OFFLINE=1 $(PY) bench/embed.py
 	HF_HUB_OFFLINE=1 $(PY) bench/quality.py

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from django.db import connection
@@ -15,9 +14,10 @@ from rest_framework.permissions import BasePermission
 
 from accounts.labels import receipt_actor_label
 from accounts.models import Agent, AgentToken, Membership, Organisation, User, hash_token
+from lib import hot_path
 from lib.api.bearer import MALFORMED_AUTHORIZATION, bearer_token
-from lib.rows import ModelColumns, SessionPrepared
-from tenancy.context import TenancyError, tenant_activate
+from lib.hot_path import ModelColumns, ReadWithToken
+from tenancy.context import TenancyError, tenant_activate, token_lookup_activate
 from tenancy.sql import CROSS_TENANT_SETTING, STEWARD, TENANT_SETTING, TOKEN_HASH_SETTING
 
 logger = logging.getLogger(__name__)
@@ -96,12 +96,12 @@ _TOKEN = ModelColumns(AgentToken, "t")
 _AGENT = ModelColumns(Agent, "a")
 _ORGANISATION = ModelColumns(Organisation, "o")
 
-# Made once: the token-hash setting, then the usable token with its agent and organisation, whose select
-# list names the token's organisation as the transaction's tenant as it reads the row. Row-level security
-# shows the first statement's hash only; no usable token, no row, and the tenant stays unset. The read is
-# prepared once per database session (named for the table it reads), so the server plans it once.
-TOKEN_HASH_STATEMENT = "SELECT set_config(%s, %s, true)"
+# The hot path's token read (`lib.hot_path`): the token-hash setting, then the usable token with its agent and
+# organisation, whose select list names the token's organisation as the transaction's tenant as it reads the
+# row; one round trip of SQL made once. Row-level security shows the first statement's hash only: no usable
+# token, no row, and the tenant stays unset, as on the plain path.
 TOKEN_READ_SQL = (
+    "SELECT set_config(%s, %s, true); "
     "SELECT set_config(%s, t.organisation_id::text, true) || set_config(%s, '', true), "
     f"{_TOKEN.select}, {_AGENT.select}, {_ORGANISATION.select} "
     "FROM accounts_agenttoken t "
@@ -109,44 +109,31 @@ TOKEN_READ_SQL = (
     "JOIN accounts_agent a ON a.id = t.agent_id "
     "WHERE t.token_hash = %s AND t.revoked_at IS NULL AND t.expires_at > %s"
 )
-TOKEN_READ = SessionPrepared("accounts_agenttoken_usable", TOKEN_READ_SQL, ("text", "text", "text", "timestamptz"))
-
-
-@dataclass(frozen=True)
-class ReadWithToken:
-    """A read a view sends in its token's round trip, after the token's statement and under the tenant that
-    statement set (`archivist_tenant()`): `take` is given its row (None when none) if the token was usable."""
-
-    sql: str
-    params: tuple
-    take: Callable[[Sequence | None], None]
 
 
 def token_authenticate(*, token_hash: str, now, with_token: ReadWithToken | None = None) -> AgentToken | None:
-    """The usable token with this hash, its agent and organisation, with its tenant set: one round trip.
-
-    Row-level security shows this transaction the one token whose hash it names
-    (`archivist.token_hash`), and the statement that reads it names the token's
-    organisation as the transaction's tenant as it reads it, so authentication,
-    tenant and token are one query: the setting, then the read, sent together,
-    and `with_token` after them when a view has a read to add. The read is a
-    string made once (`TOKEN_READ_SQL`), so nothing is compiled per request, and
-    prepared once per database session (`TOKEN_READ`), so the server does not plan
-    it on every call either.
-    """
+    """The usable token with this hash, with its agent and organisation; the token's organisation becomes this
+    transaction's tenant. None, and no tenant, for an unknown, revoked or expired token."""
     if not connection.in_atomic_block:
         raise TenancyError("The tenant is set per transaction; call this inside transaction.atomic().")
+    if hot_path.enabled():
+        return _token_in_one_round_trip(token_hash, now, with_token)
+    # Row-level security shows this transaction the one token whose hash it names, before any tenant is set.
+    token_lookup_activate(token_hash=token_hash)
+    token = AgentToken.objects.usable(now).select_related("agent", "organisation").filter(token_hash=token_hash).first()
+    if token is not None:
+        tenant_activate(organisation_id=token.organisation_id)
+    return token
+
+
+def _token_in_one_round_trip(token_hash: str, now, with_token: ReadWithToken | None) -> AgentToken | None:
     params = (TOKEN_HASH_SETTING, token_hash, TENANT_SETTING, CROSS_TENANT_SETTING, token_hash, now)
     with connection.cursor() as cursor:
-        read, preparing = TOKEN_READ.sql(connection)
-        with TOKEN_READ.sent(connection, preparing):
-            if with_token is None:
-                cursor.execute(f"{TOKEN_HASH_STATEMENT}; {read}", params)
-            else:
-                cursor.execute(f"{TOKEN_HASH_STATEMENT}; {read}; {with_token.sql}", (*params, *with_token.params))
-        if preparing:
-            cursor.nextset()  # the PREPARE's result, after the setting's
-        cursor.nextset()  # the token's row
+        if with_token is None:
+            cursor.execute(TOKEN_READ_SQL, params)
+        else:
+            cursor.execute(f"{TOKEN_READ_SQL}; {with_token.sql}", (*params, *with_token.params))
+        cursor.nextset()  # the token's row, after the setting's
         row = cursor.fetchone()
         if row is not None and with_token is not None:
             cursor.nextset()
@@ -157,12 +144,6 @@ def token_authenticate(*, token_hash: str, now, with_token: ReadWithToken | None
     token.agent = _AGENT.build(row, 1 + len(_TOKEN), connection)
     token.organisation = _ORGANISATION.build(row, 1 + len(_TOKEN) + len(_AGENT), connection)
     return token
-
-
-def presented_token_hash(request) -> str | None:
-    """The hash of the Bearer token a request presents, unchecked; None when it presents none usable."""
-    raw = bearer_token(request.META.get("HTTP_AUTHORIZATION", ""))
-    return hash_token(raw) if raw is not None else None
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -177,8 +158,9 @@ class BearerTokenAuthentication(BaseAuthentication):
         if raw is None:
             raise exceptions.AuthenticationFailed(MALFORMED_AUTHORIZATION)
         now = timezone.now()
-        # A view with a read to send in the same round trip (the place its body names) offers it.
-        offer = getattr((getattr(request, "parser_context", None) or {}).get("view"), "read_with_token", None)
+        # On the hot path, a view with a read to send in the same round trip (the place its body names) offers it.
+        view = (getattr(request, "parser_context", None) or {}).get("view")
+        offer = getattr(view, "read_with_token", None) if hot_path.enabled() else None
         token = token_authenticate(token_hash=hash_token(raw), now=now, with_token=offer(request) if offer else None)
         if token is None:
             raise exceptions.AuthenticationFailed("The token is unknown, revoked or expired.")

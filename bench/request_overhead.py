@@ -229,45 +229,28 @@ def app_timing(headers) -> float | None:
     return float(timing.split("app;dur=")[1].split(",")[0]) if "app;dur=" in timing else None
 
 
-def old_token_authenticate(*, token_hash, now, with_token=None):
-    """The token's one round trip as it was: the ORM's query, compiled on every request (a view's read sent
-    with the token now is sent after it, on its own)."""
-    from django.db import connection
-    from django.db.models.expressions import RawSQL
-
-    from accounts.models import AgentToken
-    from tenancy.sql import CROSS_TENANT_SETTING, TENANT_SETTING, TOKEN_HASH_SETTING
-
-    tenant = RawSQL(
-        "set_config(%s, accounts_agenttoken.organisation_id::text, true) || set_config(%s, '', true)",
-        (TENANT_SETTING, CROSS_TENANT_SETTING),
-    )
-
-    def with_token_hash(execute, sql, params, many, context):
-        result = execute(
-            "SELECT set_config(%s, %s, true); " + sql, (TOKEN_HASH_SETTING, token_hash, *params), many, context
-        )
-        context["cursor"].nextset()
-        return result
-
-    with connection.execute_wrapper(with_token_hash):
-        token = (
-            AgentToken.objects.usable(now)
-            .select_related("agent", "organisation")
-            .filter(token_hash=token_hash)
-            .annotate(tenant_set=tenant)
-            .first()
-        )
-    if token is not None and with_token is not None:
-        with connection.cursor() as cursor:
-            cursor.execute(with_token.sql, with_token.params)
-            with_token.take(cursor.fetchone())
-    return token
+# The hot path switched off for one piece: the module's `hot_path` answers "plain" (`lib.hot_path`).
+PLAIN = types.SimpleNamespace(enabled=lambda: False)
 
 
 def no_read_with_token(view, request):
-    """A view's place read as it was: nothing sent with the token, the place read on its own."""
+    """A view's place read off the hot path: nothing sent with the token, the place read on its own."""
     return None
+
+
+def drf_get_fields(serializer):
+    """A serializer's fields off the hot path: DRF's deep copy of the declared ones, prepared, per instance."""
+    from rest_framework import serializers
+
+    fields = serializers.Serializer.get_fields(serializer)
+    return {name: serializer.prepare_field(name, field) for name, field in fields.items()}
+
+
+def drf_to_representation(serializer, instance):
+    """A row's answer off the hot path: its fields walked by DRF, each value read through `get_attribute`."""
+    from rest_framework import serializers
+
+    return serializers.Serializer.to_representation(serializer, instance)
 
 
 # The rate gate's count alone, as it was: the throttle then checked the sliding log in a script of its own.
@@ -280,86 +263,57 @@ return count
 )
 
 
-def old_count_in_window(header, now):
-    """The gate's count as it was: one script of its own, and no verdict of the sliding log for the throttle."""
+def old_count_in_window(header, now, address=None):
+    """The gate's count as it was: one script of its own, and no verdict of the sliding log for the throttle
+    (nor the bad-token count of an address, which the new script adds)."""
     from django.conf import settings
     from django.core.cache import cache
 
-    from lib.api.rate_gate import gate_key, parse_rate
+    from lib.api.rate_gate import Gate, gate_key, parse_rate
 
     period = parse_rate(settings.MEMORY_API_RATE)[1]
     key = cache.make_key(gate_key(header, int(now // period)))
     client = cache._cache.get_client(key, write=True)
-    return int(_GATE_COUNT_SCRIPT(keys=[key], args=[period + 1], client=client)), None
-
-
-def old_get_fields(serializer):
-    """A serializer's fields as they were built: DRF's deep copy of the declared ones, prepared, per instance."""
-    import copy
-
-    fields = copy.deepcopy(serializer._declared_fields)
-    return {name: serializer.prepare_field(name, field) for name, field in fields.items()}
-
-
-def drf_to_representation(serializer, instance):
-    """A row's answer as DRF builds it: its fields walked, each value read through `get_attribute`."""
-    from rest_framework import serializers
-
-    return serializers.Serializer.to_representation(serializer, instance)
-
-
-class UnpreparedTokenRead:
-    """The token's read as it was sent before it was prepared per session: its text, planned on every call."""
-
-    def sql(self, connection):
-        from accounts.auth import TOKEN_READ_SQL
-
-        return TOKEN_READ_SQL, False
-
-    def sent(self, connection, preparing):
-        import contextlib
-
-        return contextlib.nullcontext()
+    return Gate(int(_GATE_COUNT_SCRIPT(keys=[key], args=[period + 1], client=client)), None)
 
 
 # What changed, each measured against what it replaced: (what, module or class, name, the old value).
 CHANGED_FUNCTIONS = [
-    ("token read: ORM per request → made once", "accounts.auth", "token_authenticate", old_token_authenticate),
     (
-        "rate gate and throttle: a script each → one script, the throttle answering from its verdict",
-        "lib.api.rate_gate",
-        "count_in_window",
-        old_count_in_window,
+        "token read: three ORM statements → one round trip made once (`lib.hot_path`)",
+        "accounts.auth",
+        "hot_path",
+        PLAIN,
     ),
     (
-        "place read: its own round trip → in the token's",
+        "place read: its own round trip → in the token's (`lib.hot_path`)",
         "memories.api.base.MemoryApi",
         "read_with_token",
         no_read_with_token,
     ),
     (
-        "serializers: fields deep-copied per instance → built once per process",
-        "lib.api.prebuilt_fields.FieldsBuiltOnce",
+        "serializers: fields deep-copied per instance → built once per process (`lib.hot_path`)",
+        "lib.hot_path.FieldsBuiltOnce",
         "get_fields",
-        old_get_fields,
+        drf_get_fields,
     ),
     (
-        "token read: planned on every call → prepared once per session",
-        "accounts.auth",
-        "TOKEN_READ",
-        UnpreparedTokenRead(),
+        "answers: each row's fields walked by DRF → read by a plan made once per class (`lib.hot_path`)",
+        "lib.hot_path.FieldsBuiltOnce",
+        "to_representation",
+        drf_to_representation,
     ),
     (
-        "negotiation: DRF's parse of the Accept header → answered at once for the one renderer",
+        "negotiation: DRF's parse of the Accept header → answered at once for the one renderer (`lib.hot_path`)",
         "lib.api.views.ApiView",
         "content_negotiation_class",
         DefaultContentNegotiation,
     ),
     (
-        "answers: each row's fields walked by DRF → read by a plan made once per class",
-        "lib.api.prebuilt_fields.FieldsBuiltOnce",
-        "to_representation",
-        drf_to_representation,
+        "rate gate and throttle: a script each → one script, the throttle answering from its verdict",
+        "lib.api.rate_gate",
+        "count_in_window",
+        old_count_in_window,
     ),
 ]
 
@@ -547,6 +501,9 @@ def in_process(args, token, questions, turns):
         # did not, so that line would be charged to the old side.
         logging.getLogger("lib.api.rate_gate").setLevel(logging.WARNING)
         result["pairwise"] = pairwise(recall_request, args.requests, changes(served))
+        result["pairwise remember"] = pairwise(
+            lambda index: remember_request(20000 + index), args.requests, changes(served)
+        )
         logging.getLogger("lib.api.rate_gate").setLevel(logging.NOTSET)
         remembers = []
         for index in range(args.remembers):
@@ -612,14 +569,18 @@ def report(args, turns, http, result):
     for name in ("recall", "remember"):
         database, redis = result[f"{name} round trips"]
         print(f"\nIn process, per {name}: {database:.1f} database round trips, {redis:.1f} Redis commands.")
-    print("\nIn process, per-request work of a recall (the request minus `recall()`), old against new, alternating:\n")
-    print("| change | old p50 | new p50 | old p95 | new p95 | saved at p50 | n each |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for what, (old, new) in result["pairwise"].items():
-        print(
-            f"| {what} | {pct(old, 0.5):.2f} | {pct(new, 0.5):.2f} | {pct(old, 0.95):.2f} | {pct(new, 0.95):.2f} "
-            f"| {statistics.median(old) - statistics.median(new):.2f} | {len(new)} |"
-        )
+    for name, said in (
+        ("pairwise", "a recall (the request minus `recall()`)"),
+        ("pairwise remember", "a remember (the request minus `memory_remember()`)"),
+    ):
+        print(f"\nIn process, per-request work of {said}, old against new, alternating:\n")
+        print("| change | old p50 | new p50 | old p95 | new p95 | saved at p50 | n each |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for what, (old, new) in result[name].items():
+            print(
+                f"| {what} | {pct(old, 0.5):.2f} | {pct(new, 0.5):.2f} | {pct(old, 0.95):.2f} | {pct(new, 0.95):.2f} "
+                f"| {statistics.median(old) - statistics.median(new):.2f} | {len(new)} |"
+            )
     print("\nIn process, where a recall request's time goes (wall clock; indented: inside DRF's dispatch):\n")
     table(list(result["sections"].items()))
     remembers = result["remembers"]

@@ -19,14 +19,14 @@ from typing import Any, NotRequired, TypedDict, Unpack
 
 from django.contrib.postgres.aggregates import ArrayAgg
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, connections, router, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet, Value
 from django.db.models.functions import Coalesce
 
 from accounts.models import Agent, AgentToken, Membership, Organisation, User, handle_or_username
 from accounts.people import people_by_name, people_labels
 from lib.errors import ApplicationError
-from lib.rows import ModelColumns
+from lib.hot_path import ModelColumns
 from memories.models import CHANNEL_PATTERN, Channel, ChannelMember, PlaceAudit, SubjectType
 from memories.scopes import Place
 
@@ -160,26 +160,20 @@ def record_of(channel: Channel) -> PlaceRecord:
 _CHANNEL = ModelColumns(Channel, "c")
 
 
-def _place_statement(organisation: str) -> str:
-    """`place_records` for one channel, in the organisation `organisation` (SQL) names, as a string."""
-    return (
-        f"SELECT {_CHANNEL.select}, "
-        "COALESCE(array_agg(m.user_id ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}'), "
-        "COALESCE(array_agg(COALESCE(ms.handle, '') ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}'), "
-        "COALESCE(array_agg(u.username ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}') "
-        "FROM memories_channel c "
-        "LEFT JOIN memories_channelmember m ON m.channel_id = c.id "
-        "LEFT JOIN accounts_user u ON u.id = m.user_id "
-        "LEFT JOIN accounts_membership ms ON ms.user_id = u.id "
-        f"WHERE c.organisation_id = {organisation} AND c.external_id = %s "
-        "GROUP BY c.id"
-    )
-
-
-# Made once: every turn call reads its place with one of these. The second is for the tenant a statement
-# before it set in the same transaction: an agent's place is read in its token's round trip (`accounts.auth`).
-PLACE_STATEMENT = _place_statement("%s")
-PLACE_OF_TENANT_STATEMENT = _place_statement("archivist_tenant()")
+# The hot path's place read, sent in an agent's token's round trip (`lib.hot_path`, `accounts.auth`):
+# `place_records` for one channel of the tenant the token's statement set, as a string made once.
+PLACE_OF_TENANT_STATEMENT = (
+    f"SELECT {_CHANNEL.select}, "
+    "COALESCE(array_agg(m.user_id ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}'), "
+    "COALESCE(array_agg(COALESCE(ms.handle, '') ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}'), "
+    "COALESCE(array_agg(u.username ORDER BY m.id) FILTER (WHERE m.id IS NOT NULL), '{}') "
+    "FROM memories_channel c "
+    "LEFT JOIN memories_channelmember m ON m.channel_id = c.id "
+    "LEFT JOIN accounts_user u ON u.id = m.user_id "
+    "LEFT JOIN accounts_membership ms ON ms.user_id = u.id "
+    "WHERE c.organisation_id = archivist_tenant() AND c.external_id = %s "
+    "GROUP BY c.id"
+)
 
 
 def record_from_row(row: Sequence, connection) -> PlaceRecord:
@@ -196,12 +190,9 @@ class PlaceRead:
 
 
 def place_record(*, organisation: Organisation, channel: str) -> PlaceRecord | None:
-    """The channel's record with its members, in one statement compiled once; None when it has none."""
-    connection = connections[router.db_for_read(Channel)]
-    with connection.cursor() as cursor:
-        cursor.execute(PLACE_STATEMENT, (organisation.pk, channel))
-        row = cursor.fetchone()
-    return record_from_row(row, connection) if row is not None else None
+    """The channel's record with its members; None when it has none."""
+    found = place_records(organisation=organisation).filter(external_id=channel).first()
+    return record_of(found) if found is not None else None
 
 
 def token_allows(token: AgentToken | None, *, channel: str, kind: str, people: Sequence[str]) -> bool:

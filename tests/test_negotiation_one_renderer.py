@@ -1,4 +1,4 @@
-"""The API's content negotiation (`lib.api.views.OneRendererNegotiation`) answers what DRF's answers, and
+"""The API's content negotiation (`lib.hot_path.OneRendererNegotiation`) answers what DRF's answers, and
 answers the plain cases (one renderer, Accept of anything or JSON) without parsing the header."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from rest_framework.renderers import BrowsableAPIRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.test import APIClient, APIRequestFactory
 
-from lib.api.views import OneRendererNegotiation
+from lib.hot_path import OneRendererNegotiation
 
 ACCEPTS = [
     None,

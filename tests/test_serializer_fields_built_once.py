@@ -1,5 +1,6 @@
-"""The API's serializers build their fields once per process (`lib.api.prebuilt_fields`), and share nothing a
-request changes: every instance has field objects of its own, bound to it, reading its own context."""
+"""On the hot path the API's serializers build their fields once per process (`lib.hot_path.FieldsBuiltOnce`),
+and share nothing a request changes: every instance has field objects of its own, bound to it, reading its own
+context. Off it, DRF builds them per instance, with the same rules."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 from rest_framework import fields as drf_fields
 from rest_framework import serializers
@@ -86,7 +86,9 @@ def test_a_validator_added_to_one_instance_stays_its_own():
     assert len(s.RecallInputSerializer().fields["question"].validators) == len(second.fields["question"].validators)
 
 
-def test_input_rules_hold_on_every_instance_built_from_the_prototypes():
+@pytest.mark.parametrize("hot_path", [True, False], ids=["hot path", "plain"])
+def test_input_rules_hold_on_every_instance_built_from_the_prototypes_or_by_drf(hot_path, settings):
+    settings.HOT_PATH = hot_path
     for _ in range(3):
         serializer = s.RecallInputSerializer(data={**RECALL, "limit": 1000, "scoep": "x", "question": "a\x07b"})
         assert not serializer.is_valid()

@@ -37,7 +37,7 @@ def allowed(request: HttpRequest) -> bool:
 
 def scrape_registry() -> CollectorRegistry:
     """Every worker's figures (or this process's alone, outside gunicorn), and the live ones."""
-    if multiprocess.enabled():
+    if multiprocess.files_in_use():
         from prometheus_client import multiprocess as summed
 
         registry = CollectorRegistry()

@@ -26,13 +26,13 @@ def prepare_folder(data_folder: Path) -> Path:
     return folder
 
 
-def enabled() -> bool:
+def files_in_use() -> bool:
     return bool(os.environ.get(FOLDER_VARIABLE))
 
 
 def worker_exited(pid: int) -> None:
     """Drop a dead worker's live gauges (its counters and histograms stay counted)."""
-    if enabled():
+    if files_in_use():
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(pid)

@@ -130,7 +130,7 @@ DATABASES = {"default": embedded.database_settings_from_url(_database_url())}
 DATABASES["default"]["CONN_MAX_AGE"] = env_int("DATABASE_CONN_MAX_AGE", 60, minimum=0)
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Behind a pooler that hands a client's statements to several server sessions (PgBouncer's transaction
-# mode): no server-side cursors (Django's setting) and no session-prepared statements (`lib.rows`).
+# mode): no server-side cursors (Django's setting).
 DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env_bool("DATABASE_TRANSACTION_POOLER", False)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -417,3 +417,7 @@ CACHES["signin"] = {**CACHES["default"], "KEY_PREFIX": "signin"}
 # --- Observability: /metrics and traces (config/observability/, docs/deploying.md) ---
 # Without a token /metrics answers only callers on this host that no proxy forwarded; with one, only its holder.
 METRICS_TOKEN = env_str("ARCHIVIST_METRICS_TOKEN", "")
+
+
+# The request path's measured shortcuts (lib/hot_path.py); off runs Django's plain way, with the same answers.
+HOT_PATH = env_bool("ARCHIVIST_HOT_PATH", True)

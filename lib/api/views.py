@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rest_framework import exceptions
-from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.views import APIView
 
+from lib import hot_path
 from lib.api.parsers import SafeJSONParser
 from lib.api.rate_gate import PrincipalRateThrottle
 from lib.text import identifier_problem
@@ -27,27 +27,10 @@ class ApiRateThrottle(PrincipalRateThrottle):
     scope = "turn"
 
 
-class OneRendererNegotiation(DefaultContentNegotiation):
-    """DRF's negotiation, answered at once where its answer is plain: one renderer, no `format` asked for, and
-    an Accept header of anything or of that renderer's own type (what clients send); the rest is DRF's."""
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        accept = request.META.get("HTTP_ACCEPT", "*/*")
-        override = self.settings.URL_FORMAT_OVERRIDE
-        if (
-            len(renderers) == 1
-            and format_suffix is None
-            and accept in ("*/*", renderers[0].media_type)
-            and not (override and override in request.query_params)
-        ):
-            return renderers[0], renderers[0].media_type  # DRF's answer to either header
-        return super().select_renderer(request, renderers, format_suffix)
-
-
 class ApiView(APIView):
     parser_classes = [SafeJSONParser]  # too deep, NaN or Infinity: malformed input, not a server error
     throttle_classes = [ApiRateThrottle]
-    content_negotiation_class = OneRendererNegotiation
+    content_negotiation_class = hot_path.OneRendererNegotiation
 
     def handle_exception(self, exc):
         if isinstance(exc, exceptions.UnsupportedMediaType):

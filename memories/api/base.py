@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-import json
 import logging
 from collections.abc import Callable
 from functools import partial
@@ -15,9 +14,10 @@ from rest_framework.generics import GenericAPIView
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 
-from accounts.auth import Principal, ReadWithToken
+from accounts.auth import Principal
 from lib.api.idempotency import idempotent_response
 from lib.api.views import ApiView
+from lib.hot_path import ReadWithToken, body_read_ahead
 from memories.api.serializers import AGENT_CHANGES_IN_A_PLACE
 from memories.db.predicates import times_in_range_q
 from memories.models import Bucket, Memory
@@ -42,35 +42,11 @@ logger = logging.getLogger(__name__)
 AGENT_READS_NAME_A_PLACE = (
     "An agent names the place it serves (?place=<channel id>); it sees what it could recall there."
 )
-READ_AHEAD_BYTES = 65536  # a turn's body is far smaller; a batch's is not read twice
-
-
-def content_length(request) -> int:
-    raw = request.META.get("CONTENT_LENGTH") or "0"
-    return int(raw) if raw.isdigit() else 0
-
-
-def body_read_ahead(request) -> dict | None:
-    """A small JSON object body, read ahead of the parser (once a request); None if it is anything else.
-    Whatever it holds, the parser and the serializers still refuse later, naming the field."""
-    if not request.content_type.startswith("application/json") or not 0 < content_length(request) <= READ_AHEAD_BYTES:
-        return None
-    cached = request._request.__dict__.get("archivist_body_ahead", False)
-    if cached is not False:
-        return cached
-    try:
-        data = json.loads(request._request.body)
-    except Exception as error:  # noqa: BLE001 - any body read ahead in vain is left to the parser
-        logger.info("body not read ahead (%s): the body is read by the parser", type(error).__name__)
-        data = None
-    data = data if isinstance(data, dict) else None
-    request._request.archivist_body_ahead = data
-    return data
 
 
 def channel_in_body(request) -> str | None:
-    """The channel a JSON body's `place` names, read ahead of the parser; None unless it plainly names a valid
-    one."""
+    """The channel a JSON body's `place` names, read ahead of the parser (`lib.hot_path`); None unless it plainly
+    names a valid one."""
     data = body_read_ahead(request)
     place = data.get("place") if data is not None else None
     channel = place.get("channel") if isinstance(place, dict) else None
@@ -82,7 +58,7 @@ def channel_in_body(request) -> str | None:
 class MemoryApi(ApiView):
     """The memory endpoints: the place a call names, the viewer it makes, the memory it may see."""
 
-    place_read: PlaceRead | None = None  # the body's place, read with the token (`read_with_token`)
+    place_read: PlaceRead | None = None  # the body's place, read with the token on the hot path
 
     def read_with_token(self, request) -> ReadWithToken | None:
         """The place the body names, read in the token's round trip (`accounts.auth`) for its tenant."""

@@ -4,41 +4,17 @@ from __future__ import annotations
 
 from rest_framework.response import Response
 
-from accounts.auth import ReadWithToken, presented_token_hash
-from accounts.models import AgentToken
 from lib.api.docs import ERROR_EXAMPLE, PLACE_EXAMPLE, answered, asked, read_schema, write_schema
 from memories.api import serializers as s
-from memories.api.base import MemoryApi, body_read_ahead
+from memories.api.base import MemoryApi
 from memories.api.docs import MEMORY_EXAMPLE
-from memories.embeddings.ahead import QuestionAhead, embed_ahead, trust
-from memories.models import BODY_MAX_CHARS
 from memories.places import subject_label, subject_names
 from memories.recall import contextual, ranking
-from memories.recall.query import VECTOR_MODES, recall
+from memories.recall.query import recall
 from memories.turns.injections import injection_render
 
 
-class EmbedsQuestionAhead(MemoryApi):
-    """A turn endpoint whose body's question is embedded while its token's round trip runs
-    (`memories.embeddings.ahead`), for a token that authenticated here lately."""
-
-    ahead: QuestionAhead | None = None
-
-    def read_with_token(self, request) -> ReadWithToken | None:
-        body = body_read_ahead(request) or {}
-        question, mode = body.get("question"), body.get("mode", "auto")
-        token_hash = presented_token_hash(request)
-        if isinstance(question, str) and len(question) <= BODY_MAX_CHARS and mode in VECTOR_MODES and token_hash:
-            self.ahead = embed_ahead(question.strip(), token_hash=token_hash)
-        return super().read_with_token(request)
-
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
-        if isinstance(request.auth, AgentToken):  # authenticated by its token just now
-            trust(request.auth.token_hash)
-
-
-class RecallApi(EmbedsQuestionAhead):
+class RecallApi(MemoryApi):
     @read_schema(
         operation_id="turns_recall",
         request=s.RecallInputSerializer,
@@ -99,7 +75,6 @@ class RecallApi(EmbedsQuestionAhead):
         resolved = self.resolve_place(data["place"])  # on the primary: a new place's record is written
         self.read_from_standby()
         result = recall(
-            ahead=self.ahead,
             organisation=principal.organisation,
             place=resolved.place,
             question=data["question"],
@@ -130,7 +105,7 @@ RENDER_TEXT_EXAMPLE = (
 )
 
 
-class RenderApi(EmbedsQuestionAhead):
+class RenderApi(MemoryApi):
     @write_schema(
         operation_id="turns_render",
         request=s.RenderInputSerializer,
@@ -181,14 +156,10 @@ class RenderApi(EmbedsQuestionAhead):
         resolved = self.resolve_place(data["place"])
         assert resolved is not None  # render's input requires a place
         output = injection_render(
-            organisation=principal.organisation,
+            principal=principal,
             resolved=resolved,
             turn_id=data["turn_id"],
-            principal=principal,
-            agent=principal.agent,
-            user=principal.user,
             question=data["question"],
             cutoff=data.get("cutoff"),
-            ahead=self.ahead,
         )
         return Response(s.RenderOutputSerializer(s.Annotated(output, notice=resolved.notice)).data)

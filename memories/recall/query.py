@@ -1,40 +1,5 @@
-"""Recall: the facts most relevant to a question, among those recallable in a place.
-
-Everything a recall may return is decided in one SQL statement
-(`memories.recall.candidates`: tenant, scope, liveness and model rules); this
-module chooses how to rank, runs the statement and says what gave way.
-
-Ranking (`mode`):
-
-- `semantic`: pgvector cosine distance. Exact over the covering index for an
-  organisation below the HNSW threshold; for a larger one, candidates come from
-  its partial HNSW index and are re-checked, with an exact scan as the fallback
-  when the filters leave too few (see docs/recall.md).
-- `lexical`: `ts_rank` over the stored tsvector; any word of the question may match.
-- `hybrid`: both lists fused by reciprocal rank (k = 60).
-- `recent`: newest first.
-- `contextual`: the hybrid candidates and the facts remembered next to them in
-  the same place, re-ranked by BM25 and cosine z-scores, conversational
-  context, the speaker and the time a question asks about
-  (`memories.recall.contextual`, `memories.recall.ranking`, docs/recall.md).
-- `reranked`: contextual, then its best candidates ordered by an HTTP
-  reranker when one is configured (`memories.recall.reranker`); contextual otherwise.
-- `auto`: contextual when there is a question and an embedder (it recalls the
-  right fact most often: docs/benchmarks.md, "Recall quality"), recent otherwise.
-
-A meaning mode (`auto`, `hybrid`, `semantic`) that cannot have a vector (no
-embedder, an embedding error) gives the place's most recent facts, as the seed
-does, rather than word matching that may return nothing; `contextual` and
-`reranked`, which rank by words too, rank by words. Rows holding another
-model's vector count as not yet searchable. Each of these is said in `notice`.
-
-`occurred_after` and `occurred_before` keep facts whose time (when they
-happened, or when they were written if that is unknown) falls in the interval.
-
-Pinned facts recallable here always come first. Whatever had to give way (no
-embedder, a question that could not be embedded, rows not embedded yet) is
-said in `notice`.
-"""
+"""Recall: the facts most relevant to a question, among those recallable in a place, ranked as the mode asks.
+One statement (`memories.recall.candidates`) decides what may be returned; this module ranks and says what gave way."""
 
 from __future__ import annotations
 
@@ -49,7 +14,6 @@ from django.utils import timezone
 
 from lib.metrics import observe_stages
 from memories.embeddings import embedders
-from memories.embeddings.ahead import QuestionAhead
 from memories.recall import contextual, ranking, reranker
 from memories.recall.candidates import (
     RESULT_COLUMNS,
@@ -69,6 +33,13 @@ from memories.scopes import Place
 
 logger = logging.getLogger(__name__)
 
+# The modes (docs/recall.md): `semantic` ranks by cosine distance (exact below the HNSW threshold, the tenant's
+# partial HNSW index above it, re-checked, with an exact fallback); `lexical` by `ts_rank` over the stored
+# tsvector; `hybrid` fuses both by reciprocal rank (k = 60); `recent` is newest first; `contextual` re-ranks
+# the hybrid candidates and their neighbours by BM25 and cosine z-scores, context, speaker and time;
+# `reranked` is contextual then an HTTP reranker when configured; `auto` is contextual with a question and an
+# embedder, recent otherwise. A meaning mode without a vector gives the most recent facts (as the seed does),
+# contextual and reranked rank by words; pinned facts come first; what gave way is said in `notice`.
 MODES = ("auto", "hybrid", "semantic", "lexical", "recent", "contextual", "reranked")
 # Modes that rank by meaning alone or first: without a vector they give the most recent facts instead.
 MEANING_MODES = ("auto", "hybrid", "semantic")
@@ -165,13 +136,11 @@ def recall(
     occurred_after: datetime | None = None,
     occurred_before: datetime | None = None,
     ranking_config=None,
-    ahead: QuestionAhead | None = None,
 ) -> RecallResult:
     """The facts to give a turn in `place`, best first, with how they were ranked and what gave way.
 
     `ranking_config` (a `memories.recall.ranking.RankingConfig`) overrides contextual ranking's weights (the
-    quality benchmark's ablations); `ahead`, the question's embedding started before the call, is used if it is
-    of this very question (`memories.embeddings.ahead`).
+    quality benchmark's ablations).
     """
     started = time.perf_counter()
     limit = limit or settings.MEMORY_RECALL_DEFAULT_LIMIT
@@ -179,7 +148,7 @@ def recall(
         raise ValueError(f"mode must be one of {', '.join(MODES)}")
     question = (question or "").strip()
     notices: list[str] = []
-    query_vector, model, embed_ms = _question_vector(question, mode, notices, ahead)
+    query_vector, model, embed_ms = _question_vector(question, mode, notices)
     how = _choose_ranking(mode, question, query_vector, notices)
     organisation_id = getattr(organisation, "pk", organisation)
     config = ranking_config or ranking.DEFAULT_CONFIG
@@ -219,11 +188,8 @@ def _observed(**timings: float) -> dict[str, float]:
     return timings
 
 
-def _question_vector(
-    question: str, mode: str, notices: list[str], ahead: QuestionAhead | None = None
-) -> tuple[list[float] | None, str, float]:
-    """The question's vector and the model that made it, when the mode ranks by meaning; and how long it took
-    (the embedding's own time, also when it was started ahead).
+def _question_vector(question: str, mode: str, notices: list[str]) -> tuple[list[float] | None, str, float]:
+    """The question's vector and the model that made it, when the mode ranks by meaning; and how long it took.
 
     Without one, `notices` says what the recall does instead: contextual and
     reranked rank by words as well as meaning, so they still rank by words.
@@ -241,8 +207,6 @@ def _question_vector(
         return None, "", 0.0
     started = time.perf_counter()
     try:
-        if ahead is not None and ahead.question == question:
-            return ahead.result()
         vector, model = embedders.embed_query(question), embedder.name
     except embedders.EmbeddingError as error:
         notices.append(f"The question could not be embedded ({error}), so {instead}.")
@@ -369,8 +333,8 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
     organisation_id = getattr(organisation, "pk", organisation)
     agent_id = getattr(agent, "pk", agent)
     base = base_predicate(organisation_id=organisation_id, place=place, agent_id=agent_id)
-    # Issue 16: episodes (transcript lines) are never section filler; `with_recalled_episodes`
-    # adds those the turn's question recalls.
+    # Episodes (transcript lines) are never section filler; `with_recalled_episodes` adds those the turn's
+    # question recalls.
     base += " AND m.source_kind <> 'episode'"
     fetch = {
         scope: {
@@ -408,8 +372,8 @@ def render_candidates(*, organisation, place: Place, agent, caps: dict, now: dat
 
 
 def with_recalled_episodes(rows: list[dict], recalled: list[dict], *, now: datetime, fade_days: int) -> list[dict]:
-    """Issue 16: render's rows plus the episodes the question recalled, except those older than
-    the fade window (they fade like notes, from when they were written)."""
+    """Render's rows plus the episodes the question recalled, except those older than the fade window (they fade
+    like notes, from when they were written)."""
     have = {str(row["id"]) for row in rows}
     oldest = now - timedelta(days=fade_days)
     extra = [

@@ -13,10 +13,10 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from accounts.auth import Principal
 from accounts.models import Agent, Organisation, User
 from lib.fenced_block import source_words
 from lib.metrics import stage_timer
-from memories.embeddings.ahead import QuestionAhead
 from memories.errors import TurnConflict
 from memories.models import (
     Injection,
@@ -96,35 +96,30 @@ def _answer_again(injection: Injection, request: TurnRequest) -> RenderOutput:
 
 def injection_render(
     *,
-    organisation: Organisation,
+    principal: Principal,
     resolved: PlaceInTurn,
     turn_id: str,
-    principal,
-    agent: Agent | None = None,
-    user: User | None = None,
     question: str = "",
     cutoff: date | None = None,
     now: datetime | None = None,
-    ahead: QuestionAhead | None = None,
 ) -> RenderOutput:
-    """Render the memory block for one turn and record exactly what it injected.
-
-    A turn id is rendered once: asking again with the same request replays the
-    record (the same bytes), with a different one is a conflict. `ahead` is the
-    question's embedding, started before the call (`memories.embeddings.ahead`).
-    """
+    """Render the memory block for one turn, for the principal in its place, and record exactly what it injected.
+    A turn id is rendered once: the same request again replays the record (the same bytes), another is a conflict."""
+    organisation = principal.organisation
     now = now or timezone.now()
     request = TurnRequest(
-        place=resolved.place, question=(question or "").strip(), cutoff=cutoff or now.date(), agent=agent, user=user
+        place=resolved.place,
+        question=(question or "").strip(),
+        cutoff=cutoff or now.date(),
+        agent=principal.agent,
+        user=principal.user,
     )
     existing = Injection.objects.filter(organisation=organisation, turn_id=turn_id).first()
     if existing is not None:
         return _answer_again(existing, request)
     caps = _caps()
     with stage_timer("render", "selection"):
-        selection = _selection(
-            organisation=organisation, resolved=resolved, request=request, caps=caps, now=now, ahead=ahead
-        )
+        selection = _selection(organisation=organisation, resolved=resolved, request=request, caps=caps, now=now)
     with stage_timer("render", "compose"):
         sections, failed_planes = plane_sections(
             principal=principal, place=request.place, cutoff=request.cutoff, limit=caps[SCOPE_ORDER[0]].fact_clamp
@@ -140,7 +135,7 @@ def injection_render(
 
 
 def _candidates(
-    *, organisation: Organisation, request: TurnRequest, caps: dict, now: datetime, ahead: QuestionAhead | None
+    *, organisation: Organisation, request: TurnRequest, caps: dict, now: datetime
 ) -> tuple[list[dict], dict[str, int], list[str]]:
     """The rows a render chooses from, those the question recalls first; each scope's total; recall's notices."""
     rows, totals = render_candidates(
@@ -155,9 +150,8 @@ def _candidates(
         limit=settings.MEMORY_RECALL_MAX_LIMIT,
         agent=request.agent,
         now=now,
-        ahead=ahead,
     )
-    # Issue 16: episodes reach render only when the question recalls them (never as filler).
+    # Episodes reach render only when the question recalls them (never as filler).
     rows = with_recalled_episodes(rows, ranked.rows, now=now, fade_days=settings.MEMORY_NOTE_FADE_DAYS)
     order = {str(row["id"]): position for position, row in enumerate(ranked.rows)}
     # The facts the question recalls lead their sections; the rest keep recency order.
@@ -172,10 +166,9 @@ def _selection(
     request: TurnRequest,
     caps: dict,
     now: datetime,
-    ahead: QuestionAhead | None,
 ) -> render.Selection:
     """What of the candidates reaches the prompt, with what was left out reported."""
-    rows, totals, notices = _candidates(organisation=organisation, request=request, caps=caps, now=now, ahead=ahead)
+    rows, totals, notices = _candidates(organisation=organisation, request=request, caps=caps, now=now)
     names = subject_names(rows, resolved=resolved, organisation=organisation)
     facts = [_render_fact(row, names) for row in rows]
     passed = {scope: sum(1 for fact in facts if fact.scope == scope) for scope in SCOPE_ORDER}

@@ -99,12 +99,7 @@ def tenant_with_everything(slug: str, *, steward: User, decision: str) -> Tenant
         write=write,
     )
     injection_render(
-        organisation=organisation,
-        resolved=resolved,
-        turn_id=f"{slug}-turn",
-        principal=Principal(organisation=organisation, agent=agent),
-        agent=agent,
-        question="",
+        principal=Principal(organisation=organisation, agent=agent), resolved=resolved, turn_id=f"{slug}-turn"
     )
     TenantVectorIndex.objects.create(organisation=organisation, index_name=f"memories_hnsw_test_{slug}")
     claim = claim_submit(

@@ -8,9 +8,9 @@ from typing import Any
 from rest_framework import serializers
 
 from accounts.auth import PRINCIPAL_FIELDS, refuse_principal_fields
-from lib.api.prebuilt_fields import FieldsBuiltOnce
 from lib.fenced_block import WHO
 from lib.fields import harden, json_type_problem
+from lib.hot_path import FieldsBuiltOnce
 from lib.text import surrogate_path
 from memories.models import BODY_MAX_CHARS
 from memories.places import channel_problem

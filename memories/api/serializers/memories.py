@@ -35,7 +35,7 @@ class _ProvenanceFields(StrictSerializer):
     run_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
 
     def validate_source_kind(self, value: str) -> str:
-        # Issue 16: episodes are written by consolidation alone, each linked to its thread event.
+        # Episodes are written by consolidation alone, each linked to its thread event.
         if value == SourceKind.EPISODE:
             raise serializers.ValidationError(
                 "source_kind 'episode' is written only by consolidation of thread events; "

@@ -1,4 +1,4 @@
-"""The answers' rows are read by a plan made once per serializer class (`lib.api.representation`): the same
+"""The answers' rows are read by a plan made once per serializer class (`lib.hot_path.represented`): the same
 answer, field for field, as DRF's own `Serializer.to_representation`, which each test runs as the control."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from rest_framework import fields as drf_fields
 from rest_framework import serializers
 
-from lib.api.prebuilt_fields import FieldsBuiltOnce
+from lib.hot_path import FieldsBuiltOnce
 from memories.api import serializers as s
 from memories.models import Memory
 from memories.services import memory_redact

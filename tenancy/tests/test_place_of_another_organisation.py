@@ -1,9 +1,5 @@
-"""An agent's turn reads its place in its token's round trip (issue 15): one statement less, the same rules.
-
-The place is read for the tenant the token's statement set, under row-level
-security as before; a body the read-ahead cannot use is left to the parser
-and the serializers, which refuse it as they did.
-"""
+"""An agent's turn acts only in a place of its own organisation, and a body naming a place badly is refused by name;
+the place read in the token's round trip (`lib.hot_path`) is under row-level security too."""
 
 from __future__ import annotations
 
@@ -12,10 +8,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from accounts.auth import ReadWithToken, token_authenticate
+from accounts.auth import token_authenticate
 from accounts.models import AgentToken, Membership, hash_token
 from accounts.services import agent_create, organisation_create, user_create
-from memories.places import PLACE_OF_TENANT_STATEMENT, PLACE_STATEMENT, place_recorded, record_from_row
+from lib.hot_path import ReadWithToken
+from memories.places import PLACE_OF_TENANT_STATEMENT, place_recorded, record_from_row
 from tenancy.sql import APP_ROLE
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,41 +36,6 @@ def bearer(raw: str) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
     return client
-
-
-def statements_of(call) -> tuple[object, list[str]]:
-    """What `call()` answered, and the SQL text of every statement it sent."""
-    sent: list[str] = []
-
-    def record(execute, sql, params, many, context):
-        sent.append(sql)
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(record):
-        answer = call()
-    return answer, sent
-
-
-def test_a_recall_reads_its_place_with_its_token_and_a_session_call_reads_it_alone(acme):
-    agent, raw = agent_create(organisation=acme, name="helper")
-    client = bearer(raw)
-    assert client.post("/api/v1/recall", {"question": "tea", "place": GENERAL}, format="json").status_code == 200
-    answer, sent = statements_of(
-        lambda: client.post("/api/v1/recall", {"question": "tea", "place": GENERAL}, format="json")
-    )
-    assert answer.status_code == 200, answer.content
-    assert [PLACE_OF_TENANT_STATEMENT in sql for sql in sent].count(True) == 1
-    assert sent[0].startswith("SELECT set_config(") and PLACE_OF_TENANT_STATEMENT in sent[0]  # the token's
-    assert PLACE_STATEMENT not in sent  # no read of its own
-    # The positive control: a signed-in person has no token, so the place is its own statement.
-    mona = user_create(username="mona", organisation=acme, role=Membership.Role.MEMBER)
-    session = APIClient()
-    session.force_login(mona)
-    answer, sent = statements_of(
-        lambda: session.post("/api/v1/recall", {"question": "tea", "place": GENERAL}, format="json")
-    )
-    assert answer.status_code == 200, answer.content
-    assert PLACE_STATEMENT in sent
 
 
 def read_with(raw: str, channel: str) -> list:
@@ -132,7 +94,7 @@ BODIES = {
 
 
 @pytest.mark.parametrize("name", sorted(BODIES))
-def test_a_body_the_read_ahead_cannot_use_is_refused_as_before_naming_the_field(acme, name):
+def test_a_body_naming_a_place_badly_is_refused_naming_the_field(acme, name):
     _, raw = agent_create(organisation=acme, name="helper")
     body, named = BODIES[name]
     refused = bearer(raw).post("/api/v1/recall", body, content_type="application/json")

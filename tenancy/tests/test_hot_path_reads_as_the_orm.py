@@ -1,8 +1,5 @@
-"""The token and place reads every request makes are statements made once (issue 15), still under RLS.
-
-They are hand-written SQL, so each test holds them to what the ORM reads:
-the same instances, the same refusals, and nothing of another organisation.
-"""
+"""The hot path's token and place reads (`lib.hot_path`) give what the ORM reads, still under row-level security:
+the same instances, the same refusals, nothing of another organisation."""
 
 from __future__ import annotations
 
@@ -15,10 +12,16 @@ from rest_framework.test import APIClient
 from accounts.auth import token_authenticate
 from accounts.models import AgentToken, Membership, hash_token
 from accounts.services import agent_create, organisation_create, user_create
-from memories.places import place_record, place_recorded, place_records, record_of
+from memories.places import PLACE_OF_TENANT_STATEMENT, place_recorded, place_records, record_from_row, record_of
 from tenancy.sql import APP_ROLE, TENANT_SETTING
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(params=[True, False], ids=["hot path", "plain"])
+def hot_path(request, settings):
+    settings.HOT_PATH = request.param
+    return request.param
 
 
 def as_tenant(organisation) -> None:
@@ -41,7 +44,7 @@ def globex():
     return organisation_create(slug="globex")
 
 
-def test_the_token_statement_builds_what_the_orm_reads_without_compiling(acme, monkeypatch):
+def test_the_token_read_builds_what_the_orm_reads_and_compiles_only_on_the_plain_path(acme, monkeypatch, hot_path):
     agent, raw = agent_create(organisation=acme, name="helper")
     AgentToken.objects.filter(agent=agent).update(restricted=True, allowed_channels=["G-team"], last_used_at=None)
     expected = AgentToken.objects.select_related("agent", "organisation").get(agent=agent)
@@ -52,17 +55,17 @@ def test_the_token_statement_builds_what_the_orm_reads_without_compiling(acme, m
         with connection.cursor() as cursor:
             cursor.execute(f"SET LOCAL ROLE {APP_ROLE}")
         token = token_authenticate(token_hash=hash_token(raw), now=timezone.now())
-    assert compiled == []  # nothing compiled per request
+    assert bool(compiled) is not hot_path  # the hot path compiles nothing per request
     assert field_values(token) == field_values(expected)
     assert field_values(token.agent) == field_values(expected.agent)
     assert field_values(token.organisation) == field_values(expected.organisation)
     assert not token._state.adding and token._state.db == "default"
-    # The positive control: the ORM's read of the same row does compile.
+    # The positive control: the ORM's read of the same row does compile, on either path.
     AgentToken.objects.filter(pk=token.pk).first()
     assert compiled
 
 
-def test_a_revoked_or_expired_token_is_refused_over_the_api_with_the_same_answer(acme, settings):
+def test_a_revoked_or_expired_token_is_refused_over_the_api_with_the_same_answer(acme, settings, hot_path):
     settings.EMBEDDER = "none"
     agent, raw = agent_create(organisation=acme, name="helper")
     client = APIClient()
@@ -77,7 +80,15 @@ def test_a_revoked_or_expired_token_is_refused_over_the_api_with_the_same_answer
         assert refused.json()["detail"] == "The token is unknown, revoked or expired."
 
 
-def test_the_place_statement_reads_what_the_orm_reads(acme, globex):
+def tenant_place(channel: str):
+    """The hot path's place read (sent after the token's statement) for the tenant this transaction set."""
+    with connection.cursor() as cursor:
+        cursor.execute(PLACE_OF_TENANT_STATEMENT, [channel])
+        row = cursor.fetchone()
+    return record_from_row(row, connection) if row is not None else None
+
+
+def test_the_place_read_with_the_token_reads_what_the_orm_reads(acme, globex):
     mona = user_create(username="mona", organisation=acme, role=Membership.Role.MEMBER)
     user_create(username="max", organisation=acme, role=Membership.Role.MEMBER)
     Membership.objects.filter(user=mona).update(handle="mona.h")
@@ -87,23 +98,21 @@ def test_the_place_statement_reads_what_the_orm_reads(acme, globex):
     for channel in ("G-team", "D-mona", "C-general"):
         with transaction.atomic():
             as_tenant(acme)
-            made_once = place_record(organisation=acme, channel=channel)
+            read = tenant_place(channel)
             expected = record_of(place_records(organisation=acme).get(external_id=channel))
-        assert made_once.members == expected.members, channel
-        assert field_values(made_once.channel) == field_values(expected.channel)
-    assert [member.label for member in made_once.members] == []
-    team = place_record(organisation=acme, channel="G-team")
-    assert [member.label for member in team.members] == ["mona.h", "max"]
+        assert read.members == expected.members, channel
+        assert field_values(read.channel) == field_values(expected.channel)
+        if channel == "G-team":
+            assert [member.label for member in read.members] == ["mona.h", "max"]
+    assert [member.label for member in read.members] == []
 
 
-def test_the_place_statement_finds_nothing_of_another_organisation(acme, globex):
+def test_the_place_read_with_the_token_finds_nothing_of_another_organisation(acme, globex):
     place_recorded(organisation=globex, channel="G-secret", kind="private", people=[])
     with transaction.atomic():
         as_tenant(acme)
-        # Named by the caller's organisation, and hidden by row-level security even when named by its own.
-        assert place_record(organisation=acme, channel="G-secret") is None
-        assert place_record(organisation=globex, channel="G-secret") is None
-        assert place_record(organisation=acme, channel="G-unknown") is None
+        assert tenant_place("G-secret") is None  # hidden: the statement names the tenant, and so does RLS
+        assert tenant_place("G-unknown") is None
     with transaction.atomic():
         as_tenant(globex)
-        assert place_record(organisation=globex, channel="G-secret") is not None  # the positive control
+        assert tenant_place("G-secret") is not None  # the positive control
