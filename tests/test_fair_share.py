@@ -4,8 +4,6 @@ organisation's share as its revocation commits."""
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import threading
 import time
@@ -14,15 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 from django.core.cache import cache
-from django.core.handlers.wsgi import WSGIHandler
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections, transaction
+from django.db import transaction
 
 from accounts.models import AgentToken, hash_token
 from accounts.services import agent_create, organisation_create
 from accounts.tokens import token_revoke
-from lib.api.fair_share import FairShareGate, active_key, all_in_flight_key, in_flight_key, organisation_key
+from lib.api.fair_share import REFUSAL_DETAIL, active_key, all_in_flight_key, in_flight_key, organisation_key
+from lib.api.rate_gate import log_key
 from lib.metrics import REQUESTS_REFUSED
+from tests.wsgi_gate import GateClient
 from web.tests.browser import ARTIFACTS, Gunicorn
 
 PLACES = "/api/v1/places"
@@ -182,58 +180,87 @@ def test_a_tenant_at_its_share_is_refused_while_another_is_active(four_workers, 
     fill_share(organisation, 0)
 
 
-def wsgi_call(application, token: str) -> tuple[str, dict, bytes]:
-    """One GET of the places through a WSGI application in this process: its status, headers and body."""
-    environ = {
-        "REQUEST_METHOD": "GET",
-        "PATH_INFO": PLACES,
-        "QUERY_STRING": "",
-        "SERVER_NAME": "testserver",
-        "SERVER_PORT": "80",
-        "REMOTE_ADDR": "127.0.0.1",
-        "HTTP_AUTHORIZATION": f"Bearer {token}",
-        "wsgi.input": io.BytesIO(),
-        "wsgi.url_scheme": "http",
-        "wsgi.errors": io.StringIO(),
-    }
-    answered: dict = {}
-
-    def start_response(status, headers, exc_info=None):
-        answered.update(status=status, headers=dict(headers))
-
-    # As Django's test client does: the test's transaction holds the connection, which must not be closed.
-    request_started.disconnect(close_old_connections)
-    request_finished.disconnect(close_old_connections)
-    try:
-        body = b"".join(application(environ, start_response))
-    finally:
-        request_started.connect(close_old_connections)
-        request_finished.connect(close_old_connections)
-    return answered["status"], answered["headers"], body
-
-
 @pytest.mark.django_db
 def test_a_refusal_is_answered_before_django_touching_no_database_and_is_counted(settings, django_assert_num_queries):
     cache.clear()
     settings.ORGANISATION_IN_FLIGHT = 1
     organisation, token = tenant("counted")
-    application = FairShareGate(WSGIHandler())
-    assert wsgi_call(application, token)[0].startswith("200")
+    client = GateClient(f"Bearer {token}")
+    served = client.get(PLACES)
+    assert served.status_code == 200 and served.cycles, "the positive control: a served request runs in Django"
     assert redis_client().get(cache.make_key(organisation_key(hash_token(token)[:32]))) is not None, "now known"
     fill_share(organisation, 1)
     before = REQUESTS_REFUSED.labels(reason="org_share")._value.get()
-    cycles: list[object] = []
-    request_started.connect(cycles.append)
-    try:
-        with django_assert_num_queries(0):
-            status, headers, body = wsgi_call(application, token)
-    finally:
-        request_started.disconnect(cycles.append)
-    assert status.startswith("429") and headers["Retry-After"] == "1"
-    assert headers["Content-Type"] == "application/json"
-    answer = json.loads(body)
+    with django_assert_num_queries(0):
+        refused = client.get(PLACES)
+    assert refused.status_code == 429 and refused["Retry-After"] == "1"
+    assert refused["Content-Type"] == "application/json"
+    answer = refused.json()
     assert answer["error"] == "throttled" and answer["fields"] == {} and "share" in answer["detail"]
-    assert cycles == [], "refused before a Django request cycle started"
+    assert refused.cycles == [], "refused before a Django request cycle started"
     assert REQUESTS_REFUSED.labels(reason="org_share")._value.get() == before + 1
     fill_share(organisation, 0)
-    assert wsgi_call(application, token)[0].startswith("200")  # the positive control: the same request, with room
+    assert client.get(PLACES).status_code == 200  # the positive control: the same request, with room
+
+
+def away_from_a_minute_edge() -> None:
+    while time.time() % 60 > 50:  # the rates below count per minute: every call in one window
+        time.sleep(1)
+
+
+@pytest.mark.django_db
+def test_a_request_refused_for_its_share_still_counts_against_its_token_rate(settings):
+    cache.clear()
+    settings.ORGANISATION_IN_FLIGHT, settings.MEMORY_API_RATE = 1, "3/min"
+    away_from_a_minute_edge()
+    organisation, token = tenant("spending")
+    client = GateClient(f"Bearer {token}")
+    assert client.get(PLACES).status_code == 200
+    fill_share(organisation, 1)
+    refusals = [client.get(PLACES) for _ in range(2)]
+    assert [answer.json()["detail"] for answer in refusals] == [REFUSAL_DETAIL, REFUSAL_DETAIL]
+    fill_share(organisation, 0)
+    before = REQUESTS_REFUSED.labels(reason="token_rate")._value.get()
+    past_rate = client.get(PLACES)
+    assert past_rate.status_code == 429 and past_rate.cycles == [], "its fourth call this minute, refused at once"
+    assert past_rate.json()["detail"].startswith("Request was throttled.")
+    assert 1 <= int(past_rate["Retry-After"]) <= 60
+    assert REQUESTS_REFUSED.labels(reason="token_rate")._value.get() == before + 1
+    # The positive control: another token of the same organisation, with its share free, is served.
+    assert GateClient(f"Bearer {agent_create(organisation=organisation, name='b')[1]}").get(PLACES).status_code == 200
+
+
+@pytest.mark.django_db
+def test_an_address_barred_for_bad_tokens_is_refused_before_django(settings, django_assert_num_queries):
+    cache.clear()
+    settings.BAD_TOKEN_RATE = "2/min"
+    away_from_a_minute_edge()
+    guesses = [GateClient(f"Bearer arch_guess{n}").get(PLACES, REMOTE_ADDR="203.0.113.9") for n in range(2)]
+    assert [answer.status_code for answer in guesses] == [401, 401], "unknown tokens are found so in Django"
+    before = REQUESTS_REFUSED.labels(reason="bad_tokens_from_address")._value.get()
+    with django_assert_num_queries(0):
+        barred = GateClient("Bearer arch_guess9").get(PLACES, REMOTE_ADDR="203.0.113.9")
+    assert barred.status_code == 429 and barred.cycles == [], "barred before a Django request cycle started"
+    assert barred.json()["detail"].startswith("Too many unknown or malformed tokens from your address.")
+    assert 1 <= int(barred["Retry-After"]) <= 60
+    assert REQUESTS_REFUSED.labels(reason="bad_tokens_from_address")._value.get() == before + 1
+    # The positive control: another address is not barred.
+    assert GateClient("Bearer arch_guess9").get(PLACES, REMOTE_ADDR="198.51.100.7").status_code == 401
+
+
+@pytest.mark.django_db
+def test_the_sliding_log_verdict_counted_by_the_gate_is_the_one_the_throttle_answers(settings):
+    cache.clear()
+    settings.MEMORY_API_RATE = "3/min"
+    away_from_a_minute_edge()
+    token = tenant("logged")[1]
+    header = f"Bearer {token}"
+    # Three calls 20 s ago, in the log: the gate's window this minute has room, the sliding log has none.
+    earlier = time.time() - 20
+    redis_client().zadd(cache.make_key(log_key(header)), {f"{earlier}:{n}": earlier for n in range(3)})
+    redis_client().config_resetstat()
+    refused = GateClient(header).get(PLACES)
+    scripts = redis_client().info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0)
+    assert refused.status_code == 429 and refused.cycles, "the throttle, in the view, refused it"
+    assert 38 <= int(refused["Retry-After"]) <= 41, "until the oldest of the log's three leaves the minute"
+    assert scripts == 1, "the gate's one script; the throttle read its verdict and ran none of its own"

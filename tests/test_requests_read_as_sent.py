@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from tests.api_routes import api_endpoints
+from tests.wsgi_gate import GateClient
 
 pytestmark = pytest.mark.django_db
 
@@ -93,10 +94,19 @@ def test_authorization_other_than_bearer_one_space_token_is_401_before_the_datab
     assert client.get("/api/v1/places").status_code == 200
 
 
-def guess(address: str, header: str = "Bearer arch_guessed", **extra):
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=header)
-    return client.get("/api/v1/places", REMOTE_ADDR=address, **extra)
+@pytest.fixture(params=["wsgi gate", "middleware"])
+def guess(request):
+    """Sends a GET presenting `header` from `address` through the WSGI gate gunicorn serves (which bars an
+    address before Django), or through Django alone, as a server without the gate (the middleware bars it)."""
+
+    def send(address: str, header: str = "Bearer arch_guessed", **extra):
+        if request.param == "wsgi gate":
+            return GateClient(header).get("/api/v1/places", REMOTE_ADDR=address, **extra)
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=header)
+        return client.get("/api/v1/places", REMOTE_ADDR=address, **extra)
+
+    return send
 
 
 def in_one_minute_window(seconds_needed: float = 15) -> None:
@@ -107,7 +117,9 @@ def in_one_minute_window(seconds_needed: float = 15) -> None:
         time.sleep(left + 0.05)
 
 
-def test_unknown_and_malformed_tokens_are_counted_per_address_then_429_without_the_database(agent_with_token, settings):
+def test_unknown_and_malformed_tokens_are_counted_per_address_then_429_without_the_database(
+    agent_with_token, settings, guess
+):
     settings.BAD_TOKEN_RATE = "3/min"
     in_one_minute_window()
     good = f"Bearer {agent_with_token[1]}"
@@ -123,7 +135,7 @@ def test_unknown_and_malformed_tokens_are_counted_per_address_then_429_without_t
     assert guess("198.51.100.7", good).status_code == 200
 
 
-def test_the_forwarded_address_counts_only_behind_a_trusted_proxy(agent_with_token, settings):
+def test_the_forwarded_address_counts_only_behind_a_trusted_proxy(agent_with_token, settings, guess):
     settings.BAD_TOKEN_RATE = "1/min"
     in_one_minute_window()
     good = f"Bearer {agent_with_token[1]}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import date
 
 import pytest
@@ -11,6 +12,9 @@ from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from accounts.services import agent_create
+from lib.api.rate_gate import gate_key
+from lib.metrics import REQUESTS_REFUSED
+from tests.wsgi_gate import GateClient
 
 pytestmark = pytest.mark.django_db
 
@@ -36,14 +40,23 @@ def client_for(token: str) -> APIClient:
     return client
 
 
-def test_the_count_lives_in_redis_so_every_web_worker_shares_it(token, settings):
+@pytest.fixture(params=["wsgi gate", "middleware"])
+def client_through(request):
+    """A client for a token whose calls pass through the WSGI gate gunicorn serves (which counts API calls
+    before Django), or through Django alone, as a server without the gate (the middleware counts them)."""
+    if request.param == "wsgi gate":
+        return lambda token: GateClient(f"Bearer {token}")
+    return client_for
+
+
+def test_the_count_lives_in_redis_so_every_web_worker_shares_it(token, settings, client_through):
     settings.MEMORY_API_RATE = "2/min"
-    client = client_for(token)
+    client = client_through(token)
     assert [client.get("/api/v1/places").status_code for _ in range(3)] == [200, 200, 429]
     shared = redis.Redis.from_url(django_settings.CACHES["default"]["LOCATION"])
     assert any(b"throttle_" in key for key in shared.keys("*"))
     # A second client (another worker would be another process) meets the same count.
-    assert client_for(token).get("/api/v1/places").status_code == 429
+    assert client_through(token).get("/api/v1/places").status_code == 429
 
 
 def test_every_api_is_throttled_with_retry_after_not_only_the_turn_api(token, settings):
@@ -69,7 +82,7 @@ def test_clearing_the_cache_leaves_the_task_queues_alone(token):
         broker.lrem("embed", 0, b"a message")  # never left for a worker to take
 
 
-def test_an_unreachable_cache_lets_requests_through_and_says_so(token, settings, tmp_path, caplog):
+def test_an_unreachable_cache_lets_requests_through_and_says_so(token, settings, tmp_path, caplog, client_through):
     settings.MEMORY_API_RATE = "1/min"
     settings.CACHES = {
         "default": {
@@ -78,14 +91,16 @@ def test_an_unreachable_cache_lets_requests_through_and_says_so(token, settings,
             "OPTIONS": {"socket_connect_timeout": 0.2, "socket_timeout": 0.2},
         }
     }
-    client = client_for(token)
+    client = client_through(token)
     assert [client.get("/api/v1/places").status_code for _ in range(3)] == [200, 200, 200]
     assert "rate limiter unavailable" in caplog.text
 
 
-def test_a_flooding_token_is_refused_before_any_database_work(token, settings, django_assert_num_queries):
+def test_a_flooding_token_is_refused_before_any_database_work(
+    token, settings, django_assert_num_queries, client_through
+):
     settings.MEMORY_API_RATE = "2/min"
-    client = client_for(token)
+    client = client_through(token)
     assert [client.get("/api/v1/places").status_code for _ in range(2)] == [200, 200]
     with django_assert_num_queries(0):
         refused = client.get("/api/v1/places")
@@ -93,11 +108,29 @@ def test_a_flooding_token_is_refused_before_any_database_work(token, settings, d
     assert refused.json() == {"error": "throttled", "detail": refused.json()["detail"], "fields": {}}
 
 
-def test_guessed_tokens_are_counted_too(org, settings, django_assert_num_queries):
+def test_guessed_tokens_are_counted_too(org, settings, django_assert_num_queries, client_through):
     settings.MEMORY_API_RATE = "2/min"
     cache.clear()
-    guesser = client_for("arch_not-a-real-token")
+    guesser = client_through("arch_not-a-real-token")
     assert [guesser.get("/api/v1/places").status_code for _ in range(2)] == [401, 401]
     with django_assert_num_queries(0):
         assert guesser.get("/api/v1/places").status_code == 429
     cache.clear()
+
+
+def test_behind_the_wsgi_gate_a_flood_is_refused_before_django_and_counted_once(token, settings):
+    settings.MEMORY_API_RATE = "2/min"
+    while time.time() % 60 > 50:  # away from a minute's edge: one window
+        time.sleep(1)
+    before = REQUESTS_REFUSED.labels(reason="token_rate")._value.get()
+    client = GateClient(f"Bearer {token}")
+    served = [client.get("/api/v1/places") for _ in range(2)]
+    assert [answer.status_code for answer in served] == [200, 200]
+    assert all(answer.cycles for answer in served), "the positive control: served requests ran in Django"
+    refused = client.get("/api/v1/places")
+    assert refused.status_code == 429 and refused.cycles == [], "refused before a Django request cycle started"
+    assert refused.json()["detail"].startswith("Request was throttled. Expected available in")
+    assert REQUESTS_REFUSED.labels(reason="token_rate")._value.get() == before + 1
+    shared = redis.Redis.from_url(django_settings.CACHES["default"]["LOCATION"])
+    window = int(time.time() // 60)
+    assert int(shared.get(cache.make_key(gate_key(f"Bearer {token}", window))) or 0) == 3, "each call counted once"

@@ -1,4 +1,5 @@
-"""The fair share: how many requests one organisation may have in flight at once, checked before Django runs."""
+"""The fair share: how many requests one organisation may have in flight at once, checked before Django runs
+with the token rate gate's count, in one Redis script."""
 
 # Archivist is one server many organisations share. A token within its rate can
 # still take every web worker (a closed-loop client with as many connections as
@@ -26,6 +27,12 @@
 # token itself is checked in the database on every request, so a revoked token
 # is refused at once either way.
 #
+# The same script first runs the token rate gate (`lib.api.rate_gate`): the address's bad-token bar, the
+# token's window and its sliding log. Every API call with a Bearer token so counts against its token's rate,
+# a refused one too: a flood refused for its share still spends its rate, and a flood past its rate or of
+# barred guesses is refused here too, each refusal as cheap. The log's verdict goes on in the environ
+# (`RATE_COUNTED`) for the throttle; the middleware then counts nothing again.
+#
 # If Redis cannot be reached the request goes on: the gate must not become an outage.
 
 from __future__ import annotations
@@ -42,7 +49,18 @@ from django.core.cache import cache
 
 from lib.api.bearer import bearer_token
 from lib.api.errors import error_body
-from lib.api.rate_gate import presented_digest
+from lib.api.rate_gate import (
+    RATE_COUNTED,
+    RATE_LUA,
+    Gate,
+    LogVerdict,
+    Refusal,
+    address_in,
+    gate_refusal,
+    presented_digest,
+    rate_answered,
+    rate_script,
+)
 from lib.metrics import refused
 from lib.scripts import unbound_script
 
@@ -60,12 +78,21 @@ IN_FLIGHT_PREFIX = "fairshare:inflight:"
 ADMISSION = "archivist.fair_share"
 REFUSAL_DETAIL = "Your organisation has as many requests in flight as its share of this server; retry in 1 second."
 
-# Admit a request to its organisation's share, or to its token's own while the organisation is not known: drop
-# entries left by dead workers; at the share, admit only while no other tenant is active and the server keeps a
-# slot free for another (so a tenant alone is not held to its share); else refuse. The bucket's name comes
-# from the organisation read here, so the check is one round trip (keys not in KEYS: one Redis, never a cluster).
+# First the token's rate (`rate_gate.RATE_LUA`: the address's bad-token bar, the token's window and sliding log),
+# so every request counts against its token's rate, a refused one too. Then, unless the rate gate refuses or no
+# share is set, admit the request to its organisation's share, or to its token's own while the organisation is
+# not known: drop entries left by dead workers; at the share, admit only while no other tenant is active and
+# the server keeps a slot free for another (so a tenant alone is not held to its share); else refuse. The
+# bucket's name comes from the organisation read here, so the check is one round trip (keys not in KEYS: one
+# Redis, never a cluster). The answer: the rate's four values, then admitted (1 or 0), the bucket ('' when
+# not counted) and whether the organisation was known.
 _ADMIT_SCRIPT = unbound_script(
-    """
+    RATE_LUA
+    + """
+local checked = rate(KEYS[2], KEYS[3], KEYS[4], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14])
+if checked[4] == 1 or checked[1] > tonumber(ARGV[10]) or tonumber(ARGV[5]) == 0 then
+  return {checked[1], checked[2], checked[3], checked[4], 1, '', 0}
+end
 local organisation = redis.call('GET', KEYS[1])
 local bucket = ARGV[1] .. (organisation and ('org:' .. organisation) or ('token:' .. ARGV[2]))
 local everyone = ARGV[1] .. 'all'
@@ -79,7 +106,7 @@ local known = organisation and 1 or 0
 if redis.call('ZCARD', bucket) >= tonumber(ARGV[5]) then
   local others = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, bucket) and 1 or 0)
   if others > 0 or redis.call('ZCARD', everyone) >= tonumber(ARGV[7]) - 1 then
-    return {0, bucket, known}
+    return {checked[1], checked[2], checked[3], checked[4], 0, bucket, known}
   end
 end
 redis.call('ZADD', bucket, now, ARGV[6])
@@ -88,7 +115,7 @@ if organisation then redis.call('ZADD', active, now, bucket) end
 redis.call('EXPIRE', bucket, ARGV[4])
 redis.call('EXPIRE', everyone, ARGV[4])
 redis.call('EXPIRE', active, ARGV[4])
-return {1, bucket, known}
+return {checked[1], checked[2], checked[3], checked[4], 1, bucket, known}
 """
 )
 
@@ -156,53 +183,79 @@ class Admission:
             logger.warning("fair share: could not release a request: %s", error)
 
 
-def admitted(environ: dict) -> Admission | bool:
-    """An API call with a Bearer token counted in its share (its Admission), False when it is past its share,
-    True when it is not counted (no share set, not an API call, no Redis, or Redis failing)."""
-    share = settings.ORGANISATION_IN_FLIGHT
+@dataclass
+class Checked:
+    """What the gate's one script said of an API call: the sliding log's verdict for the throttle (None if Redis
+    failed), why it is refused if it is, and its admission to its share when counted in one."""
+
+    verdict: LogVerdict | None
+    refusal: Refusal | None = None
+    admission: Admission | None = None
+
+
+def checked(environ: dict) -> Checked | None:
+    """An API call with a Bearer token counted against its token's rate and, within it, in its share: one
+    script. None when not counted here (not such a call, or the cache is not Redis: the rate gate's middleware
+    counts it); a verdict of None when Redis failed (the request goes on)."""
     header = environ.get("HTTP_AUTHORIZATION", "")
-    if not share or not environ.get("PATH_INFO", "").startswith("/api/") or bearer_token(header) is None:
-        return True
-    digest, member = presented_digest(header), uuid.uuid4().hex
+    if not environ.get("PATH_INFO", "").startswith("/api/") or bearer_token(header) is None:
+        return None
+    client = _redis_client()
+    if client is None:
+        return None
+    digest, member, now = presented_digest(header), uuid.uuid4().hex, time.time()
     try:
-        client = _redis_client()
-        if client is None:
-            return True
-        allowed, bucket, known = _ADMIT_SCRIPT(
-            keys=[cache.make_key(organisation_key(digest))],
+        rate = rate_script(header, now, address_in(environ))
+        answer = _ADMIT_SCRIPT(
+            keys=[cache.make_key(organisation_key(digest)), *rate.keys],
             args=[
                 cache.make_key(IN_FLIGHT_PREFIX),
                 digest,
-                repr(time.time()),
+                repr(now),
                 STALE_SECONDS,
-                share,
+                settings.ORGANISATION_IN_FLIGHT or 0,
                 member,
                 settings.WEB_SLOTS,
                 ACTIVE_SECONDS,
+                *rate.args,
             ],  # fmt: skip
             client=client,
         )
     except Exception as error:  # noqa: BLE001 - any cache failure lets the request through
         logger.warning("fair share unavailable, letting %s through: %s", environ.get("PATH_INFO"), error)
-        return True
-    if not allowed:
-        return False
+        return Checked(verdict=None)
+    return _read(answer, now=now, rate=rate.rate, client=client, member=member, digest=digest)
+
+
+def _read(answer, *, now: float, rate: tuple[int, int], client, member: str, digest: str) -> Checked:
+    count, verdict, barred = rate_answered(answer, now=now, rate=rate)
+    refusal = gate_refusal(Gate(count, verdict, barred), now)
+    allowed, bucket, known = answer[4:]
     bucket = bucket.decode() if isinstance(bucket, bytes) else bucket
-    return Admission(client=client, bucket=bucket, member=member, digest=digest, known=bool(known))
+    if refusal is None and not allowed:
+        refusal = Refusal("org_share", 1, REFUSAL_DETAIL)
+    if refusal is not None or not bucket:
+        return Checked(verdict=verdict, refusal=refusal)
+    return Checked(
+        verdict, admission=Admission(client=client, bucket=bucket, member=member, digest=digest, known=bool(known))
+    )
 
 
-_REFUSAL_BODY = json.dumps(error_body("throttled", REFUSAL_DETAIL)).encode()
-_REFUSAL_HEADERS = [
-    ("Content-Type", "application/json"),
-    ("Content-Length", str(len(_REFUSAL_BODY))),
-    ("Retry-After", "1"),
-    ("X-Content-Type-Options", "nosniff"),
-]
+def _refusal_answer(refusal: Refusal) -> tuple[list[tuple[str, str]], bytes]:
+    body = json.dumps(error_body("throttled", refusal.detail)).encode()
+    headers = [
+        ("Content-Type", "application/json"),
+        ("Content-Length", str(len(body))),
+        ("Retry-After", str(refusal.wait)),
+        ("X-Content-Type-Options", "nosniff"),
+    ]
+    return headers, body
 
 
 class FairShareGate:
-    """Wraps the WSGI application: refuses an organisation's API request past its share (429, Retry-After: 1)
-    before Django sees it, in the API's one error shape."""
+    """Wraps the WSGI application: refuses an API request past its token's rate, from an address barred for bad
+    tokens, or past its organisation's share (429, Retry-After: 1) before Django sees it, in the API's one
+    error shape."""
 
     def __init__(self, application):
         self.application = application
@@ -210,12 +263,17 @@ class FairShareGate:
             logger.warning("fair share: the cache is not Redis; requests in flight are not counted")
 
     def __call__(self, environ, start_response):
-        admission = admitted(environ)
-        if admission is False:
-            refused("org_share")
-            start_response("429 Too Many Requests", list(_REFUSAL_HEADERS))
-            return [_REFUSAL_BODY]
-        if admission is True:
+        checked_here = checked(environ)
+        if checked_here is None:
+            return self.application(environ, start_response)
+        environ[RATE_COUNTED] = checked_here.verdict
+        if checked_here.refusal is not None:
+            refused(checked_here.refusal.reason)
+            headers, body = _refusal_answer(checked_here.refusal)
+            start_response("429 Too Many Requests", headers)
+            return [body]
+        admission = checked_here.admission
+        if admission is None:
             return self.application(environ, start_response)
         environ[ADMISSION] = admission
         try:

@@ -42,20 +42,34 @@ end
 _SLIDING_LOG_SCRIPT = unbound_script(  # its SHA once, not per request
     _SLIDE + "return slide(KEYS[1], ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])"
 )
-# The token rate gate: first, when a third key is given, the client address's count of bad tokens (barred at
-# or past its limit, nothing counted); then the fixed window (count, the key expiring with its window), then,
-# within it, the sliding log: a Bearer request's checks in one round trip, atomic across workers.
-_GATE_THEN_LOG_SCRIPT = unbound_script(
+# The token rate gate: first, when a failures key is given, the client address's count of bad tokens (barred
+# at or past its limit, nothing counted); then the fixed window (count, the key expiring with its window), then,
+# within it, the sliding log. Its answer: {count, allowed by the log, the log's oldest time, barred}. A Lua
+# function, so the fair share's script (`lib.api.fair_share`) runs it first in the same round trip.
+RATE_LUA = (
     _SLIDE
     + """
-if KEYS[3] and tonumber(redis.call('GET', KEYS[3]) or '0') >= tonumber(ARGV[6]) then return {0, 0, '', 1} end
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-if count > tonumber(ARGV[2]) then return {count, 0, '', 0} end
-local verdict = slide(KEYS[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[2]), ARGV[5])
-return {count, verdict[1], verdict[2], 0}
+local function rate(gate, log, failures, expiry, limit, score, window, member, failure_limit)
+  if failures and tonumber(redis.call('GET', failures) or '0') >= tonumber(failure_limit) then
+    return {0, 0, '', 1}
+  end
+  local count = redis.call('INCR', gate)
+  if count == 1 then redis.call('EXPIRE', gate, expiry) end
+  if count > tonumber(limit) then return {count, 0, '', 0} end
+  local verdict = slide(log, score, tonumber(window), tonumber(limit), member)
+  return {count, verdict[1], verdict[2], 0}
+end
 """
 )
+# A Bearer request's checks in one round trip, atomic across workers.
+_GATE_THEN_LOG_SCRIPT = unbound_script(
+    RATE_LUA + "return rate(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6])"
+)
+
+
+# Where the WSGI gate (`lib.api.fair_share.FairShareGate`) leaves the sliding log's verdict of an API call it
+# counted (None if Redis failed): the middleware then counts nothing again.
+RATE_COUNTED = "archivist.rate_counted"
 
 
 def throttled_response(wait: int, detail: str = "") -> JsonResponse:
@@ -95,13 +109,12 @@ def log_entry(now: float) -> list[str]:
     return [repr(now), f"{now!r}:{uuid.uuid4().hex}"]
 
 
-def gate_then_log(
-    *, gate: str, log: str, rate: tuple[int, int], now: float, client, failures: tuple[str, int] | None = None
-) -> tuple[int, LogVerdict, bool]:
-    """A Bearer request counted in its window under `gate` and, if within the rate, checked and added in its
-    sliding log under `log` (full cache keys): one script. With `failures` (an address's bad-token key and its
-    limit), an address at its limit is barred first and nothing is counted. The window's count, the log's
-    verdict, and whether the address is barred."""
+def rate_keys_and_args(
+    *, gate: str, log: str, rate: tuple[int, int], now: float, failures: tuple[str, int] | None = None
+) -> tuple[list[str], list[str | int | float]]:
+    """The keys and arguments of the rate gate's Lua function `rate`, in its order: the token's window count
+    under `gate`, its sliding log under `log` (full cache keys), and with `failures` (an address's bad-token
+    key and its limit) that address's bar."""
     limit, period = rate
     score, member = log_entry(now)
     keys = [gate, log]
@@ -109,7 +122,22 @@ def gate_then_log(
     if failures is not None:
         keys.append(failures[0])
         args.append(failures[1])
-    count, allowed, oldest, barred = _GATE_THEN_LOG_SCRIPT(keys=keys, args=args, client=client)
+    return keys, args
+
+
+def gate_then_log(
+    *, gate: str, log: str, rate: tuple[int, int], now: float, client, failures: tuple[str, int] | None = None
+) -> tuple[int, LogVerdict, bool]:
+    """A Bearer request counted in its window under `gate` and, if within the rate, checked and added in its
+    sliding log under `log`: one script (`rate_keys_and_args`). The window's count, the log's verdict, and
+    whether the address is barred."""
+    keys, args = rate_keys_and_args(gate=gate, log=log, rate=rate, now=now, failures=failures)
+    return rate_answered(_GATE_THEN_LOG_SCRIPT(keys=keys, args=args, client=client), now=now, rate=rate)
+
+
+def rate_answered(answer, *, now: float, rate: tuple[int, int]) -> tuple[int, LogVerdict, bool]:
+    """The Lua function `rate`'s answer read: the window's count, the log's verdict, whether barred."""
+    count, allowed, oldest, barred = answer[:4]
     return int(count), LogVerdict.answered(now=now, rate=rate, allowed=allowed, oldest=oldest), bool(barred)
 
 
@@ -139,13 +167,19 @@ def trusted_proxies(entries: tuple[str, ...]) -> tuple:
     return proxy_networks(entries)
 
 
-def address_of(request) -> str:
-    """The client's address: REMOTE_ADDR, or the forwarded one when the peer is a proxy the operator trusts."""
+def address_in(environ) -> str:
+    """The client's address in a WSGI environ (a request's META): REMOTE_ADDR, or the forwarded one when the
+    peer is a proxy the operator trusts."""
     return client_address(
-        peer=request.META.get("REMOTE_ADDR", ""),
-        forwarded_for=request.META.get("HTTP_X_FORWARDED_FOR", ""),
+        peer=environ.get("REMOTE_ADDR", ""),
+        forwarded_for=environ.get("HTTP_X_FORWARDED_FOR", ""),
         proxies=trusted_proxies(tuple(settings.TRUSTED_PROXIES)),
     )
+
+
+def address_of(request) -> str:
+    """The client's address of a Django request."""
+    return address_in(request.META)
 
 
 class Gate(NamedTuple):
@@ -157,16 +191,70 @@ class Gate(NamedTuple):
     barred: bool = False
 
 
-def count_in_window(header: str, now: float, address: str | None = None) -> Gate:
-    """This request counted in its token's window and, within the rate, in its sliding log: one script in
-    Redis, whose verdict the throttle then answers from; with `address`, the same script first checks that
-    address is not past its bad-token limit. A cache without scripts: its add, incr and get, no verdict."""
+class Refusal(NamedTuple):
+    """Why the rate gate refuses a request (the `refused` metric's reason), its Retry-After and the 429's detail."""
+
+    reason: str
+    wait: int
+    detail: str
+
+
+def barred_refusal(now: float) -> Refusal:
+    """An address past its bad-token limit, refused until its window ends."""
+    wait = seconds_left(now, parse_rate(settings.BAD_TOKEN_RATE)[1])
+    detail = f"Too many unknown or malformed tokens from your address. Expected available in {wait} seconds."
+    return Refusal("bad_tokens_from_address", wait, detail)
+
+
+def gate_refusal(gate: Gate, now: float) -> Refusal | None:
+    """What the rate gate refuses the request it counted for, if anything: its address is barred, or its
+    token is past `MEMORY_API_RATE` in the window (the sliding log's verdict is the throttle's to answer)."""
+    if gate.barred:
+        return barred_refusal(now)
+    limit, period = parse_rate(settings.MEMORY_API_RATE)
+    if gate.in_window > limit:
+        wait = seconds_left(now, period)
+        return Refusal("token_rate", wait, f"Request was throttled. Expected available in {wait} seconds.")
+    return None
+
+
+class RateScript(NamedTuple):
+    """The rate gate's Lua function `rate` for one request: its keys and arguments (full cache keys) and the
+    rate it checks against."""
+
+    keys: list[str]
+    args: list[str | int | float]
+    rate: tuple[int, int]
+
+
+def _window_keys(header: str, now: float, address: str | None) -> tuple[tuple[int, int], str, tuple[str, int] | None]:
     rate = parse_rate(settings.MEMORY_API_RATE)
-    key = gate_key(header, int(now // rate[1]))
     failures = None
     if address is not None:
         failure_rate = parse_rate(settings.BAD_TOKEN_RATE)
         failures = (failures_key(address, int(now // failure_rate[1])), failure_rate[0])
+    return rate, gate_key(header, int(now // rate[1])), failures
+
+
+def rate_script(header: str, now: float, address: str) -> RateScript:
+    """The rate gate's keys and arguments for a request presenting `header` from `address` at `now`."""
+    rate, key, failures = _window_keys(header, now, address)
+    assert failures is not None
+    keys, args = rate_keys_and_args(
+        gate=cache.make_key(key),
+        log=cache.make_key(log_key(header)),
+        rate=rate,
+        now=now,
+        failures=(cache.make_key(failures[0]), failures[1]),
+    )
+    return RateScript(keys, args, rate)
+
+
+def count_in_window(header: str, now: float, address: str | None = None) -> Gate:
+    """This request counted in its token's window and, within the rate, in its sliding log: one script in
+    Redis, whose verdict the throttle then answers from; with `address`, the same script first checks that
+    address is not past its bad-token limit. A cache without scripts: its add, incr and get, no verdict."""
+    rate, key, failures = _window_keys(header, now, address)
     client_of = getattr(getattr(cache, "_cache", None), "get_client", None)
     if client_of is None:  # still atomic per command; the throttle keeps the log itself
         if failures is not None and (cache.get(failures[0]) or 0) >= failures[1]:
@@ -208,7 +296,9 @@ class TokenRateGateMiddleware:
     # address's count of unknown or malformed tokens (`BAD_TOKEN_RATE`): guessing with a new token each time
     # escapes a per-token count. Keyed by a hash of whatever was presented, so guesses count too. An API call
     # whose Authorization is not exactly `Bearer <token>` is refused here with 401. If Redis cannot be
-    # reached the request goes on: the gate must not become an outage.
+    # reached the request goes on: the gate must not become an outage. Behind the WSGI gate
+    # (`lib.api.fair_share.FairShareGate`) an API call was counted, and refused if so, before Django ran:
+    # this then only reads its verdict and counts a 401 against the address.
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -225,18 +315,21 @@ class TokenRateGateMiddleware:
             return self._refused_as_malformed(request)
         now = time.time()
         address = address_of(request)
+        if RATE_COUNTED in request.environ:  # counted before Django, where its refusals were answered
+            request.log_verdict = request.environ[RATE_COUNTED]
+            return self._answered(request, address, now)
         try:
             gate = count_in_window(header, now, address)
         except Exception as error:  # noqa: BLE001 - any cache failure lets the request through
             logger.warning("token rate gate unavailable, letting %s through: %s", request.path, error)
             return self.get_response(request)
         request.log_verdict = gate.verdict
-        if gate.barred:
-            return self._barred(now)
-        limit, period = parse_rate(settings.MEMORY_API_RATE)
-        if gate.in_window > limit:
-            refused("token_rate")
-            return throttled_response(seconds_left(now, period))
+        refusal = gate_refusal(gate, now)
+        if refusal is not None:
+            return self._refused(refusal)
+        return self._answered(request, address, now)
+
+    def _answered(self, request, address: str, now: float):
         response = self.get_response(request)
         if response.status_code == 401:
             self._count_failure(request, address, now)
@@ -245,7 +338,7 @@ class TokenRateGateMiddleware:
     def _refused_as_malformed(self, request):
         now = time.time()
         if self._count_failure(request, address_of(request), now) > parse_rate(settings.BAD_TOKEN_RATE)[0]:
-            return self._barred(now)
+            return self._refused(barred_refusal(now))
         refused("malformed_authorization")
         return error_json(
             "unauthenticated",
@@ -261,12 +354,9 @@ class TokenRateGateMiddleware:
             logger.warning("bad-token counter unavailable for %s: %s", request.path, error)
             return 0
 
-    def _barred(self, now: float) -> JsonResponse:
-        refused("bad_tokens_from_address")
-        wait = seconds_left(now, parse_rate(settings.BAD_TOKEN_RATE)[1])
-        return throttled_response(
-            wait, f"Too many unknown or malformed tokens from your address. Expected available in {wait} seconds."
-        )
+    def _refused(self, refusal: Refusal) -> JsonResponse:
+        refused(refusal.reason)
+        return throttled_response(refusal.wait, refusal.detail)
 
 
 class PrincipalRateThrottle(SimpleRateThrottle):
