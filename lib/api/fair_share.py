@@ -228,6 +228,7 @@ def checked(environ: dict) -> Checked | None:
 
 
 def _read(answer, *, now: float, rate: tuple[int, int], client, member: str, digest: str) -> Checked:
+    """The script's answer: the rate gate's refusal first, then the share's, else the admission if counted."""
     count, verdict, barred = rate_answered(answer, now=now, rate=rate)
     refusal = gate_refusal(Gate(count, verdict, barred), now)
     allowed, bucket, known = answer[4:]
