@@ -54,7 +54,7 @@ from lib.api.rate_gate import (
     RATE_LUA,
     Gate,
     LogVerdict,
-    Refusal,
+    RateRefusal,
     address_in,
     gate_refusal,
     presented_digest,
@@ -189,7 +189,7 @@ class Checked:
     failed), why it is refused if it is, and its admission to its share when counted in one."""
 
     verdict: LogVerdict | None
-    refusal: Refusal | None = None
+    refusal: RateRefusal | None = None
     admission: Admission | None = None
 
 
@@ -234,7 +234,7 @@ def _read(answer, *, now: float, rate: tuple[int, int], client, member: str, dig
     allowed, bucket, known = answer[4:]
     bucket = bucket.decode() if isinstance(bucket, bytes) else bucket
     if refusal is None and not allowed:
-        refusal = Refusal("org_share", 1, REFUSAL_DETAIL)
+        refusal = RateRefusal("org_share", 1, REFUSAL_DETAIL)
     if refusal is not None or not bucket:
         return Checked(verdict=verdict, refusal=refusal)
     return Checked(
@@ -242,7 +242,7 @@ def _read(answer, *, now: float, rate: tuple[int, int], client, member: str, dig
     )
 
 
-def _refusal_answer(refusal: Refusal) -> tuple[list[tuple[str, str]], bytes]:
+def _refusal_answer(refusal: RateRefusal) -> tuple[list[tuple[str, str]], bytes]:
     body = json.dumps(error_body("throttled", refusal.detail)).encode()
     headers = [
         ("Content-Type", "application/json"),

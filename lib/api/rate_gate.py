@@ -191,7 +191,7 @@ class Gate(NamedTuple):
     barred: bool = False
 
 
-class Refusal(NamedTuple):
+class RateRefusal(NamedTuple):
     """Why the rate gate refuses a request (the `refused` metric's reason), its Retry-After and the 429's detail."""
 
     reason: str
@@ -199,14 +199,14 @@ class Refusal(NamedTuple):
     detail: str
 
 
-def barred_refusal(now: float) -> Refusal:
+def barred_refusal(now: float) -> RateRefusal:
     """An address past its bad-token limit, refused until its window ends."""
     wait = seconds_left(now, parse_rate(settings.BAD_TOKEN_RATE)[1])
     detail = f"Too many unknown or malformed tokens from your address. Expected available in {wait} seconds."
-    return Refusal("bad_tokens_from_address", wait, detail)
+    return RateRefusal("bad_tokens_from_address", wait, detail)
 
 
-def gate_refusal(gate: Gate, now: float) -> Refusal | None:
+def gate_refusal(gate: Gate, now: float) -> RateRefusal | None:
     """What the rate gate refuses the request it counted for, if anything: its address is barred, or its
     token is past `MEMORY_API_RATE` in the window (the sliding log's verdict is the throttle's to answer)."""
     if gate.barred:
@@ -214,7 +214,7 @@ def gate_refusal(gate: Gate, now: float) -> Refusal | None:
     limit, period = parse_rate(settings.MEMORY_API_RATE)
     if gate.in_window > limit:
         wait = seconds_left(now, period)
-        return Refusal("token_rate", wait, f"Request was throttled. Expected available in {wait} seconds.")
+        return RateRefusal("token_rate", wait, f"Request was throttled. Expected available in {wait} seconds.")
     return None
 
 
@@ -354,7 +354,7 @@ class TokenRateGateMiddleware:
             logger.warning("bad-token counter unavailable for %s: %s", request.path, error)
             return 0
 
-    def _refused(self, refusal: Refusal) -> JsonResponse:
+    def _refused(self, refusal: RateRefusal) -> JsonResponse:
         refused(refusal.reason)
         return throttled_response(refusal.wait, refusal.detail)
 
