@@ -139,16 +139,21 @@ def endpoints(dm: dict, fact: str) -> dict[str, tuple[str, dict]]:
 ENDPOINTS = ["remember", "recall", "render", "supersede", "pin", "system-claim", "thread-events", "subject-erase"]
 
 
+def body_limit(settings, name: str) -> int:
+    """The most bytes the endpoint reads: thread events carry whole chat messages and have their own limit."""
+    return settings.THREAD_EVENTS_MAX_REQUEST_BYTES if name == "thread-events" else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
 # --- The request itself ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", ENDPOINTS)
-def test_a_ten_megabyte_request_is_refused_before_it_is_read(agent_api, dm, fact, unchanged, name):
+def test_a_ten_megabyte_request_is_refused_before_it_is_read(agent_api, dm, fact, unchanged, settings, name):
     url, body = endpoints(dm, fact)[name]
     check = unchanged()
     padded = json.dumps({**body, "padding": "x" * TEN_MEGABYTES})
     response = agent_api.post(url, data=padded, content_type="application/json")
-    refused(response, 413, "Content-Length", contains="262144")
+    refused(response, 413, "Content-Length", contains=str(body_limit(settings, name)))
     check()
 
 
@@ -157,7 +162,7 @@ def test_a_body_one_byte_over_the_limit_is_refused(agent_api, dm, fact, unchange
     url, body = endpoints(dm, fact)[name]
     check = unchanged()
     data = json.dumps(body)
-    data = data[:-1] + " " * (settings.DATA_UPLOAD_MAX_MEMORY_SIZE + 1 - len(data)) + "}"
+    data = data[:-1] + " " * (body_limit(settings, name) + 1 - len(data)) + "}"
     refused(agent_api.post(url, data=data, content_type="application/json"), 413, "Content-Length")
     check()
 
@@ -502,7 +507,7 @@ def test_invalid_utf8_in_the_query_string_is_not_a_server_error(agent_api):
         ("supersede", "body", 2000),
         ("system-claim", "body", 2000),
         ("recall", "question", 2000),
-        ("thread-events", "events.0.text", 8000),
+        ("thread-events", "events.0.text", 100_000),
         ("remember", "source_ref", 200),
         ("remember", "place.channel", 200),
         ("subject-erase", "reason", 500),

@@ -207,6 +207,8 @@ class _ThreadApi(ApiView):
 
 
 class ThreadEventsApi(_ThreadApi):
+    max_request_bytes = settings.THREAD_EVENTS_MAX_REQUEST_BYTES
+
     @write_schema(
         operation_id="threads_ingest_events",
         request=IngestInputSerializer,
@@ -217,6 +219,10 @@ class ThreadEventsApi(_ThreadApi):
             ),
             400: OpenApiResponse(description="The request is malformed; the field is named, and nothing is stored."),
             403: OpenApiResponse(description="Only agents post thread events."),
+            413: OpenApiResponse(
+                description=f"The body is over {settings.THREAD_EVENTS_MAX_REQUEST_BYTES} bytes, this endpoint's "
+                "limit (ARCHIVIST_THREAD_EVENTS_MAX_REQUEST_BYTES); nothing is read."
+            ),
             422: OpenApiResponse(
                 IngestRefusedOutputSerializer,
                 description="Every event was refused, or the Idempotency-Key was used for another request; "
@@ -261,6 +267,12 @@ class ThreadEventsApi(_ThreadApi):
         `events.3.place.people`) and the rest are stored; when every event is refused nothing is stored and the answer
         is 422. Consolidation turns explicit statements into learned memories in the background, with the events as
         their sources. Agents only.
+
+        An event's text holds up to 100,000 characters (ARCHIVIST_THREAD_EVENT_MAX_CHARS) and the request up to
+        2 MiB (ARCHIVIST_THREAD_EVENTS_MAX_REQUEST_BYTES), each refused by name past its limit. A longer message is
+        posted as consecutive events of one message, in order, with the same time, each with its own `id` made of
+        the message's id and the part's number (`msg-1001.1`, `msg-1001.2`): events have no message id of their
+        own, and ids must differ, since a resent id is skipped. Each part becomes episodes of its own.
         """
         principal = self.agent_principal()
         thread_id = self.checked_thread_id(thread_id)

@@ -300,7 +300,11 @@ CONSOLIDATION_SWEEP_SECONDS = env_int("ARCHIVIST_CONSOLIDATION_SWEEP_SECONDS", 6
 # scope and subject, when their numbers, names and contrast words also agree (measured
 # with all-MiniLM-L6-v2 by bench/dedupe_threshold.py: distinct facts up to 0.889, repeats from 0.931).
 DEDUPE_COSINE_THRESHOLD = env_float("ARCHIVIST_DEDUPE_COSINE_THRESHOLD", 0.91)
-THREAD_EVENT_MAX_CHARS = env_int("ARCHIVIST_THREAD_EVENT_MAX_CHARS", 8_000, minimum=100)
+# One thread event's text, in characters: a whole chat message (an assistant's answer may be a document);
+# longer messages are posted as consecutive events. Their request may hold up to this many bytes, the
+# events endpoint's own limit in place of ARCHIVIST_MAX_REQUEST_BYTES.
+THREAD_EVENT_MAX_CHARS = env_int("ARCHIVIST_THREAD_EVENT_MAX_CHARS", 100_000, minimum=100)
+THREAD_EVENTS_MAX_REQUEST_BYTES = env_int("ARCHIVIST_THREAD_EVENTS_MAX_REQUEST_BYTES", 2_097_152, minimum=1024)
 # Thread events kept as episodes: the global kill switch (an organisation's owners turn
 # them off for it, Organisation.thread_episodes, and a thread for itself); the live episodes kept
 # per place before the oldest expire.

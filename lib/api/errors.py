@@ -14,6 +14,7 @@ from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
+from lib.api.body import too_large_message
 from lib.errors import ApplicationError
 
 logger = logging.getLogger(__name__)
@@ -100,8 +101,7 @@ def exception_handler(exc, context):
         exc = exceptions.PermissionDenied()
     elif isinstance(exc, RequestDataTooBig):
         # Django refuses the body before reading it (DATA_UPLOAD_MAX_MEMORY_SIZE).
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        message = f"The request body is larger than {limit} bytes, the most this API reads; nothing was read."
+        message = too_large_message(settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
         return error_response(
             "too_large", message, {"Content-Length": [message]}, http_status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
         )

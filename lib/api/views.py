@@ -8,6 +8,7 @@ from rest_framework import exceptions
 from rest_framework.views import APIView
 
 from lib import hot_path
+from lib.api.body import body_read_within
 from lib.api.parsers import SafeJSONParser
 from lib.api.rate_gate import PrincipalRateThrottle
 from lib.text import identifier_problem
@@ -31,6 +32,8 @@ class ApiView(APIView):
     parser_classes = [SafeJSONParser]  # too deep, NaN or Infinity: malformed input, not a server error
     throttle_classes = [ApiRateThrottle]
     content_negotiation_class = hot_path.OneRendererNegotiation
+    # The most bytes this endpoint's request body may hold; None keeps the API's (DATA_UPLOAD_MAX_MEMORY_SIZE).
+    max_request_bytes: int | None = None
 
     def handle_exception(self, exc):
         if isinstance(exc, exceptions.UnsupportedMediaType):
@@ -48,6 +51,8 @@ class ApiView(APIView):
         problems = {name: [problem] for name, value in kwargs.items() if (problem := path_problem(value))}
         if problems:
             raise exceptions.ValidationError(problems)
+        if self.max_request_bytes is not None:
+            body_read_within(request._request, self.max_request_bytes)
 
     def principal(self) -> Principal:
         """The caller authentication set on the request (`accounts.auth`), never one a body names."""

@@ -4,6 +4,7 @@ and nothing is half-written."""
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 
 from memories.models import Channel
 from threads.models import Thread, ThreadEvent
@@ -65,7 +66,7 @@ def test_resent_events_are_recognised_by_their_id(agent_api, member):
     ("events", "field"),
     [
         ([event(text="")], "events.0.text"),
-        ([event(text="x" * 8001)], "events.0.text"),
+        ([event(text="x" * (settings.THREAD_EVENT_MAX_CHARS + 1))], "events.0.text"),
         ([event(text="bell \x07 here")], "events.0.text"),
         ([event(role="bot")], "events.0.role"),
         ([event(place={"channel": "D-x", "kind": "group", "people": ["mona"]})], "events.0.place.kind"),
