@@ -206,10 +206,31 @@ class _ThreadApi(ApiView):
         return thread
 
 
+# The events endpoint's schema description: how events are stored and refused, and how a long message is sent.
+INGEST_RULES = (
+    "Stores up to 100 events of a thread (each with the `place` it happened in); resent event ids are skipped. An "
+    "event in a place the caller may not act in, or whose place names someone who is not a person of the "
+    "organisation, is refused on its own (`refusals`, each naming its index and fields, e.g. "
+    "`events.3.place.people`) and the rest are stored; when every event is refused nothing is stored and the answer "
+    "is 422. Consolidation turns explicit statements into learned memories in the background, with the events as "
+    "their sources. Agents only."
+)
+
+LONG_MESSAGES = (
+    "An event's text holds up to 100,000 characters (ARCHIVIST_THREAD_EVENT_MAX_CHARS) and the request up to 2 MiB "
+    "(ARCHIVIST_THREAD_EVENTS_MAX_REQUEST_BYTES), each refused by name past its limit. A longer message is posted "
+    "as consecutive events of one message, in order, with the same time, each with its own `id` made of the "
+    "message's id and the part's number (`msg-1001.1`, `msg-1001.2`): events have no message id of their own, and "
+    "ids must differ, since a resent id is skipped. Each part becomes episodes of its own."
+)
+
+
 class ThreadEventsApi(_ThreadApi):
     max_request_bytes = settings.THREAD_EVENTS_MAX_REQUEST_BYTES
 
     @write_schema(
+        summary="Ingest thread events; learned memories follow in the background",
+        description=f"{INGEST_RULES}\n\n{LONG_MESSAGES}",
         operation_id="threads_ingest_events",
         request=IngestInputSerializer,
         responses={
@@ -259,21 +280,7 @@ class ThreadEventsApi(_ThreadApi):
         ],
     )
     def post(self, request, thread_id: str):
-        """Ingest thread events; learned memories follow in the background.
-
-        Stores up to 100 events of a thread (each with the `place` it happened in); resent event ids are skipped. An
-        event in a place the caller may not act in, or whose place names someone who is not a person of the
-        organisation, is refused on its own (`refusals`, each naming its index and fields, e.g.
-        `events.3.place.people`) and the rest are stored; when every event is refused nothing is stored and the answer
-        is 422. Consolidation turns explicit statements into learned memories in the background, with the events as
-        their sources. Agents only.
-
-        An event's text holds up to 100,000 characters (ARCHIVIST_THREAD_EVENT_MAX_CHARS) and the request up to
-        2 MiB (ARCHIVIST_THREAD_EVENTS_MAX_REQUEST_BYTES), each refused by name past its limit. A longer message is
-        posted as consecutive events of one message, in order, with the same time, each with its own `id` made of
-        the message's id and the part's number (`msg-1001.1`, `msg-1001.2`): events have no message id of their
-        own, and ids must differ, since a resent id is skipped. Each part becomes episodes of its own.
-        """
+        """Ingest thread events; learned memories follow in the background (the schema's description says how)."""
         principal = self.agent_principal()
         thread_id = self.checked_thread_id(thread_id)
         self.thread_in_reach(thread_id)
