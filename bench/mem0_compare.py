@@ -447,7 +447,7 @@ def report(run: Run, conversations) -> None:
 
 
 PARTS = (
-    ("embed", "the question's embedding (ONNX, one thread; started ahead of the token's read when it can be)"),
+    ("embed", "the question's embedding (ONNX, one thread)"),
     ("statement", "the statement: one round trip, planning and execution, rows fetched"),
     ("rank", "contextual ranking in Python (BM25, z-scores, cues, the winners' rows)"),
     ("rest", "the rest of `recall()` (the statement built, the ranking report; negative: the embedding overlapped)"),
