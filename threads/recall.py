@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-
+from lib.kept import KeptAnswers
 from memories.db.predicates import shown_in_turn_sql
 from memories.recall.candidates import RecallRequest
 from memories.recall.contextual import SAME_PLACE
@@ -11,25 +10,18 @@ from threads.models import Thread
 
 # Where an organisation has no thread the walk finds nothing, yet planning it cost the contextual statement 14%
 # there, and asking the database on each recall 13% (bench/thread_walk.py, 150 questions, a loaded 2-core host;
-# kept briefly: 1%). So the answer is kept per process, as `memories.recall.hnsw` keeps its index's name: a
+# kept briefly: 1%). So the answer is kept per process (`lib.kept`), as `memories.recall.hnsw` keeps its index's name: a
 # thread created by another process is walked within `THREADS_SEEN_SECONDS`, one created by this process at once.
 THREADS_SEEN_SECONDS = 30.0
-_threads_seen: dict[str, tuple[float, bool]] = {}
+_threads_seen = KeptAnswers[bool](THREADS_SEEN_SECONDS)
 
 
 def organisation_has_threads(organisation_id) -> bool:
-    key = str(organisation_id)
-    now = time.monotonic()
-    cached = _threads_seen.get(key)
-    if cached and cached[0] > now:
-        return cached[1]
-    found = Thread.objects.filter(organisation_id=key).exists()
-    _threads_seen[key] = (now + THREADS_SEEN_SECONDS, found)
-    return found
+    return _threads_seen.get(organisation_id, lambda key: Thread.objects.filter(organisation_id=key).exists())
 
 
 def threads_seen_forget(organisation_id) -> None:
-    _threads_seen.pop(str(organisation_id), None)
+    _threads_seen.forget(organisation_id)
 
 
 def on_thread_saved(sender, instance: Thread, created: bool, **kwargs) -> None:

@@ -19,13 +19,13 @@
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 
 from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from lib.kept import KeptAnswers
 from memories.db.predicates import live_sql
 from memories.models import TenantVectorIndex
 from memories.recall.candidates import tenant_literal
@@ -39,30 +39,24 @@ HNSW_M = 16
 HNSW_EF_CONSTRUCTION = 64
 HNSW_CACHE_SECONDS = 30.0
 
-_hnsw_cache: dict[str, tuple[float, str | None]] = {}
+_ready_index = KeptAnswers[str | None](HNSW_CACHE_SECONDS)
 
 
-def tenant_hnsw_index(organisation_id) -> str | None:
-    """The ready HNSW index of this organisation, if it has one (cached briefly per process)."""
-    key = str(organisation_id)
-    cached = _hnsw_cache.get(key)
-    now = time.monotonic()
-    if cached and cached[0] > now:
-        return cached[1]
-    name = (
-        TenantVectorIndex.objects.filter(organisation_id=key, state=TenantVectorIndex.State.READY)
+def _ready_index_read(organisation_id: str) -> str | None:
+    return (
+        TenantVectorIndex.objects.filter(organisation_id=organisation_id, state=TenantVectorIndex.State.READY)
         .values_list("index_name", flat=True)
         .first()
     )
-    _hnsw_cache[key] = (now + HNSW_CACHE_SECONDS, name)
-    return name
+
+
+def tenant_hnsw_index(organisation_id) -> str | None:
+    """The ready HNSW index of this organisation, if it has one (kept briefly per process)."""
+    return _ready_index.get(organisation_id, _ready_index_read)
 
 
 def forget_hnsw_cache(organisation_id=None) -> None:
-    if organisation_id is None:
-        _hnsw_cache.clear()
-    else:
-        _hnsw_cache.pop(str(organisation_id), None)
+    _ready_index.forget(organisation_id)
 
 
 def index_name_for(organisation_id) -> str:
