@@ -409,6 +409,18 @@ def backlog(connection, organisation: str, thread: str) -> tuple[int, int] | Non
     return int(row[0]), int(waiting)
 
 
+def kept(connection, organisation: str) -> tuple[int, int]:
+    """(live episodes, live learned facts) of an organisation."""
+    rows = dict(
+        connection.execute(
+            "SELECT source_kind, count(*) FROM memories_memory WHERE organisation_id = %s AND redacted_at IS NULL"
+            " AND source_kind IN ('episode', 'thread_event') GROUP BY source_kind",
+            [organisation],
+        ).fetchall()
+    )
+    return rows.get("episode", 0), rows.get("thread_event", 0)
+
+
 def wait_recallable(sides: list[Side], chats: list[Chat], timeout: float = 7200) -> None:
     """Until every chat is recallable on every side; each chat's lag is from its own last event posted."""
     connections = {side.label: side.database() for side in sides}
@@ -422,7 +434,11 @@ def wait_recallable(sides: list[Side], chats: list[Chat], timeout: float = 7200)
                 if state == (0, 0):
                     tenant = side.tenants[chat.name]
                     tenant["lag"] = time.time() - tenant["last_post"]
-                    say(f"{side.label}: chat {chat.name} recallable {tenant['lag']:.1f} s after its last event")
+                    tenant["kept"] = kept(connections[side.label], tenant["organisation"])
+                    say(
+                        f"{side.label}: chat {chat.name} recallable {tenant['lag']:.1f} s after its last event "
+                        "({} episodes, {} learned facts)".format(*tenant["kept"])
+                    )
                     del pending[key]
                 states[key] = state
             if time.monotonic() - started > timeout:
@@ -489,6 +505,8 @@ def ask(side: Side, chat: Chat, question: BeamQuestion, record: bool = True) -> 
             "hit@5": at5,
             "hit@10": at10,
             "ms": round(elapsed, 2),
+            # The server's own share: embed, sql, rank, recall (ms).
+            "server": dict(re.findall(r"(\w+);dur=([\d.]+)", response.headers.get("Server-Timing", ""))),
         }
     )
 
@@ -544,6 +562,9 @@ def figures_table(sides: list[Side], chats: list[Chat]) -> list[str]:
     for chat in chats:
         lines.append(f"| chat {chat.name}: last event posted → recallable, s | " + " | ".join(
             f"{s.tenants[chat.name].get('lag', float('nan')):.1f}" for s in sides) + " |")  # fmt: skip
+    lines.append("| episodes / learned facts kept | " + " | ".join(
+        "{} / {}".format(*(sum(s.tenants[c.name].get("kept", (0, 0))[i] for c in chats) for i in (0, 1)))
+        for s in sides) + " |")  # fmt: skip
     lines.append("| slowest chat's lag, s | " + " | ".join(
         f"{max(s.tenants[c.name].get('lag', float('nan')) for c in chats):.1f}" for s in sides) + " |")  # fmt: skip
     return lines
