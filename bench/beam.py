@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from harness import exported_checkout  # noqa: E402 - after the path is set
-from quality import percentile  # noqa: E402
+from quality import percentile, warm_up_event  # noqa: E402
 from stack import free_port, manage, reset, start_stack, stop_stack  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "beam-dev"
@@ -71,10 +71,10 @@ RESULTS = 10
 
 
 def say(message: str) -> None:
-    print(f"[beam] {message}", flush=True)
+    print("[beam]", message, flush=True)
 
 
-# --- Data ----------------------------------------------------------------------------
+# --- Data: BEAM's layout --------------------------------------------------------------
 
 
 @dataclass
@@ -373,15 +373,7 @@ def post_chat(side: Side, chat: Chat) -> list[str]:
 
 def warm_up_worker(side: Side, chat: Chat) -> None:
     """One event in a private place, consolidated before timing: the worker loads the model on its first task."""
-    event = {
-        "id": "warm-up",
-        "role": "user",
-        "author": "warm-up",
-        "text": "Warming up.",
-        "time": datetime.now(UTC).isoformat(),
-        "place": {"channel": "warm-up", "kind": "private", "people": []},
-    }
-    side.post(chat, "threads/warm-up/events", {"events": [event]}).raise_for_status()
+    side.post(chat, "threads/warm-up/events", {"events": [warm_up_event()]}).raise_for_status()
     organisation = side.tenants[chat.name]["organisation"]
     with side.database() as connection:
         deadline = time.monotonic() + 600

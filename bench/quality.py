@@ -332,12 +332,9 @@ def wait_for_threads(conversations: list[Conversation], timeout: float = 3600) -
 _TASK_DONE = re.compile(r"consolidate_thread\[[^\]]+\] succeeded in ([\d.]+)s: \{'events': (\d+)")
 
 
-def warm_up_worker(conv: Conversation, base: str) -> None:
-    """One event in another place, consolidated and embedded before timing: the worker's child
-    imports torch and loads the model on its first task (20 s on a loaded machine)."""
-    from threads.models import Thread
-
-    event = {
+def warm_up_event() -> dict:
+    """A thread event in a place of its own, posted before timing so the worker has loaded its model."""
+    return {
         "id": "warm-up",
         "role": "user",
         "author": "warm-up",
@@ -345,6 +342,14 @@ def warm_up_worker(conv: Conversation, base: str) -> None:
         "time": datetime.now(UTC).isoformat(),
         "place": {"channel": "warm-up", "kind": "private", "people": []},
     }
+
+
+def warm_up_worker(conv: Conversation, base: str) -> None:
+    """One event in another place, consolidated and embedded before timing: the worker's child
+    imports torch and loads the model on its first task (20 s on a loaded machine)."""
+    from threads.models import Thread
+
+    event = warm_up_event()
     requests.post(
         f"{base}/api/v1/threads/warm-up/events",
         json={"events": [event]},

@@ -26,6 +26,14 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def healthy(port: int, timeout: float) -> bool:
+    """Whether a server on this loopback port answers /healthz with 200."""
+    try:
+        return requests.get(f"http://127.0.0.1:{port}/healthz", timeout=timeout).status_code == 200
+    except requests.RequestException:
+        return False
+
+
 def reset(data_dir: Path) -> None:
     """Stop whatever a previous run left in the folder, then empty it.
 
@@ -78,11 +86,8 @@ def start_stack(data_dir: Path, port: int, root: Path = ROOT) -> subprocess.Pope
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise SystemExit(f"the run command exited with {process.returncode}; see {data_dir / 'stack.log'}")
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                return process
-        except requests.RequestException:
-            pass
+        if healthy(port, 2):
+            return process
         time.sleep(1)
     stop_stack(process)
     raise SystemExit(f"Archivist did not become healthy in time; see {data_dir / 'stack.log'}")
