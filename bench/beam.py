@@ -33,6 +33,7 @@ import ast
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -584,6 +585,18 @@ def report(sides: list[Side], chats: list[Chat], wall: float, refused: int) -> s
 # --- Main ----------------------------------------------------------------------------
 
 
+def checkout_name() -> str:
+    """This checkout's branch (its commit when detached), naming its column."""
+    name = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--abbrev-ref", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    if name in ("", "HEAD"):
+        name = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+        ).stdout.strip()
+    return name or "this"
+
+
 def run(
     data: Path, chat_names: list[str] | None, against: str | None, keep: Path | None = None, reuse: Path | None = None
 ) -> str:
@@ -591,16 +604,18 @@ def run(
     started = time.monotonic()
     chats = load_chats(data, chat_names)
     folder = (reuse or keep or OUT / "run").resolve()
-    sides = [Side("this", ROOT, folder / "this")]
+    sides = [Side(checkout_name(), ROOT, folder / "this")]
     if against:
         sides.append(Side(against, exported_checkout(OUT, against), folder / "against"))
+        if against == sides[0].label:  # this checkout is on REV's branch: columns still need two names
+            sides[0].label = "this"
     state_file = folder / "state.json"
     if reuse:
         state = json.loads(state_file.read_text())
         if state["chats"] != [chat.name for chat in chats] or state["against"] != against:
             raise SystemExit(f"--reuse: {folder} holds chats {state['chats']} against {state['against']}")
         for side in sides:
-            side.tenants = state["tenants"][side.label]
+            side.tenants = state["tenants"][side.data_dir.name]
             for tenant in side.tenants.values():
                 tenant["events"] = {int(k): v for k, v in tenant["events"].items()}
     else:
@@ -615,7 +630,7 @@ def run(
             state = {
                 "chats": [c.name for c in chats],
                 "against": against,
-                "tenants": {s.label: s.tenants for s in sides},
+                "tenants": {s.data_dir.name: s.tenants for s in sides},
             }
             state_file.write_text(json.dumps(state))
         say("all chats recallable; asking the questions")
@@ -625,7 +640,8 @@ def run(
         for side in sides:
             side.stop()
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "answers.json").write_text(json.dumps({side.label: side.answers for side in sides}, indent=1))
+    answers = {side.data_dir.name: {"label": side.label, "answers": side.answers} for side in sides}
+    (OUT / "answers.json").write_text(json.dumps(answers, indent=1))
     say(f"answers written to {(OUT / 'answers.json').relative_to(ROOT)}")
     text = report(sides, chats, time.monotonic() - started, len(refused))
     print()
