@@ -21,6 +21,7 @@ from accounts.models import Agent, Organisation, User
 from memories.models import Bucket, Memory, MemoryAudit, SubjectType
 from memories.selectors import in_a_dm_with
 from memories.services import memory_redact
+from threads.episode_parts import episode_parts_erase
 from threads.models import Learning, LearningSource, ThreadEvent
 from threads.selectors import learned_memories_orphaned_by
 
@@ -110,7 +111,8 @@ def thread_subject_erase(
     - every event of a DM with that user (their person scope: the agent's replies echo them);
     - every event that taught one of the memories this erasure removed (`memory_ids`).
     Then every learned memory left with no source that still has its words, or that quotes the subject
-    though a live source keeps it (`quotes_the_subject`), and every episode of an erased event.
+    though a live source keeps it (`quotes_the_subject`), and every episode of an erased event, with its
+    part record and every other episode's link to it.
     """
     now = now or timezone.now()
     reason = (reason or "").strip() or f"subject erasure for {subject_type} {subject_id}"
@@ -142,6 +144,8 @@ def thread_subject_erase(
             ).order_by("created_at", "id"),
             reason=f"episode of an erased thread event ({reason})",
         )
+        # Their parts go, and the links other episodes kept to them: context leads to no erased event.
+        links_cleared = episode_parts_erase(organisation_id=organisation.pk, event_ids=event_ids)
         # A learning's key repeats the value it was about ("prefers:<what>"): an erased memory's goes too.
         erased_keys = Learning.objects.filter(organisation=organisation, memory__redacted_at__isnull=False)
         keys_cleared = erased_keys.exclude(key="").update(key="")
@@ -150,6 +154,7 @@ def thread_subject_erase(
         "derived_memories_erased": orphans + quoting + episodes,
         "derived_vectors_cleared": orphan_vectors + quoting_vectors + episode_vectors,
         "learning_keys_cleared": keys_cleared,
+        "episode_links_cleared": links_cleared,
     }
 
 
