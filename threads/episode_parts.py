@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from uuid import UUID
 
 from django.db.models import F
 
@@ -45,7 +46,7 @@ class _Message:
     key: int  # the sequence of its first event
     rows: list[Memory] = field(default_factory=list)
     start: int = 1
-    context_id: object = None
+    context_id: UUID | None = None
 
     @property
     def total(self) -> int:
@@ -76,7 +77,7 @@ def _continue_earlier(thread: Thread, first: _Message) -> None:
         first.key, first.start = kept.message, kept.parts + 1
 
 
-def _question_before(thread: Thread, message: _Message, earlier: Sequence[_Message]) -> object:
+def _question_before(thread: Thread, message: _Message, earlier: Sequence[_Message]) -> UUID | None:
     """The last part of the nearest user message before this one in its place: in this run, else kept before."""
     channel = message.event.place_channel
     for other in reversed(earlier):
@@ -110,20 +111,7 @@ def episode_parts_write(*, thread: Thread, events: Sequence[ThreadEvent], rows: 
         EpisodePart.objects.filter(organisation_id=organisation_id, thread=thread, message=messages[0].key).update(
             parts=messages[0].total
         )
-    by_key = {message.key: message for message in messages}
-    answered_earlier: dict[int, object] = {}  # a question kept before this run: the first answer in it
-    for index, message in enumerate(messages):
-        if message.event.role != "assistant":
-            continue
-        question = _question_before(thread, message, messages[:index])
-        if question is None:
-            continue
-        message.context_id = question
-        asked = next((m for m in messages[:index] if m.rows[-1].pk == question), None)
-        if asked is not None:
-            asked.context_id = asked.context_id or message.rows[0].pk
-        else:
-            answered_earlier.setdefault(_key_of(thread, question), message.rows[0].pk)
+    answered_earlier = _link(thread, messages)
     EpisodePart.objects.bulk_create(
         EpisodePart(
             organisation_id=organisation_id,
@@ -134,7 +122,7 @@ def episode_parts_write(*, thread: Thread, events: Sequence[ThreadEvent], rows: 
             parts=message.total,
             context_id=message.context_id,
         )
-        for message in by_key.values()
+        for message in messages
         for offset, row in enumerate(message.rows)
     )
     for key, answer in answered_earlier.items():
@@ -144,7 +132,27 @@ def episode_parts_write(*, thread: Thread, events: Sequence[ThreadEvent], rows: 
     return len(rows)
 
 
-def _key_of(thread: Thread, memory_id: object) -> int:
+def _link(thread: Thread, messages: Sequence[_Message]) -> dict[int, UUID]:
+    """Each answer's question, and each question's first answer where it is in this run; returns the first
+    answer of each question kept (or begun) in an earlier run, by that question's message."""
+    answered_earlier: dict[int, UUID] = {}
+    for index, message in enumerate(messages):
+        if message.event.role != "assistant":
+            continue
+        question = _question_before(thread, message, messages[:index])
+        if question is None:
+            continue
+        message.context_id = question
+        asked = next((m for m in messages[:index] if m.rows[-1].pk == question), None)
+        if asked is not None:
+            asked.context_id = asked.context_id or message.rows[0].pk
+        if asked is None or asked.start > 1:
+            key = asked.key if asked is not None else _key_of(thread, question)
+            answered_earlier.setdefault(key, message.rows[0].pk)
+    return answered_earlier
+
+
+def _key_of(thread: Thread, memory_id: UUID) -> int:
     return EpisodePart.objects.values_list("message", flat=True).get(
         organisation_id=thread.organisation_id, memory_id=memory_id
     )
