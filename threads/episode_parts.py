@@ -1,16 +1,15 @@
-"""Episode parts: the message each episode was cut from, its number there, and the message it is linked to.
+"""Episode parts: the message each episode was cut from, its number there, and the message it is linked to."""
 
-A message is one event, or consecutive events posted as its parts (ids `<message>.<n>` counting on by one, with
-the same role, author, time and place: the events endpoint's long-message rule). Its episodes are numbered on
-across its events, so the thread walk (`threads.recall`) can step to a part's neighbours in its own message and
-to the messages around it, whatever their lengths.
-
-The link is the context a part keeps without copying it: an assistant's part points at the last part of the
-user message before it in the same place (the question it answers); a user's part at the first part of the
-first answer that points at it, filled in when that answer is consolidated, in this run or a later one. A
-link is an id, never words: recall and render show only the part's own body, and erasure clears the links
-with the events they lead to (`episode_parts_erase`).
-"""
+# A message is one event, or consecutive events posted as its parts (ids `<message>.<n>` counting on by one, with
+# the same role, author, time and place: the events endpoint's long-message rule). Its episodes are numbered on
+# across its events, so the thread walk (`threads.recall`) can step to a part's neighbours in its own message and
+# to the messages around it, whatever their lengths.
+#
+# The link is the context a part keeps without copying it: an assistant's part points at the last part of the
+# user message before it in the same place (the question it answers); a user's part at the first part of the
+# first answer that points at it, filled in when that answer is consolidated, in this run or a later one. A
+# link is an id, never words: recall and render show only the part's own body, and erasure clears the links
+# with the events they lead to (`episode_parts_erase`).
 
 from __future__ import annotations
 

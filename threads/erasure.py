@@ -111,8 +111,7 @@ def thread_subject_erase(
     - every event of a DM with that user (their person scope: the agent's replies echo them);
     - every event that taught one of the memories this erasure removed (`memory_ids`).
     Then every learned memory left with no source that still has its words, or that quotes the subject
-    though a live source keeps it (`quotes_the_subject`), and every episode of an erased event, with its
-    part record and every other episode's link to it.
+    though a live source keeps it (`quotes_the_subject`), and every episode of an erased event (`_episodes_erase`).
     """
     now = now or timezone.now()
     reason = (reason or "").strip() or f"subject erasure for {subject_type} {subject_id}"
