@@ -63,6 +63,8 @@ PROTECTED_TABLES = (
     "memories_placeaudit",
     # accounts/migrations/0005_account_audit.py
     "accounts_accountaudit",
+    # threads/migrations/0005_episode_parts.py
+    "threads_episodepart",
 )
 
 # Tables with an organisation column that stay outside row-level security, and why.

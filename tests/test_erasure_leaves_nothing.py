@@ -3,8 +3,9 @@
 A unique marker is planted in every memory about one person: what an agent
 learned in a DM with them, a fact kept for them alone from a group channel,
 their own note, a correction of one of those, what consolidation learned from
-their messages in a thread (including a channel fact derived from their words),
-and the injection records that quoted all of these. It is planted too in what
+their messages in a thread (including a channel fact derived from their words, and
+an answer's link to her question as its context), and the injection records that
+quoted all of these. It is planted too in what
 names them: their display name and first and last name, the source ref, label
 and run id of a row about them, messages posted under their handle before they
 had a record (and what was learned and kept of those), and a question asked in
@@ -36,6 +37,7 @@ import redis
 from django.conf import settings as django_settings
 from django.contrib.sessions.models import Session
 from django.db import connection
+from django.db.models import Q
 from pgvector.django import CosineDistance
 from rest_framework.test import APIClient
 
@@ -45,7 +47,7 @@ from memories.embeddings.writes import memory_embed
 from memories.models import Memory
 from memories.tests.loopback import EmbeddingsStandIn, hashed_vector
 from threads.consolidation import thread_consolidate
-from threads.models import Thread, ThreadEvent
+from threads.models import EpisodePart, Thread, ThreadEvent
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -214,6 +216,13 @@ def test_erasing_a_person_leaves_no_trace_of_them_anywhere(
         ingested = api.post(f"/api/v1/threads/{thread_id}/events", {"events": [event]}, format="json")
         assert ingested.status_code in (200, 201), ingested.content
         thread_consolidate(thread_id=Thread.objects.get(external_id=thread_id).pk)
+    # The agent's answer in the team thread: its episode links to her question (its context), without her words.
+    reply = {"id": "T-team-2", "role": "assistant", "author": "helper", "text": "Noted, Monday it is."}
+    reply.update({"time": datetime(2026, 11, 30, 9, 1, tzinfo=UTC).isoformat(), "place": team})
+    assert api.post("/api/v1/threads/T-team/events", {"events": [reply]}, format="json").status_code == 201
+    thread_consolidate(thread_id=Thread.objects.get(external_id="T-team").pk)
+    answer_part = EpisodePart.objects.get(memory__source_event__external_id="T-team-2")
+    assert answer_part.context is not None and MARKER in answer_part.context.body  # positive control: linked
     Membership.objects.filter(user=member).update(handle="U-mona")
     derived = list(Memory.objects.filter(learning__isnull=False, body__icontains=MARKER))
     assert any(row.scope == "channel" for row in derived)
@@ -275,6 +284,13 @@ def test_erasing_a_person_leaves_no_trace_of_them_anywhere(
 
     # Nothing left in the database.
     assert tables_holding(MARKER) == {}
+    # No episode part of an erased episode, and no link to one: the answer's part stays, linked to nothing.
+    erased_parts = EpisodePart.objects.filter(organisation=org).filter(
+        Q(memory__redacted_at__isnull=False) | Q(context__redacted_at__isnull=False)
+    )
+    assert not erased_parts.exists()
+    answer_part.refresh_from_db()
+    assert answer_part.context_id is None and answer_part.memory.redacted_at is None
     # Nothing among the vectors: no erased row has one, and no copy of one survives elsewhere.
     marker_vector = hashed_vector(MARKER)
     rows = Memory.objects.filter(organisation=org, embedding__isnull=False)

@@ -4,8 +4,10 @@
 # kind `episode` (which callers cannot send), linked to its event by `Memory.source_event`. Lines are split at
 # sentence boundaries under the render clamp; each is scoped by its event's place (`scope_for`), written by
 # the agent that posted it and embedded in the consolidation run itself, so a thread is recallable by meaning
-# once consolidated. Episodes are bounded per place (`ARCHIVIST_THREAD_EPISODES_PER_PLACE`): past it the
-# oldest expire at once, each keeping its receipt. A rendered `<memory>` block inside an event (an agent
+# once consolidated; its vector is of its own body alone. Each records its part of its message and the message
+# it is linked to (`threads.episode_parts`): context kept as a link, never copied into the body. Episodes are
+# bounded per place (`ARCHIVIST_THREAD_EPISODES_PER_PLACE`): past it the oldest expire at once, each keeping
+# its receipt. A rendered `<memory>` block inside an event (an agent
 # echoing its own context) is stripped before anything is kept or extracted.
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from memories.scopes import Place, scope_for
 from memories.services import memory_redact
 from memories.turns.render import FENCE_CLOSE, FENCE_OPEN
 from memories.writer import MemoryDraft, Writer, memories_write
+from threads.episode_parts import episode_parts_write
 from threads.models import Thread, ThreadEvent
 
 EPISODE_MAX_CHARS = 500  # the render clamp: a memory is a sentence, not a document
@@ -158,6 +161,7 @@ def episodes_write(
         )
         rows.update(zip(indexes, written, strict=True))
     ordered = [rows[index] for index in range(len(drafts))]
+    episode_parts_write(thread=thread, events=[draft.event for draft in drafts], rows=ordered)
     return [str(row.pk) for row in ordered], _bound_enforce_where_written(thread, ordered, now=now)
 
 

@@ -8,7 +8,7 @@ erasure and export reach the same events in the same transaction, without memori
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from functools import partial
 
@@ -21,6 +21,7 @@ from accounts.models import Agent, Organisation, User
 from memories.models import Bucket, Memory, MemoryAudit, SubjectType
 from memories.selectors import in_a_dm_with
 from memories.services import memory_redact
+from threads.episode_parts import episode_parts_erase
 from threads.models import Learning, LearningSource, ThreadEvent
 from threads.selectors import learned_memories_orphaned_by
 
@@ -110,7 +111,7 @@ def thread_subject_erase(
     - every event of a DM with that user (their person scope: the agent's replies echo them);
     - every event that taught one of the memories this erasure removed (`memory_ids`).
     Then every learned memory left with no source that still has its words, or that quotes the subject
-    though a live source keeps it (`quotes_the_subject`), and every episode of an erased event.
+    though a live source keeps it (`quotes_the_subject`), and every episode of an erased event (`_episodes_erase`).
     """
     now = now or timezone.now()
     reason = (reason or "").strip() or f"subject erasure for {subject_type} {subject_id}"
@@ -135,13 +136,7 @@ def thread_subject_erase(
             _learned_quoting(organisation=organisation, said=said, names=names.every),
             reason=f"quoted erased thread events ({reason})",
         )
-        # Episodes keep an event's words: every episode of an erased event goes with it.
-        episodes, episode_vectors = erase(
-            Memory.objects.filter(
-                organisation=organisation, source_event_id__in=event_ids, redacted_at__isnull=True
-            ).order_by("created_at", "id"),
-            reason=f"episode of an erased thread event ({reason})",
-        )
+        episodes, episode_vectors, links_cleared = _episodes_erase(organisation, event_ids, erase, reason=reason)
         # A learning's key repeats the value it was about ("prefers:<what>"): an erased memory's goes too.
         erased_keys = Learning.objects.filter(organisation=organisation, memory__redacted_at__isnull=False)
         keys_cleared = erased_keys.exclude(key="").update(key="")
@@ -150,7 +145,22 @@ def thread_subject_erase(
         "derived_memories_erased": orphans + quoting + episodes,
         "derived_vectors_cleared": orphan_vectors + quoting_vectors + episode_vectors,
         "learning_keys_cleared": keys_cleared,
+        "episode_links_cleared": links_cleared,
     }
+
+
+def _episodes_erase(
+    organisation: Organisation, event_ids: Sequence[int], erase: Callable, *, reason: str
+) -> tuple[int, int, int]:
+    """Every episode of an erased event (episodes keep an event's words), then their parts and every other
+    episode's link to them (a context leads to no erased event); returns episodes, vectors and links."""
+    episodes, vectors = erase(
+        Memory.objects.filter(
+            organisation=organisation, source_event_id__in=event_ids, redacted_at__isnull=True
+        ).order_by("created_at", "id"),
+        reason=f"episode of an erased thread event ({reason})",
+    )
+    return episodes, vectors, episode_parts_erase(organisation_id=organisation.pk, event_ids=event_ids)
 
 
 def _events_reached(

@@ -207,3 +207,54 @@ class LearningSource(models.Model):
 
     def __str__(self) -> str:
         return f"{self.learning_id} ← {self.event_id}"
+
+
+class EpisodePart(models.Model):
+    """Where an episode sits in the message it was cut from, and the message it answers or was answered by.
+
+    A message is one event, or consecutive events posted as its parts (`msg-1.1`, `msg-1.2`); `message` is the
+    sequence of its first event and parts are numbered on across its events. `context` is the linked message's
+    episode: for an assistant's part, the last part of the user message before it (the question it answers);
+    for a user's part, the first part of the answer that names it (filled in when the answer is consolidated).
+    The context is a link, never text: it is not rendered, not returned as the episode's words, and erasure
+    clears it with the linked events.
+    """
+
+    id = models.BigAutoField(primary_key=True)
+    organisation = models.ForeignKey("accounts.Organisation", on_delete=models.CASCADE, related_name="+")
+    memory = models.OneToOneField("memories.Memory", on_delete=models.CASCADE, related_name="episode_part")
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="+")
+    message = models.PositiveBigIntegerField(help_text="The sequence of the message's first event.")
+    part = models.PositiveIntegerField(help_text="This episode's number within its message, from 1.")
+    parts = models.PositiveIntegerField(help_text="How many episodes the message became.")
+    context = models.ForeignKey(
+        "memories.Memory",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="The linked message's episode: the question an answer's part answers, or a question's answer.",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "thread", "message", "part"], name="threads_episode_part_unique"
+            ),
+            models.CheckConstraint(
+                condition=Q(part__gte=1) & Q(part__lte=F("parts")), name="threads_episode_part_within_parts"
+            ),
+            models.CheckConstraint(condition=~Q(context=F("memory")), name="threads_episode_part_context_is_another"),
+        ]
+        indexes = [
+            # The walk's steps to the message before (its last part) and after (its first part).
+            models.Index(
+                fields=["organisation", "thread", "message"], name="threads_part_last_idx", condition=Q(part=F("parts"))
+            ),
+            models.Index(
+                fields=["organisation", "thread", "message"], name="threads_part_first_idx", condition=Q(part=1)
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}#{self.message} part {self.part}/{self.parts}"

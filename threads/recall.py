@@ -1,4 +1,5 @@
-"""Contextual recall's walk through a thread: a thread's episodes are neighbours by their events' order."""
+"""Contextual recall's walk through a thread: a thread's episodes are neighbours by their messages' order and
+their parts' (`threads.episode_parts`)."""
 
 from __future__ import annotations
 
@@ -29,21 +30,40 @@ def on_thread_saved(sender, instance: Thread, created: bool, **kwargs) -> None:
         threads_seen_forget(instance.organisation_id)
 
 
+def _parts(tenant: str, where: str, order: str, sign: str) -> str:
+    """The first or last parts of the nearest `%(window)s` messages on one side, numbered outwards from 1."""
+    return (
+        f"SELECT y.id, {sign}row_number() OVER (ORDER BY y.message {order}) FROM (\n"
+        "      SELECT q.memory_id AS id, q.message FROM threads_episodepart q\n"
+        f"      WHERE q.organisation_id = {tenant} AND q.thread_id = p.thread_id AND {where}\n"
+        f"      ORDER BY q.message {order} LIMIT %(window)s) y"
+    )
+
+
 def thread_neighbours_sql(tenant: str, predicate: str) -> str:
-    """Each anchor's neighbours by its event's order in the thread, not by when they were written (a thread
-    consolidated in several runs, or events posted late). Parts of one split event are each other's nearest
-    neighbours (step 1, never 0)."""
+    """Each anchor's neighbours in its thread, as a conversation's turns are: the parts of its own message
+    within the window (step: how many parts away), and the nearest messages before and after it, each by the
+    part that touches this message (the last part of one before, the first of one after; step: how many
+    messages away). A long message's every part so reaches the question before it and the answer after it,
+    and a message in one part is a turn among turns, its neighbours counted in messages."""
+    same_message = (
+        "SELECT q.memory_id, q.part::bigint - p.part::bigint FROM threads_episodepart q\n"
+        f"      WHERE q.organisation_id = {tenant} AND q.thread_id = p.thread_id AND q.message = p.message\n"
+        "        AND q.part BETWEEN p.part - %(window)s AND p.part + %(window)s AND q.part <> p.part"
+    )
+    before = _parts(tenant, "q.message < p.message AND q.part = q.parts", "DESC", "-")
+    after = _parts(tenant, "q.message > p.message AND q.part = 1", "ASC", "")
     return (
         "SELECT a.id AS anchor, x.id, x.step FROM anchor a\n"
-        f"  JOIN threads_threadevent e ON e.id = a.source_event_id AND e.organisation_id = {tenant}\n"
+        f"  JOIN threads_episodepart p ON p.memory_id = a.id AND p.organisation_id = {tenant} AND %(window)s > 0\n"
         "  CROSS JOIN LATERAL (\n"
-        "    SELECT m.id, (CASE WHEN f.sequence = e.sequence THEN 1"
-        " ELSE f.sequence::bigint - e.sequence::bigint END) AS step\n"
-        "    FROM threads_threadevent f\n"
-        f"    JOIN memories_memory m ON m.source_event_id = f.id AND m.organisation_id = {tenant}\n"
-        f"    WHERE f.organisation_id = {tenant} AND f.thread_id = e.thread_id AND %(window)s > 0\n"
-        "      AND f.sequence BETWEEN e.sequence - %(window)s AND e.sequence + %(window)s\n"
-        f"      AND m.id <> a.id AND {predicate} AND {SAME_PLACE} AND {shown_in_turn_sql('m')}) x"
+        "    SELECT m.id, w.step FROM (\n"
+        f"      {same_message}\n"
+        f"      UNION ALL {before}\n"
+        f"      UNION ALL {after}\n"
+        "    ) w (id, step)\n"
+        f"    JOIN memories_memory m ON m.id = w.id AND m.organisation_id = {tenant}\n"
+        f"    WHERE {predicate} AND {SAME_PLACE} AND {shown_in_turn_sql('m')}) x"
     )
 
 

@@ -249,7 +249,8 @@ def test_erasing_an_event_erases_every_episode_of_it(episodes_on, post_events, p
 # --- Recall and render ---------------------------------------------------------------
 
 
-def _links(org, agent, place: Place, question: str) -> set[tuple[str, str]]:
+def _links(org, agent, place: Place, question: str) -> dict[tuple[str, str], int]:
+    """Each (anchor, neighbour) pair the contextual statement walked to, with its step."""
     plan = contextual.contextual_plan(
         RecallRequest(
             organisation_id=org.pk,
@@ -264,7 +265,7 @@ def _links(org, agent, place: Place, question: str) -> set[tuple[str, str]]:
     )
     rows, _, _ = _execute(plan)
     steps = contextual._as_json(next(row["bm25"] for row in rows if row["bm25"] is not None))[4]
-    return {(str(anchor), str(other)) for anchor, other, _ in steps}
+    return {(str(anchor), str(other)): step for anchor, other, step in steps}
 
 
 def test_a_threads_episodes_are_neighbours_whatever_order_and_time_they_arrive(

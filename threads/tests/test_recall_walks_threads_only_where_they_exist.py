@@ -24,7 +24,7 @@ from threads.consolidation import thread_consolidate
 from threads.models import Thread
 from threads.recall import thread_neighbour_walk, thread_neighbours_sql, threads_seen_forget
 
-THREAD_WALK = "JOIN threads_threadevent e ON e.id = a.source_event_id"
+THREAD_WALK = "JOIN threads_episodepart p ON p.memory_id = a.id"
 PLACE = Place("C-general", "public", ())
 
 
