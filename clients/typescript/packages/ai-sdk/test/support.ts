@@ -27,7 +27,7 @@ export function people(): [string, string] {
 
 /** A place of this package's own (`G-team-ai-…`), its record written, so tests never share a channel. */
 export async function newPlace(kind: "dm" | "private" | "public", members: string[]): Promise<Place> {
-  const prefix = { dm: "D", private: "G", public: "C" }[kind];
+  const prefix = { dm: "D-mona", private: "G-team", public: "C-general" }[kind];
   const channel = `${prefix}-ai-${randomBytes(4).toString("hex")}`;
   await client().putPlace(channel, { kind, people: members });
   return { channel, kind, people: members };
