@@ -8,9 +8,9 @@ import { after, before, test } from "node:test";
 
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { ConflictError, type Place } from "@archivist/client";
-import { generateText, streamText, wrapLanguageModel } from "ai";
+import { generateText, stepCountIs, streamText, wrapLanguageModel } from "ai";
 
-import { archivistMemory, questionOf } from "../src/index.js";
+import { archivistMemory, archivistTools, questionOf } from "../src/index.js";
 import { chatStandIn, client, newPlace, people, type StandIn } from "./support.js";
 
 // Turn ids are unique in an organisation: each run of these tests has its own.
@@ -81,6 +81,32 @@ test("streaming gets the same block and records the turn", async () => {
   const [block] = systemMessages(model.received.length - 1);
   assert.equal((await client().replay(`ai-test-stream-1-${run}`)).text, block);
   assert.ok(block!.includes("Prefers to be called Mo"));
+});
+
+test("the steps of a tool loop under one turn id share one injection", async () => {
+  const looping = await chatStandIn([
+    { tool: "recall", arguments: { question: "name", limit: 3, mode: "lexical" } },
+    { text: "Mo." },
+  ]);
+  try {
+    const provider = createOpenAICompatible({ name: "stand-in", baseURL: `${looping.url}/v1` });
+    const archivist = client();
+    const result = await generateText({
+      model: wrapLanguageModel({ model: provider("stand-in"), middleware: archivistMemory({ client: archivist, place: dm }) }),
+      tools: archivistTools({ client: archivist, place: dm }),
+      stopWhen: stepCountIs(3),
+      prompt: "What is her name?",
+      providerOptions: { archivist: { turnId: `ai-test-loop-${run}` } },
+    });
+    assert.equal(result.steps.length, 2);
+    const blocks = looping.received.map((request) =>
+      (request.body["messages"] as Message[]).filter((message) => message.role === "system").map((message) => message.content),
+    );
+    const recorded = (await archivist.replay(`ai-test-loop-${run}`)).text;
+    assert.deepEqual(blocks, [[recorded], [recorded]]);
+  } finally {
+    await looping.close();
+  }
 });
 
 test("a turn id rendered with another question is refused as the API's typed error, and the model is not called", async () => {
