@@ -66,68 +66,72 @@ def rule_case(text: str) -> dict:
     }
 
 
+# Recall's rows (with `subject`) and listed rows (with `subject_type`), as the API answers them.
+NAMED_ROWS = [
+    {
+        "id": "5f0c8a52-1e8e-4a7a-9f3c-3a1f1b0f9d21",
+        "body": "Prefers to be called Mo",
+        "scope": "person",
+        "scope_label": "mona",
+        "subject": {"type": "user", "label": "mona"},
+        "author": "model",
+        "source": {"kind": "message", "label": "DM with mona", "ref": ""},
+        "created_at": "2026-11-30T23:30:00.123456-02:00",
+        "rank": {"pinned": True},
+    },
+    {
+        "id": "7",
+        "body": "Standup at 9\nIn room 2",
+        "scope": "channel",
+        "scope_label": "G-team",
+        "subject_type": "workspace",
+        "subject_id": "",
+        "author": "person",
+        "source": {"kind": "run", "label": "", "ref": "memtool/G-team/channel/workspace/standup.md"},
+        "created_at": "2026-12-01T00:10:00Z",
+        "state": "superseded",
+    },
+    {
+        "id": "8",
+        "body": "Her dog is Rex",
+        "scope": "person",
+        "scope_ref": "42",
+        "scope_label": "mona",
+        "subject_type": "user",
+        "subject_id": "42",
+        "author": "model",
+        "source": {"kind": "message"},
+        "occurred_at": "2026-10-01",
+        "created_at": "2026-12-01T00:10:00Z",
+        "pinned": True,
+    },
+    {
+        "id": "9",
+        "body": "Speaks Dutch",
+        "scope": "channel",
+        "scope_label": "",
+        "subject_type": "user",
+        "subject_id": "43",
+        "author": "other",
+        "source": {},
+        "created_at": "2026-12-01T00:10:00+00:00",
+    },
+    {
+        "id": "10",
+        "body": "Candidate note",
+        "scope": "workspace",
+        "scope_label": "",
+        "subject_type": "candidate",
+        "subject_id": "cand-3",
+        "author": "model",
+        "created_at": "not a date at all",
+    },
+]
+
+
 def rows(rng: random.Random) -> list[dict]:
-    """Recall's rows (with `subject`) and listed rows (with `subject_type`), plain and hostile."""
-    made = [
-        {
-            "id": "5f0c8a52-1e8e-4a7a-9f3c-3a1f1b0f9d21",
-            "body": "Prefers to be called Mo",
-            "scope": "person",
-            "scope_label": "mona",
-            "subject": {"type": "user", "label": "mona"},
-            "author": "model",
-            "source": {"kind": "message", "label": "DM with mona", "ref": ""},
-            "created_at": "2026-11-30T23:30:00.123456-02:00",
-            "rank": {"pinned": True},
-        },
-        {
-            "id": "7",
-            "body": "Standup at 9\nIn room 2",
-            "scope": "channel",
-            "scope_label": "G-team",
-            "subject_type": "workspace",
-            "subject_id": "",
-            "author": "person",
-            "source": {"kind": "run", "label": "", "ref": "memtool/G-team/channel/workspace/standup.md"},
-            "created_at": "2026-12-01T00:10:00Z",
-            "state": "superseded",
-        },
-        {
-            "id": "8",
-            "body": "Her dog is Rex",
-            "scope": "person",
-            "scope_ref": "42",
-            "scope_label": "mona",
-            "subject_type": "user",
-            "subject_id": "42",
-            "author": "model",
-            "source": {"kind": "message"},
-            "occurred_at": "2026-10-01",
-            "created_at": "2026-12-01T00:10:00Z",
-            "pinned": True,
-        },
-        {
-            "id": "9",
-            "body": "Speaks Dutch",
-            "scope": "channel",
-            "scope_label": "",
-            "subject_type": "user",
-            "subject_id": "43",
-            "author": "other",
-            "source": {},
-            "created_at": "2026-12-01T00:10:00+00:00",
-        },
-        {
-            "id": "10",
-            "body": "Candidate note",
-            "scope": "workspace",
-            "scope_label": "",
-            "subject_type": "candidate",
-            "subject_id": "cand-3",
-            "author": "model",
-            "created_at": "not a date at all",
-        },
-    ]
+    """The named rows, then random ones with hostile text in every field."""
+    made = [dict(row) for row in NAMED_ROWS]
     for index in range(40):
         made.append(
             {
