@@ -4,12 +4,15 @@ The TypeScript port (src/rules.ts, src/text.ts) is tested against this file, sin
 where Python may not. Run from the repository root after the server's text rules change:
 
     PYTHONPATH=clients/python .venv/bin/python clients/typescript/packages/ai-sdk/scripts/make_block_fixture.py
+
+`--check` writes nothing and exits 1 when the committed fixture is not what the Python rules make now.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import sys
 from pathlib import Path
 
 from archivist_client.rules import fenced_block
@@ -149,7 +152,8 @@ def rows(rng: random.Random) -> list[dict]:
     return made
 
 
-def main() -> None:
+def fixture_text() -> str:
+    """The fixture as the current Python rules make it."""
     rng = random.Random(20261203)
     texts = NAMED + [random_text(rng) for _ in range(200)]
     row_cases = [
@@ -167,9 +171,20 @@ def main() -> None:
         "fenced": fenced([case["row"] for case in row_cases[:5]]),
         "fenced_empty": fenced([], empty="Nothing recallable here matches."),
     }
+    return json.dumps(fixture, ensure_ascii=True, indent=1) + "\n"
+
+
+def main() -> int:
+    """Writes the fixture; with --check, says whether the committed one is current instead (exit 1 if not)."""
+    made = fixture_text()
+    if "--check" in sys.argv[1:]:
+        current = OUT.exists() and OUT.read_text() == made
+        print(f"{OUT} is {'current' if current else 'stale: run this script without --check'}")
+        return 0 if current else 1
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(fixture, ensure_ascii=True, indent=1) + "\n")
+    OUT.write_text(made)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
