@@ -54,6 +54,7 @@ def test_the_package_passes_its_tests_against_the_live_server(package, live_api,
         "ARCHIVIST_TEST_PEOPLE": "mona,max",
     }
     ran = npm("test", "-w", f"packages/{package}", env=env)
+    print(ran.stdout)  # shown with -rP, and beside a failure
     assert ran.returncode == 0, f"npm test -w packages/{package} failed:\n{ran.stdout}"
 
 

@@ -40,7 +40,8 @@ export type SubjectErase = Answer<"subjects_erase">;
 export type Claim = Answer<"system_claims_submit">;
 export type Person = Answer<"people_put">;
 export type PlaceRecord = Answer<"places_put">;
-export type SubjectType = Schemas["SubjectTypeEnum"];
+/** The subjects whose memories can be exported or erased. */
+export type SubjectType = operations["subjects_export"]["parameters"]["path"]["subject_type"];
 
 /** A request body with its place made optional: the client's default place fills it in. */
 type PlaceOptional<T> = Omit<T, "place"> & { place?: Place };

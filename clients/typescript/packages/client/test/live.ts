@@ -23,11 +23,21 @@ export function client(options: ClientOptions = {}): ArchivistClient {
   return new ArchivistClient({ url: required("ARCHIVIST_URL"), token: required("ARCHIVIST_TOKEN"), ...options });
 }
 
-/** Makes the places the tests use; safe to repeat (a place's record is put, not added). */
-export async function makePlaces(archivist: ArchivistClient = client()): Promise<void> {
-  for (const place of [DM, TEAM]) {
-    await archivist.putPlace(place.channel, { kind: place.kind, people: place.people ?? [] });
-  }
+/** Puts a place's record (safe to repeat: a record is put, not added), and answers the place. */
+export async function makePlace(place: Place, archivist: ArchivistClient = client()): Promise<Place> {
+  await archivist.putPlace(place.channel, { kind: place.kind, people: place.people ?? [] });
+  return place;
+}
+
+/** Makes the DM with mona and the team's private channel. */
+export async function makePlaces(): Promise<void> {
+  await makePlace(DM);
+  await makePlace(TEAM);
+}
+
+/** A private channel of mona and max of its own, so one test's facts never meet another's. */
+export function teamPlace(name: string): Promise<Place> {
+  return makePlace({ channel: `G-team-${name}`, kind: "private", people: [MONA, MAX] });
 }
 
 /** A name no other test run uses, for turns, threads and keys. */
