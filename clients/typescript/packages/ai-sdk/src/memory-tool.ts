@@ -10,7 +10,7 @@
 //   supersede (the history is kept), `delete` forgets (a receipt stays).
 // Every refusal is a `MemoryToolError` the model reads; an API refusal keeps its typed error as the `cause`.
 
-import { ArchivistError, type ArchivistClient, type Memory, type Place, type SubjectType } from "@archivist/client";
+import { ArchivistError, type ArchivistClient, type Memory, type Place, type RememberInput } from "@archivist/client";
 
 import { FENCE_CLOSE, FENCE_OPEN, PREAMBLE, escape, neutralise } from "./rules.js";
 import { label } from "./text.js";
@@ -74,7 +74,7 @@ function count(text: string, part: string): number {
   return part ? text.split(part).length - 1 : Array.from(text).length + 1;
 }
 
-type Attribution = { only_for?: string; subject_type?: SubjectType; subject_id?: string };
+type Attribution = Pick<RememberInput, "only_for" | "subject_type" | "subject_id">;
 
 /** The memory tool's six commands over Archivist, for one place. */
 export class ArchivistMemoryBackend {
