@@ -37,17 +37,27 @@ export const cases = [
     name: "ai-sdk recall tool (recall + fenced block)",
     async run(archivist, context) {
       const tools = once(toolsFor, archivist, () => archivistTools({ client: archivist, place: context.place }));
-      return tools.recall.execute({ question: QUESTION, limit: 10, mode: "auto" }, { toolCallId: "bench", messages: [] });
+      return tools.recall.execute(
+        { question: QUESTION, limit: 10, mode: "auto" },
+        { toolCallId: "bench", messages: [] },
+      );
     },
     async bare(context) {
-      const found = await post(context, "recall", { question: QUESTION, limit: 10, mode: "auto", place: context.place });
+      const found = await post(context, "recall", {
+        question: QUESTION,
+        limit: 10,
+        mode: "auto",
+        place: context.place,
+      });
       return fenced(found.results, { empty: "Nothing recallable here matches." });
     },
   },
   {
     name: "ai-sdk memory middleware (render + system message)",
     async run(archivist, context) {
-      const middleware = once(middlewareFor, archivist, () => archivistMemory({ client: archivist, place: context.place }));
+      const middleware = once(middlewareFor, archivist, () =>
+        archivistMemory({ client: archivist, place: context.place }),
+      );
       return middleware.transformParams({ type: "generate", params: { prompt: prompt() }, model: undefined });
     },
     async bare(context) {

@@ -41,7 +41,11 @@ console.log((await archivist.replay(turnId)).identical); // true: the block comp
 // Anthropic's memory tool kept as memories of the team's channel: a file's path says whom it is about.
 // With @ai-sdk/anthropic: tools: { memory: archivistMemoryTool({ client, place: team }) } from "@archivist/ai-sdk/anthropic".
 const memory = new ArchivistMemoryBackend({ client: archivist, place: team });
-const standup = { command: "create", path: "/memories/channel/workspace/standup.md", file_text: "Standup at 9" } as const;
+const standup = {
+  command: "create",
+  path: "/memories/channel/workspace/standup.md",
+  file_text: "Standup at 9",
+} as const;
 console.log(await memory.execute(standup)); // File created successfully at … (memory …)
 try {
   await memory.execute({ command: "create", path: "/memories/channel/dog.md", file_text: "Mona's dog is called Rex" });

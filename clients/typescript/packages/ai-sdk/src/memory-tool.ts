@@ -289,7 +289,9 @@ export class ArchivistMemoryBackend {
       this.client.remember({ body: fileText, place: this.place, scope, source_kind: "run", source_ref: ref, ...about }),
     );
     if (row.scope !== scope) {
-      await this.call(() => this.client.forget(row.id, { reason: "written to the wrong scope folder", place: this.place }));
+      await this.call(() =>
+        this.client.forget(row.id, { reason: "written to the wrong scope folder", place: this.place }),
+      );
       throw new MemoryToolError(
         `Archivist keeps this as a ${row.scope} memory (${row.scope_reason}); write it under ${ROOT}/${row.scope}.`,
       );

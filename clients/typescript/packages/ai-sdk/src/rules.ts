@@ -19,28 +19,69 @@ const WHO: Record<string, string> = { person: "noted by a person", model: "infer
 const LINE_BREAKS = /[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+/g;
 const SPACES = /[ \t]+/g;
 // What Python's str.strip() removes (str.isspace), which differs from String.prototype.trim.
-const PY_SPACE = "\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
+const PY_SPACE =
+  "\t\n\v\f\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
 const CONTROL = /^[\x00-\x08\x0b-\x1f\x7f-\x9f]$/;
 const HAS_CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/;
 
 const INVISIBLE_RANGES: ReadonlyArray<readonly [number, number]> = [
-  [0x00ad, 0x00ad], [0x034f, 0x034f], [0x061c, 0x061c], [0x115f, 0x1160], [0x180e, 0x180e],
-  [0x200b, 0x200d], [0x200e, 0x200f], [0x202a, 0x202e], [0x2060, 0x2064], [0x2066, 0x2069],
-  [0x3164, 0x3164], [0xfe00, 0xfe0f], [0xfeff, 0xfeff], [0xffa0, 0xffa0], [0xe0000, 0xe007f],
+  [0x00ad, 0x00ad],
+  [0x034f, 0x034f],
+  [0x061c, 0x061c],
+  [0x115f, 0x1160],
+  [0x180e, 0x180e],
+  [0x200b, 0x200d],
+  [0x200e, 0x200f],
+  [0x202a, 0x202e],
+  [0x2060, 0x2064],
+  [0x2066, 0x2069],
+  [0x3164, 0x3164],
+  [0xfe00, 0xfe0f],
+  [0xfeff, 0xfeff],
+  [0xffa0, 0xffa0],
+  [0xe0000, 0xe007f],
   [0xe0100, 0xe01ef],
 ];
 const EMOJI_RANGES: ReadonlyArray<readonly [number, number]> = [
-  [0x00a9, 0x00a9], [0x00ae, 0x00ae], [0x203c, 0x203c], [0x2049, 0x2049], [0x2122, 0x2122],
-  [0x2139, 0x2139], [0x2194, 0x21aa], [0x2300, 0x23ff], [0x24c2, 0x24c2], [0x25a0, 0x27bf],
-  [0x2934, 0x2935], [0x2b00, 0x2bff], [0x3030, 0x3030], [0x303d, 0x303d], [0x3297, 0x3299],
+  [0x00a9, 0x00a9],
+  [0x00ae, 0x00ae],
+  [0x203c, 0x203c],
+  [0x2049, 0x2049],
+  [0x2122, 0x2122],
+  [0x2139, 0x2139],
+  [0x2194, 0x21aa],
+  [0x2300, 0x23ff],
+  [0x24c2, 0x24c2],
+  [0x25a0, 0x27bf],
+  [0x2934, 0x2935],
+  [0x2b00, 0x2bff],
+  [0x3030, 0x3030],
+  [0x303d, 0x303d],
+  [0x3297, 0x3299],
   [0x1f000, 0x1faff],
 ];
 // Brackets NFKC leaves as they are but a reader (or a model) takes for < and >.
 const ANGLE_LOOKALIKES: Record<string, string> = {
-  "\u02c2": "<", "\u02c3": ">", "\u1438": "<", "\u1433": ">", "\u2039": "<", "\u203a": ">",
-  "\u2329": "<", "\u232a": ">", "\u276e": "<", "\u276f": ">", "\u27e8": "<", "\u27e9": ">",
-  "\u29fc": "<", "\u29fd": ">", "\u3008": "<", "\u3009": ">", "\ufe64": "<", "\ufe65": ">",
-  "\uff1c": "<", "\uff1e": ">",
+  "\u02c2": "<",
+  "\u02c3": ">",
+  "\u1438": "<",
+  "\u1433": ">",
+  "\u2039": "<",
+  "\u203a": ">",
+  "\u2329": "<",
+  "\u232a": ">",
+  "\u276e": "<",
+  "\u276f": ">",
+  "\u27e8": "<",
+  "\u27e9": ">",
+  "\u29fc": "<",
+  "\u29fd": ">",
+  "\u3008": "<",
+  "\u3009": ">",
+  "\ufe64": "<",
+  "\ufe65": ">",
+  "\uff1c": "<",
+  "\uff1e": ">",
 };
 
 const ZWNJ = 0x200c;
@@ -58,7 +99,8 @@ const isVariationSelector = (code: number): boolean =>
   (0xfe00 <= code && code <= 0xfe0f) || (0xe0100 <= code && code <= 0xe01ef);
 const isSkinTone = (code: number): boolean => 0x1f3fb <= code && code <= 0x1f3ff;
 const isScriptLetter = (char: string): boolean => char.codePointAt(0)! > 0x7f && SCRIPT_LETTER.test(char);
-const isFlagTag = (code: number): boolean => (0xe0030 <= code && code <= 0xe0039) || (0xe0061 <= code && code <= 0xe007a);
+const isFlagTag = (code: number): boolean =>
+  (0xe0030 <= code && code <= 0xe0039) || (0xe0061 <= code && code <= 0xe007a);
 
 /** Python's str.strip(). */
 export function pyStrip(text: string): string {
@@ -92,7 +134,10 @@ function kept(chars: string[], index: number): boolean {
   }
   if (code === ZWJ) {
     let base = index - 1;
-    while (base >= 0 && (isVariationSelector(chars[base]!.codePointAt(0)!) || isSkinTone(chars[base]!.codePointAt(0)!))) {
+    while (
+      base >= 0 &&
+      (isVariationSelector(chars[base]!.codePointAt(0)!) || isSkinTone(chars[base]!.codePointAt(0)!))
+    ) {
       base -= 1;
     }
     const modifier = base >= 0 && isSkinTone(chars[base]!.codePointAt(0)!);

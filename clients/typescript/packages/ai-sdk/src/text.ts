@@ -2,7 +2,14 @@
 // them from the same rules (./rules.ts): one line per fact saying whom it is about and where it came from,
 // the memory's id (and a state other than live) after the date, so a model can name the memory it means.
 
-import { FACT_CLAMP, factLine as ruleLine, fencedLines, label as ruleLabel, sourceWords, type LabelParts } from "./rules.js";
+import {
+  FACT_CLAMP,
+  factLine as ruleLine,
+  fencedLines,
+  label as ruleLabel,
+  sourceWords,
+  type LabelParts,
+} from "./rules.js";
 
 /** A memory as the API answers it (remember, recall, list, correct, forget): only the fields a line reads. */
 export type MemoryRow = object;
@@ -69,7 +76,10 @@ export function label(row: MemoryRow, { withId = true }: { withId?: boolean } = 
 }
 
 /** `- [label] text`: render's line for the row (with the memory's id unless `withId` is false). */
-export function factLine(row: MemoryRow, { withId = true, limit = FACT_CLAMP }: { withId?: boolean; limit?: number } = {}) {
+export function factLine(
+  row: MemoryRow,
+  { withId = true, limit = FACT_CLAMP }: { withId?: boolean; limit?: number } = {},
+) {
   return ruleLine(text(get(row, "body")), labelled(row, withId), limit);
 }
 

@@ -2,6 +2,7 @@
 
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -27,4 +28,12 @@ test("the README's example remembers, injects, records, replays and uses the mem
   } finally {
     await model.close();
   }
+});
+
+test("the README shows the example as it is run", () => {
+  const source = readFileSync(fileURLToPath(new URL("../../examples/quickstart.ts", import.meta.url)), "utf8");
+  const body = source.replace(/^(\/\/.*\n)+\n?/, "");
+  const readme = readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8");
+  assert.ok(body.startsWith('import { createOpenAICompatible }'));
+  assert.ok(readme.includes("```ts\n" + body + "```\n"), "README.md's example differs from examples/quickstart.ts");
 });

@@ -37,9 +37,15 @@ test("create, view, str_replace, insert, rename and delete map to memories of th
   const { tool, place } = await backend();
   const ref = `memtool/${place.channel}/channel/workspace/standup.md`;
   const path = "/memories/channel/workspace/standup.md";
-  assert.match(await tool.execute({ command: "create", path, file_text: "Standup at 9\nIn room 2" }), /^File created successfully at/);
+  assert.match(
+    await tool.execute({ command: "create", path, file_text: "Standup at 9\nIn room 2" }),
+    /^File created successfully at/,
+  );
   const [row] = await live(place, ref);
-  assert.deepEqual([row!.scope, row!.scope_ref, row!.subject_type, row!.body], ["channel", place.channel, "workspace", "Standup at 9\nIn room 2"]);
+  assert.deepEqual(
+    [row!.scope, row!.scope_ref, row!.subject_type, row!.body],
+    ["channel", place.channel, "workspace", "Standup at 9\nIn room 2"],
+  );
 
   const listing = await tool.execute({ command: "view", path: "/memories/channel" });
   assert.ok(listing.includes(path) && listing.includes("about the workspace"), listing);
@@ -50,7 +56,9 @@ test("create, view, str_replace, insert, rename and delete map to memories of th
   assert.ok(second.includes("     2\tIn room 2") && !second.includes("     1\t"));
   const root = await tool.execute({ command: "view", path: "/memories" });
   assert.equal(root.split("\n").filter((line) => line.startsWith("- /memories/")).length, 3);
-  assert.ok(root.includes("/memories/channel/ (1 files)") && root.includes("/memories/workspace/ (0 files, read-only here)"));
+  assert.ok(
+    root.includes("/memories/channel/ (1 files)") && root.includes("/memories/workspace/ (0 files, read-only here)"),
+  );
 
   await tool.execute({ command: "str_replace", path, old_str: "at 9", new_str: "at 10" });
   await tool.execute({ command: "insert", path, insert_line: 1, insert_text: "Bring coffee\n" });
@@ -63,7 +71,10 @@ test("create, view, str_replace, insert, rename and delete map to memories of th
   await tool.execute({ command: "rename", old_path: path, new_path: "/memories/channel/workspace/daily.md" });
   assert.ok((await tool.execute({ command: "view", path: "/memories/channel/workspace" })).includes("daily.md"));
   assert.match(await tool.execute({ command: "delete", path: "/memories/channel/workspace/daily.md" }), /^Deleted /);
-  assert.equal(await tool.execute({ command: "view", path: "/memories/channel" }), "Directory /memories/channel is empty.");
+  assert.equal(
+    await tool.execute({ command: "view", path: "/memories/channel" }),
+    "Directory /memories/channel is empty.",
+  );
 });
 
 test("a write it cannot attribute is refused, naming subject_type, and nothing is written", async () => {
@@ -73,14 +84,26 @@ test("a write it cannot attribute is refused, naming subject_type, and nothing i
     { command: "create", path: "/memories/channel/dog.md", file_text: "Mona's dog is called Rex" },
     /^subject_type: say whom this file is about with its folder: \/memories\/channel\/workspace\/dog\.md for an operational note, /,
   );
-  await refused(tool, { command: "create", path: "/memories/person/dog.md", file_text: "Rex" }, /person file names its person/);
+  await refused(
+    tool,
+    { command: "create", path: "/memories/person/dog.md", file_text: "Rex" },
+    /person file names its person/,
+  );
   const written = [];
   for await (const row of client().list({ place })) written.push(row);
   assert.deepEqual(written, []);
   // The positive control: the same facts with their subject in the path are kept, about whom the path says.
   const [mona] = people();
-  await tool.execute({ command: "create", path: `/memories/person/${mona}/dog.md`, file_text: "Mona's dog is called Rex" });
-  await tool.execute({ command: "create", path: "/memories/channel/candidate:cand-3/lang.md", file_text: "Speaks Dutch" });
+  await tool.execute({
+    command: "create",
+    path: `/memories/person/${mona}/dog.md`,
+    file_text: "Mona's dog is called Rex",
+  });
+  await tool.execute({
+    command: "create",
+    path: "/memories/channel/candidate:cand-3/lang.md",
+    file_text: "Speaks Dutch",
+  });
   // A person's memory is recallable only in a DM with that person: read it from one.
   const [dog] = await live(await newPlace("dm", [mona!]), `memtool/${place.channel}/person/${mona}/dog.md`);
   const [dutch] = await live(place, `memtool/${place.channel}/channel/candidate:cand-3/lang.md`);
@@ -90,17 +113,37 @@ test("a write it cannot attribute is refused, naming subject_type, and nothing i
 
 test("what cannot map is refused with a message the model can act on", async () => {
   const { tool } = await backend();
-  await refused(tool, { command: "create", path: "/memories/channel/workspace/long.md", file_text: "x".repeat(2001) }, /Split it into several files/);
-  await refused(tool, { command: "create", path: "/memories/workspace/all.md", file_text: "Everyone" }, /kept in \/memories\/channel/);
+  await refused(
+    tool,
+    { command: "create", path: "/memories/channel/workspace/long.md", file_text: "x".repeat(2001) },
+    /Split it into several files/,
+  );
+  await refused(
+    tool,
+    { command: "create", path: "/memories/workspace/all.md", file_text: "Everyone" },
+    /kept in \/memories\/channel/,
+  );
   await tool.execute({ command: "create", path: "/memories/channel/workspace/a.md", file_text: "A fact" });
-  await refused(tool, { command: "rename", old_path: "/memories/channel/workspace/a.md", new_path: "/memories/person/a.md" }, /scope cannot change/);
+  await refused(
+    tool,
+    { command: "rename", old_path: "/memories/channel/workspace/a.md", new_path: "/memories/person/a.md" },
+    /scope cannot change/,
+  );
   await refused(
     tool,
     { command: "rename", old_path: "/memories/channel/workspace/a.md", new_path: "/memories/channel/user:mona/a.md" },
     /subject cannot change/,
   );
-  await refused(tool, { command: "view", path: "/etc/passwd" }, /^Paths start with \/memories, e\.g\. \/memories\/channel\/notes\.md; got '\/etc\/passwd'\.$/);
-  await refused(tool, { command: "str_replace", path: "/memories/channel/workspace/a.md", old_str: "nothing", new_str: "x" }, /not found/);
+  await refused(
+    tool,
+    { command: "view", path: "/etc/passwd" },
+    /^Paths start with \/memories, e\.g\. \/memories\/channel\/notes\.md; got '\/etc\/passwd'\.$/,
+  );
+  await refused(
+    tool,
+    { command: "str_replace", path: "/memories/channel/workspace/a.md", old_str: "nothing", new_str: "x" },
+    /not found/,
+  );
   await refused(tool, { command: "delete", path: "/memories/channel/missing.md" }, /no file/);
 });
 
@@ -122,13 +165,20 @@ test("in a DM a person file is about the DM's person, and other scopes are refus
   await tool.execute({ command: "create", path: "/memories/person/name.md", file_text: "Prefers to be called Mo" });
   const [row] = await live(place, `memtool/${place.channel}/person/name.md`);
   assert.deepEqual([row!.scope, row!.subject_type, row!.scope_label], ["person", "user", people()[0]]);
-  await refused(tool, { command: "create", path: "/memories/channel/workspace/x.md", file_text: "x" }, /In this dm place memories are kept in \/memories\/person/);
+  await refused(
+    tool,
+    { command: "create", path: "/memories/channel/workspace/x.md", file_text: "x" },
+    /In this dm place memories are kept in \/memories\/person/,
+  );
 });
 
 test("through @ai-sdk/anthropic a Claude model's memory commands run on Archivist and it reads the answers", async () => {
   const { place } = await backend();
   const model = await messagesStandIn([
-    { tool: "memory", input: { command: "create", path: "/memories/channel/workspace/lunch.md", file_text: "Lunch at noon" } },
+    {
+      tool: "memory",
+      input: { command: "create", path: "/memories/channel/workspace/lunch.md", file_text: "Lunch at noon" },
+    },
     { tool: "memory", input: { command: "create", path: "/memories/channel/lunch.md", file_text: "Lunch at noon" } },
     { text: "Saved." },
   ]);

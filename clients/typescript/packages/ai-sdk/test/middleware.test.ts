@@ -58,7 +58,10 @@ test("the model receives the turn's block, and the injection record shows exactl
   const replay = await archivist.replay(`ai-test-turn-1-${run}`);
   assert.equal(replay.text, block);
   assert.equal(replay.identical, true);
-  assert.deepEqual(result.providerMetadata?.["archivist"], { turnId: `ai-test-turn-1-${run}`, sha256: injection.sha256 });
+  assert.deepEqual(result.providerMetadata?.["archivist"], {
+    turnId: `ai-test-turn-1-${run}`,
+    sha256: injection.sha256,
+  });
 });
 
 test("without a turn id one is made (ai-<uuid>) and handed back with the answer", async () => {
@@ -92,7 +95,10 @@ test("the steps of a tool loop under one turn id share one injection", async () 
     const provider = createOpenAICompatible({ name: "stand-in", baseURL: `${looping.url}/v1` });
     const archivist = client();
     const result = await generateText({
-      model: wrapLanguageModel({ model: provider("stand-in"), middleware: archivistMemory({ client: archivist, place: dm }) }),
+      model: wrapLanguageModel({
+        model: provider("stand-in"),
+        middleware: archivistMemory({ client: archivist, place: dm }),
+      }),
       tools: archivistTools({ client: archivist, place: dm }),
       stopWhen: stepCountIs(3),
       prompt: "What is her name?",
@@ -100,7 +106,9 @@ test("the steps of a tool loop under one turn id share one injection", async () 
     });
     assert.equal(result.steps.length, 2);
     const blocks = looping.received.map((request) =>
-      (request.body["messages"] as Message[]).filter((message) => message.role === "system").map((message) => message.content),
+      (request.body["messages"] as Message[])
+        .filter((message) => message.role === "system")
+        .map((message) => message.content),
     );
     const recorded = (await archivist.replay(`ai-test-loop-${run}`)).text;
     assert.deepEqual(blocks, [[recorded], [recorded]]);
@@ -111,9 +119,18 @@ test("the steps of a tool loop under one turn id share one injection", async () 
 
 test("a turn id rendered with another question is refused as the API's typed error, and the model is not called", async () => {
   const calls = model.received.length;
-  await generateText({ model: wrapped(dm), prompt: "First question", providerOptions: { archivist: { turnId: `ai-test-twice-${run}` } } });
+  await generateText({
+    model: wrapped(dm),
+    prompt: "First question",
+    providerOptions: { archivist: { turnId: `ai-test-twice-${run}` } },
+  });
   await assert.rejects(
-    generateText({ model: wrapped(dm), prompt: "Another question", providerOptions: { archivist: { turnId: `ai-test-twice-${run}` } }, maxRetries: 0 }),
+    generateText({
+      model: wrapped(dm),
+      prompt: "Another question",
+      providerOptions: { archivist: { turnId: `ai-test-twice-${run}` } },
+      maxRetries: 0,
+    }),
     (error: unknown) => error instanceof ConflictError && error.status === 409,
   );
   assert.equal(model.received.length, calls + 1);
@@ -121,7 +138,11 @@ test("a turn id rendered with another question is refused as the API's typed err
 
 test("where nothing is remembered no block is added, and the turn is still recorded", async () => {
   const empty = await newPlace("private", people());
-  await generateText({ model: wrapped(empty), prompt: "Anything?", providerOptions: { archivist: { turnId: `ai-test-empty-${run}` } } });
+  await generateText({
+    model: wrapped(empty),
+    prompt: "Anything?",
+    providerOptions: { archivist: { turnId: `ai-test-empty-${run}` } },
+  });
   assert.deepEqual(systemMessages(model.received.length - 1), []);
   assert.deepEqual((await client().injection(`ai-test-empty-${run}`)).lines, []);
 });

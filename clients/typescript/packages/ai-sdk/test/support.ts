@@ -85,7 +85,11 @@ function chatAnswer(reply: ChatReply): Answer {
             role: "assistant",
             content: null,
             tool_calls: [
-              { id: "call-1", type: "function", function: { name: reply.tool, arguments: JSON.stringify(reply.arguments) } },
+              {
+                id: "call-1",
+                type: "function",
+                function: { name: reply.tool, arguments: JSON.stringify(reply.arguments) },
+              },
             ],
           };
     const finish = "text" in reply ? "stop" : "tool_calls";
@@ -93,7 +97,9 @@ function chatAnswer(reply: ChatReply): Answer {
       response.writeHead(200, { "content-type": "text/event-stream" });
       const delta = { id: "chat-1", object: "chat.completion.chunk", created: 0, model: "stand-in" };
       response.write(`data: ${JSON.stringify({ ...delta, choices: [{ index: 0, delta: message }] })}\n\n`);
-      response.write(`data: ${JSON.stringify({ ...delta, choices: [{ index: 0, delta: {}, finish_reason: finish }] })}\n\n`);
+      response.write(
+        `data: ${JSON.stringify({ ...delta, choices: [{ index: 0, delta: {}, finish_reason: finish }] })}\n\n`,
+      );
       response.end("data: [DONE]\n\n");
       return;
     }

@@ -39,8 +39,17 @@ test("recall answers with the found facts as the Python client lays them out, an
   const archivist = client();
   const tools = archivistTools({ client: archivist, place: team });
   await answer(tools.remember, { body: "The coffee machine is on floor 3", subject_type: "workspace" });
-  const text = await answer(tools.recall, { question: "Where is the coffee machine?", limit: 5, mode: "lexical" as const });
-  const found = await archivist.recall({ question: "Where is the coffee machine?", limit: 5, mode: "lexical", place: team });
+  const text = await answer(tools.recall, {
+    question: "Where is the coffee machine?",
+    limit: 5,
+    mode: "lexical" as const,
+  });
+  const found = await archivist.recall({
+    question: "Where is the coffee machine?",
+    limit: 5,
+    mode: "lexical",
+    place: team,
+  });
   assert.ok(found.results.length > 0);
   assert.equal(text, fenced(found.results));
   assert.ok(text.includes("The coffee machine is on floor 3"));
@@ -59,7 +68,10 @@ test("correct and forget answer with the new version and the receipt's label", a
   assert.ok(version, corrected);
   assert.ok(corrected.includes("] Retro on Thursdays\n</memory>"));
   const forgotten = await answer(tools.forget, { memory_id: version[1]!, reason: "moved" });
-  assert.match(forgotten, new RegExp(`^Forgotten: channel ${team.channel} · about the workspace · .* · memory ${version[1]}`));
+  assert.match(
+    forgotten,
+    new RegExp(`^Forgotten: channel ${team.channel} · about the workspace · .* · memory ${version[1]}`),
+  );
 });
 
 test("a refusal is the tool's text in the API's words, naming the field", async () => {
