@@ -1,4 +1,5 @@
-"""Writes test/fixtures/blocks.json: inputs and what the Python client's text rules make of them.
+"""Writes test/fixtures/blocks.json: inputs and what the Python client's text rules (and repr and quote, which
+the Anthropic backend's paths and messages use) make of them.
 
 The TypeScript port (src/rules.ts, src/text.ts) is tested against this file, since the package's tests run
 where Python may not. Run from the repository root after the server's text rules change:
@@ -14,6 +15,7 @@ import json
 import random
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 from archivist_client.rules import fenced_block
 from archivist_client.rules.text import escape_markup, neutralise
@@ -66,6 +68,8 @@ def rule_case(text: str) -> dict:
         "inline": fenced_block.inline(text),
         "inline_80": fenced_block.inline(text, 80),
         "clamp_5": fenced_block.clamp(text, 5),
+        "repr": repr(text),
+        "quote": quote(text, safe=""),
     }
 
 

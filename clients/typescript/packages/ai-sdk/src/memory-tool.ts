@@ -13,6 +13,7 @@
 import { ArchivistError, type ArchivistClient, type Memory, type Place, type RememberInput } from "@archivist/client";
 
 import { FENCE_CLOSE, FENCE_OPEN, PREAMBLE, escape, neutralise } from "./rules.js";
+import { pyRepr, quoteSegment } from "./python.js";
 import { label } from "./text.js";
 
 const ROOT = "/memories";
@@ -44,24 +45,6 @@ export class MemoryToolError extends Error {
     this.name = "MemoryToolError";
   }
 }
-
-/** Python's repr() of a string, as the Python backend's messages quote a path. */
-function pyRepr(text: string): string {
-  const quote = text.includes("'") && !text.includes('"') ? '"' : "'";
-  const body = Array.from(text, (char) => {
-    if (char === "\\" || char === quote) return "\\" + char;
-    if (char === "\n") return "\\n";
-    if (char === "\r") return "\\r";
-    if (char === "\t") return "\\t";
-    const code = char.codePointAt(0)!;
-    return code < 0x20 || (code >= 0x7f && code < 0xa0) ? `\\x${code.toString(16).padStart(2, "0")}` : char;
-  });
-  return quote + body.join("") + quote;
-}
-
-/** Python's urllib.parse.quote(text, safe=""): everything but letters, digits and `_.-~` percent-encoded. */
-const quoteSegment = (text: string): string =>
-  encodeURIComponent(text).replace(/[!'()*]/g, (char) => `%${char.charCodeAt(0).toString(16).toUpperCase()}`);
 
 const stripSlashes = (text: string): string => text.replace(/^\/+|\/+$/g, "");
 

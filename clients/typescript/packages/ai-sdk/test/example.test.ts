@@ -34,6 +34,6 @@ test("the README shows the example as it is run", () => {
   const source = readFileSync(fileURLToPath(new URL("../../examples/quickstart.ts", import.meta.url)), "utf8");
   const body = source.replace(/^(\/\/.*\n)+\n?/, "");
   const readme = readFileSync(fileURLToPath(new URL("../../README.md", import.meta.url)), "utf8");
-  assert.ok(body.startsWith('import { createOpenAICompatible }'));
+  assert.ok(body.startsWith("import { createOpenAICompatible }"));
   assert.ok(readme.includes("```ts\n" + body + "```\n"), "README.md's example differs from examples/quickstart.ts");
 });

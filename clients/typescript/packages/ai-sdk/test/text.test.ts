@@ -6,6 +6,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 
 import { clamp, escape, escapeMarkup, fold, inline, neutralise } from "../src/rules.js";
+import { pyRepr, quoteSegment } from "../src/python.js";
 import { factLine, fenced, label } from "../src/text.js";
 
 interface RuleCase {
@@ -17,6 +18,8 @@ interface RuleCase {
   inline: string;
   inline_80: string;
   clamp_5: string;
+  repr: string;
+  quote: string;
 }
 interface RowCase {
   row: Record<string, unknown>;
@@ -65,4 +68,11 @@ test("the fenced block, and the words for no memories, are the Python client's",
   assert.equal(fenced(fixture.rows.slice(0, 5).map((one) => one.row)), fixture.fenced);
   assert.ok(fixture.fenced.startsWith("<memory>\nFacts remembered") && fixture.fenced.endsWith("\n</memory>"));
   assert.equal(fenced([], { empty: "Nothing recallable here matches." }), fixture.fenced_empty);
+});
+
+test("paths are quoted and spelled in messages as Python's quote and repr do", () => {
+  for (const one of fixture.rules) {
+    assert.equal(pyRepr(one.text), one.repr, `repr ${JSON.stringify(one.text)}`);
+    assert.equal(quoteSegment(one.text), one.quote, `quote ${JSON.stringify(one.text)}`);
+  }
 });
