@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { after, before, test } from "node:test";
 
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { ConflictError, type Place } from "@archivist/client";
+import { ConflictError, type Place, type Rendered } from "@archivist/client";
 import { generateText, stepCountIs, streamText, wrapLanguageModel } from "ai";
 
 import { archivistMemory, archivistTools, questionOf } from "../src/index.js";
@@ -27,9 +27,10 @@ before(async () => {
 });
 after(async () => model.close());
 
-function wrapped(place: Place) {
+function wrapped(place: Place, onRender?: (rendered: Rendered) => void) {
   const provider = createOpenAICompatible({ name: "stand-in", baseURL: `${model.url}/v1` });
-  return wrapLanguageModel({ model: provider("stand-in"), middleware: archivistMemory({ client: client(), place }) });
+  const middleware = archivistMemory({ client: client(), place, onRender });
+  return wrapLanguageModel({ model: provider("stand-in"), middleware });
 }
 
 function systemMessages(index: number): string[] {
@@ -64,9 +65,14 @@ test("the model receives the turn's block, and the injection record shows exactl
   });
 });
 
-test("without a turn id one is made (ai-<uuid>) and handed back with the answer", async () => {
-  const result = await generateText({ model: wrapped(dm), prompt: "Her name?" });
+test("without a turn id one is made (ai-<uuid>) and handed back with the answer and to onRender", async () => {
+  const seen: Rendered[] = [];
+  const result = await generateText({ model: wrapped(dm, (rendered) => seen.push(rendered)), prompt: "Her name?" });
   const turnId = String(result.providerMetadata?.["archivist"]?.["turnId"]);
+  assert.deepEqual(
+    seen.map((rendered) => rendered.turn_id),
+    [turnId],
+  );
   assert.match(turnId, /^ai-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   const injection = await client().injection(turnId);
   assert.equal(injection.question, "Her name?");
