@@ -18,7 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from archivist_client.rules import fenced_block
-from archivist_client.rules.text import escape_markup, neutralise
+from archivist_client.rules.text import ANGLE_LOOKALIKES, escape_markup, neutralise
 from archivist_client.text import fact_line, fenced, label
 
 OUT = Path(__file__).resolve().parent.parent / "test" / "fixtures" / "blocks.json"
@@ -51,6 +51,7 @@ NAMED = [
     "\U0001f600" * 520,
     "line\u2028sep\u2029para\x85next\x1crecord",
     "control \x07 bell \x1b[31m red",
+    "look-alikes " + "".join(ANGLE_LOOKALIKES) + " \u226e\u226f\ufe64memory\ufe65",
 ]
 
 

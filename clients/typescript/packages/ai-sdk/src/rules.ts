@@ -60,29 +60,9 @@ const EMOJI_RANGES: ReadonlyArray<readonly [number, number]> = [
   [0x3297, 0x3299],
   [0x1f000, 0x1faff],
 ];
-// Brackets NFKC leaves as they are but a reader (or a model) takes for < and >.
-const ANGLE_LOOKALIKES: Record<string, string> = {
-  "\u02c2": "<",
-  "\u02c3": ">",
-  "\u1438": "<",
-  "\u1433": ">",
-  "\u2039": "<",
-  "\u203a": ">",
-  "\u2329": "<",
-  "\u232a": ">",
-  "\u276e": "<",
-  "\u276f": ">",
-  "\u27e8": "<",
-  "\u27e9": ">",
-  "\u29fc": "<",
-  "\u29fd": ">",
-  "\u3008": "<",
-  "\u3009": ">",
-  "\ufe64": "<",
-  "\ufe65": ">",
-  "\uff1c": "<",
-  "\uff1e": ">",
-};
+// Brackets NFKC leaves as they are but a reader (or a model) takes for < and >, each pair in the same place.
+const LOOKS_LIKE_LESS = "\u02c2\u1438\u2039\u2329\u276e\u27e8\u29fc\u3008\ufe64\uff1c";
+const LOOKS_LIKE_GREATER = "\u02c3\u1433\u203a\u232a\u276f\u27e9\u29fd\u3009\ufe65\uff1e";
 
 const ZWNJ = 0x200c;
 const ZWJ = 0x200d;
@@ -191,7 +171,8 @@ export function neutralise(text: string): string {
 
 function angle(char: string): string | null {
   if (char === "<" || char === ">") return char;
-  if (char in ANGLE_LOOKALIKES) return ANGLE_LOOKALIKES[char]!;
+  if (LOOKS_LIKE_LESS.includes(char)) return "<";
+  if (LOOKS_LIKE_GREATER.includes(char)) return ">";
   if (char.codePointAt(0)! < 0x80) return null;
   const folded = char.normalize("NFKD");
   if (folded.includes("<")) return "<";
