@@ -6,12 +6,13 @@ import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
 import { after, before, test } from "node:test";
 
+import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { ConflictError, type Place, type Rendered } from "@archivist/client";
 import { generateText, stepCountIs, streamText, wrapLanguageModel } from "ai";
 
 import { archivistMemory, archivistTools, questionOf } from "../src/index.js";
-import { chatStandIn, client, newPlace, people, type StandIn } from "./support.js";
+import { chatStandIn, client, messagesStandIn, newPlace, people, type StandIn } from "./support.js";
 
 // Turn ids are unique in an organisation: each run of these tests has its own.
 const run = randomBytes(4).toString("hex");
@@ -151,6 +152,28 @@ test("where nothing is remembered no block is added, and the turn is still recor
   });
   assert.deepEqual(systemMessages(model.received.length - 1), []);
   assert.deepEqual((await client().injection(`ai-test-empty-${run}`)).lines, []);
+});
+
+test("through @ai-sdk/anthropic the block reaches Claude's system prompt after the call's own", async () => {
+  const claude = await messagesStandIn([{ text: "Mo." }]);
+  try {
+    const anthropic = createAnthropic({ baseURL: `${claude.url}/v1`, apiKey: "stand-in" });
+    const middleware = archivistMemory({ client: client(), place: dm });
+    await generateText({
+      model: wrapLanguageModel({ model: anthropic("claude-sonnet-4-5"), middleware }),
+      system: "Be brief.",
+      prompt: "What is her name?",
+      providerOptions: { archivist: { turnId: `ai-test-claude-${run}` } },
+    });
+    const system = claude.received[0]!.body["system"] as Array<{ type: string; text: string }>;
+    const recorded = (await client().replay(`ai-test-claude-${run}`)).text;
+    assert.deepEqual(
+      system.map((part) => part.text),
+      ["Be brief.", recorded],
+    );
+  } finally {
+    await claude.close();
+  }
 });
 
 test("the question is the last user message's text, without control characters, at most 2,000 characters", () => {
