@@ -17,7 +17,10 @@ test("each namespace row maps to its channel, scope, person or subject", () => {
     subject_type: "candidate",
     subject_id: "cand-9",
   });
-  assert.deepEqual(meaningOf(["subjects", "G-team", "user", "max"]).fields, { subject_type: "user", subject_id: "max" });
+  assert.deepEqual(meaningOf(["subjects", "G-team", "user", "max"]).fields, {
+    subject_type: "user",
+    subject_id: "max",
+  });
   assert.deepEqual(meaningOf(["subjects", "G-team", "workspace"]), {
     channel: "G-team",
     fields: { subject_type: "workspace" },
@@ -42,7 +45,10 @@ test("a namespace that maps to nothing is refused with the usage", () => {
       return true;
     });
   }
-  assert.throws(() => meaningOf(["subjects", "G-team", "robot", "r2"]), /A subject is a candidate, a user or the workspace, not "robot"/);
+  assert.throws(
+    () => meaningOf(["subjects", "G-team", "robot", "r2"]),
+    /A subject is a candidate, a user or the workspace, not "robot"/,
+  );
 });
 
 test("a search may name a prefix of a subject's namespace, a write may not", () => {
@@ -68,7 +74,10 @@ test("a key's source reference encodes as Python's quote does and parses back", 
 
 test("a source reference longer than Archivist keeps is refused naming the limit", () => {
   assert.equal(sourceRef(["memories", "D-mona"], "k".repeat(181)).length, 200);
-  assert.throws(() => sourceRef(["memories", "D-mona"], "k".repeat(182)), /201 characters; Archivist keeps at most 200/);
+  assert.throws(
+    () => sourceRef(["memories", "D-mona"], "k".repeat(182)),
+    /201 characters; Archivist keeps at most 200/,
+  );
 });
 
 test("a value keeps its text in content and only the fields a memory keeps", () => {
