@@ -16,7 +16,6 @@ import {
   type Memory,
   type MemoryDetail,
   type Place,
-  type PlaceRecord,
   type RememberInput,
 } from "@archivist/client";
 import {
@@ -56,6 +55,7 @@ export interface ArchivistPutOperation extends PutOperation {
 
 const RECALL_LIMIT = 40;
 const PAGE_SIZE = 200;
+const PLACES_AT_ONCE = 4;
 const DELETE_REASON = "deleted through the LangGraph store";
 const UUID = /^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$/i;
 
@@ -85,11 +85,11 @@ export class ArchivistStore extends BaseStore {
     );
   }
 
-  /** `put`, with `ttl` (minutes) becoming the memory's expiry. */
+  /** `put`, with `ttl` (minutes) becoming the memory's expiry; a null value deletes, as in a batch. */
   override async put(
     namespace: string[],
     key: string,
-    value: Record<string, unknown>,
+    value: Record<string, unknown> | null,
     index?: false | string[],
     options: { ttl?: number } = {},
   ): Promise<void> {
@@ -122,7 +122,7 @@ export class ArchivistStore extends BaseStore {
   private async loadDirectory(): Promise<Map<string, Place>> {
     const directory = new Map<string, Place>();
     try {
-      for await (const row of this.client.places() as AsyncIterable<PlaceRecord>) {
+      for await (const row of this.client.places()) {
         directory.set(row.channel, { channel: row.channel, kind: row.kind as Place["kind"], people: row.people });
       }
     } catch (error) {
@@ -241,8 +241,11 @@ export class ArchivistStore extends BaseStore {
     const named = conditions.find((condition) => condition.matchType === "prefix")?.path[1];
     const scanned = [...channels].filter((channel) => named === undefined || named === "*" || named === channel);
     const namespaces: string[][] = [...channels].map((channel) => ["memories", channel]);
-    const listed = await Promise.all(scanned.map((channel) => this.namespacesIn(channel)));
-    namespaces.push(...listed.flat());
+    // A few places at a time: the server answers 429 beyond an organisation's share of requests in flight.
+    for (let start = 0; start < scanned.length; start += PLACES_AT_ONCE) {
+      const listed = await Promise.all(scanned.slice(start, start + PLACES_AT_ONCE).map((c) => this.namespacesIn(c)));
+      namespaces.push(...listed.flat());
+    }
     const chosen = namespaces
       .filter((namespace) => conditions.every((condition) => matchesCondition(namespace, condition)))
       .map((namespace) => (operation.maxDepth === undefined ? namespace : namespace.slice(0, operation.maxDepth)));

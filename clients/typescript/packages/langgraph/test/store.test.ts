@@ -49,7 +49,7 @@ test("put, get, put again supersedes, and put null and delete forget", async () 
     "the first version is kept in the chain",
   );
 
-  await store.put(namespace, "pref", null as never); // LangGraph's way to delete through put
+  await store.put(namespace, "pref", null); // LangGraph's way to delete through put
   assert.equal(await store.get(namespace, "pref"), null);
   await assert.rejects(client.get(second?.value.id, { place: dm }), ForgottenError, "forgotten, a receipt stays");
 
