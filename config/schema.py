@@ -3,6 +3,7 @@
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 
+from lib.api.errors import ERROR_CODES
 from lib.api.idempotency import IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_PATTERN
 from threads.models import THREAD_ID_PATTERN
 
@@ -45,11 +46,16 @@ class MemberSessionScheme(OpenApiAuthenticationExtension):
 
 # --- What validation enforces, said by the schema too -----------------------------------
 
+ERROR_CODE_SCHEMA = {
+    "type": "string",
+    "enum": list(ERROR_CODES),
+    "description": "What refused the request; each code is one error class in the clients.",
+}
 ERROR_SCHEMA = {
     "type": "object",
     "required": ["error", "detail", "fields"],
     "properties": {
-        "error": {"type": "string", "example": "invalid"},
+        "error": {"$ref": "#/components/schemas/ErrorCode"},
         "detail": {"type": "string", "example": "body: Must be a string, not an integer."},
         "fields": {
             "type": "object",
@@ -95,6 +101,7 @@ def strict_requests(result, generator, request, public):
         if name.endswith("Request") and schema.get("type") == "object":
             schema["additionalProperties"] = False
             schema.update(OBJECT_RULES.get(name, {}))
+    components["ErrorCode"] = ERROR_CODE_SCHEMA
     components["Error"] = ERROR_SCHEMA
     rules = _parameter_rules()
     for item in result.get("paths", {}).values():
