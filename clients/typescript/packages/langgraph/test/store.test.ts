@@ -6,7 +6,14 @@
 import assert from "node:assert/strict";
 import { before, test } from "node:test";
 
-import { ForgottenError, InvalidError, UnauthenticatedError, type Place } from "@archivist/client";
+import {
+  ArchivistClient,
+  ForgottenError,
+  InvalidError,
+  ThrottledError,
+  UnauthenticatedError,
+  type Place,
+} from "@archivist/client";
 import {
   InvalidNamespaceError,
   type GetOperation,
@@ -203,4 +210,17 @@ test("batch runs mixed operations in order, each answering as its method would",
   assert.deepEqual(namespaces, [namespace]);
   assert.equal(removed, undefined);
   assert.equal(gone, null);
+});
+
+test("a throttled call arrives as ThrottledError with the server's Retry-After", async () => {
+  const url = process.env.ARCHIVIST_TEST_THROTTLE_URL;
+  assert.ok(url, "ARCHIVIST_TEST_THROTTLE_URL names the harness's throttle");
+  const once = new ArchivistStore({ client: new ArchivistClient({ retries: 0 }) });
+  assert.equal(await once.get(["memories", dm.channel], "throttled"), null, "answered before the throttle");
+  assert.equal((await fetch(url, { method: "POST", body: JSON.stringify({ seconds: 2 }) })).status, 204);
+  const throttled = await once.get(["memories", dm.channel], "throttled").catch((error) => error);
+  assert.ok(throttled instanceof ThrottledError, String(throttled));
+  assert.ok(throttled.retryAfter !== undefined && throttled.retryAfter > 0);
+  // The default client waits the Retry-After and tries again, so the store's call goes through.
+  assert.equal(await store.get(["memories", dm.channel], "throttled"), null);
 });
