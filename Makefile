@@ -29,7 +29,16 @@ $(STAMP): $(RUN_STAMP) clients/python/pyproject.toml clients/mcp/pyproject.toml 
 	@$(PY) -m pip install --quiet --no-deps -e clients/python -e clients/mcp -e clients/langgraph
 	@touch $(STAMP)
 
-venv: $(STAMP)
+# The TypeScript clients' workspace: `npm ci` again whenever its lock file changes (Node 20 and npm needed).
+TS := clients/typescript
+NPM_STAMP := $(TS)/node_modules/.installed
+$(NPM_STAMP): $(TS)/package-lock.json
+	@command -v npm >/dev/null || { printf '[archivist] %s\n' "Node.js 20 and npm are needed for the TypeScript clients (clients/typescript): install them (.ci/run does, from NodeSource)"; exit 1; }
+	$(SAY) "installing the TypeScript clients' dependencies: npm ci in $(TS) (about 50 MB, a few seconds), as its package-lock.json changed"
+	@cd $(TS) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $(NPM_STAMP)
+
+venv: $(STAMP) $(NPM_STAMP)
 
 # The optional OpenTelemetry group (docs/deploying.md, "Traces"): `make run` does not install it unless asked.
 OTEL_STAMP := $(VENV)/.otel-installed
@@ -46,13 +55,13 @@ run: $(RUN_STAMP)
 
 ## Runs every check: ruff, migrations, the deploy check and the type check beside the whole test suite (any failure
 ## fails the run; the short checks finish while the suite's workers start).
-test: $(STAMP) $(OTEL_STAMP)
+test: $(STAMP) $(OTEL_STAMP) $(NPM_STAMP)
 	$(MAKE) --no-print-directory -j5 lint migrations-check deploy-check typecheck suite
 
 ## The test suite alone, on one worker more than the machine has cores, since many tests wait on the processes
 ## they start (TEST_WORKERS=0 runs it in one process; the browser tests share one worker and one Chromium).
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
-suite: $(STAMP)
+suite: $(STAMP) $(NPM_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 lint: $(STAMP)
@@ -83,7 +92,7 @@ deploy-check: $(STAMP)
 	REDIS_URL=redis://redis.invalid:6379/0 \
 	$(PY) manage.py check --deploy --fail-level WARNING
 
-bench: $(STAMP)
+bench: $(STAMP) $(NPM_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/recall.py --n 20000 --mode auto
 	HF_HUB_OFFLINE=1 $(PY) bench/mem0_compare.py
 	HF_HUB_OFFLINE=1 $(PY) bench/request_overhead.py
@@ -93,6 +102,7 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/load.py
 	HF_HUB_OFFLINE=1 $(PY) bench/fairness.py
 	HF_HUB_OFFLINE=1 $(PY) bench/faults.py
+	HF_HUB_OFFLINE=1 $(PY) bench/typescript_clients.py
 
 clean:
 	rm -rf $(VENV) var/test
