@@ -34,8 +34,8 @@ export const cases = [
     bare: async (context) => {
       const { namespace } = await prepared(context);
       const ref = sourceRef(namespace, KEY);
-      const query = new URLSearchParams({ place: context.place.channel, source_ref: ref, state: "live", page_size: "10" });
-      const page = await bareJson(context, "GET", `memories?${query}`);
+      const query = { place: context.place.channel, source_ref: ref, state: "live", page_size: "10" };
+      const page = await bareJson(context, "GET", `memories?${new URLSearchParams(query)}`);
       return page.results.find((memory) => memory.source.ref === ref) ?? null;
     },
   },
