@@ -120,6 +120,15 @@ test("namespaces, keys and values that map to nothing are refused, naming the ru
   assert.deepEqual(written.filter((item) => item.key.startsWith("k")), [], "nothing was written");
 });
 
+test("a place recorded after the store read the directory is found by reading it again", async () => {
+  const fresh = liveStore();
+  assert.deepEqual(await fresh.listNamespaces({ prefix: ["memories", dm.channel] }), [["memories", dm.channel]]);
+  const later = await freshPlace(client, "later", "private");
+  const namespace = ["subjects", later.channel, "workspace"];
+  await fresh.put(namespace, "k", { content: "Recorded after the first read" });
+  assert.equal((await fresh.get(namespace, "k"))?.value.content, "Recorded after the first read");
+});
+
 test("structured content is kept as its JSON text, and ttl becomes the expiry", async () => {
   const namespace = ["subjects", team.channel, "workspace"];
   await store.put(namespace, "structured", { content: { food: "tea", days: [1, 2] } });
