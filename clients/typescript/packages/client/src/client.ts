@@ -144,7 +144,7 @@ export class ArchivistClient {
       idempotency_key: item.idempotency_key ?? crypto.randomUUID(),
     }));
     const batches: t.Batch[] = [];
-    for (let start = 0; start < prepared.length || start === 0; start += BATCH_MAX_ITEMS) {
+    for (let start = 0; start < prepared.length; start += BATCH_MAX_ITEMS) {
       const chunk = { items: prepared.slice(start, start + BATCH_MAX_ITEMS) };
       batches.push(await this.#write<t.Batch>("POST", "memories/batch", chunk, { signal: options.signal }));
     }

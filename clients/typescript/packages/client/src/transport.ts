@@ -69,6 +69,31 @@ export function requestOf(settings: TransportSettings, call: Call): { url: strin
   return { url: urlOf(settings.api, call), init };
 }
 
+/** An answer as it came: its status, headers and body, read whole within the try's time. */
+interface Answered {
+  response: Response;
+  text: string;
+}
+
+/** One try: sent and read whole before `timeout` ms, or rejected (no answer, the timeout, or `signal`). */
+async function attempt(settings: TransportSettings, url: string, init: RequestInit, signal?: AbortSignal) {
+  const controller = new AbortController();
+  const timer = setTimeout(
+    () => controller.abort(new DOMException(`No answer within ${settings.timeout} ms.`, "TimeoutError")),
+    settings.timeout,
+  );
+  const aborted = () => controller.abort(signal?.reason);
+  if (signal?.aborted) aborted();
+  signal?.addEventListener("abort", aborted, { once: true });
+  try {
+    const response = await settings.fetch(url, { ...init, signal: controller.signal });
+    return { response, text: await response.text() } satisfies Answered;
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", aborted);
+  }
+}
+
 /** Seconds to wait before trying again after `response` (undefined: no answer came), or undefined to stop. */
 function waitBefore(settings: TransportSettings, tried: number, response: Response | undefined): number | undefined {
   if (tried >= settings.retries) return undefined;
@@ -82,8 +107,7 @@ function waitBefore(settings: TransportSettings, tried: number, response: Respon
   return wait <= settings.maxRetryWait ? wait : undefined;
 }
 
-async function answerOf(response: Response): Promise<unknown> {
-  const text = await response.text();
+function answerOf({ response, text }: Answered): unknown {
   if (response.status >= 400) throw errorFor(response, text);
   return text ? JSON.parse(text) : undefined;
 }
@@ -92,24 +116,21 @@ async function answerOf(response: Response): Promise<unknown> {
 export async function send(settings: TransportSettings, call: Call): Promise<unknown> {
   const { url, init } = requestOf(settings, call);
   for (let tried = 0; ; tried++) {
-    const signals = [AbortSignal.timeout(settings.timeout)];
-    if (call.signal) signals.push(call.signal);
-    let response: Response | undefined;
+    let answered: Answered | undefined;
     let failure: unknown;
     try {
-      response = await settings.fetch(url, { ...init, signal: AbortSignal.any(signals) });
+      answered = await attempt(settings, url, init, call.signal);
     } catch (error) {
       if (call.signal?.aborted) throw call.signal.reason;
       failure = error;
     }
-    const wait = waitBefore(settings, tried, response);
+    const wait = waitBefore(settings, tried, answered?.response);
     if (wait === undefined) {
-      if (response === undefined) {
+      if (answered === undefined) {
         throw new UnreachableError({ detail: `Archivist could not be reached: ${String(failure)}`, cause: failure });
       }
-      return answerOf(response);
+      return answerOf(answered);
     }
-    await response?.body?.cancel();
     await sleep(wait, call.signal);
   }
 }

@@ -134,6 +134,22 @@ test("no answer at all is retried with the same key, then UnreachableError", asy
   assert.ok(tries[0] && tries[0] === tries[1]);
 });
 
+test("a try longer than the timeout is ended, and tried again (the same key) before UnreachableError", async () => {
+  const tries: (string | null)[] = [];
+  const slow: typeof fetch = (input, init) => {
+    tries.push(new Headers(init?.headers).get(IDEMPOTENCY_HEADER));
+    return new Promise((_, reject) => init?.signal?.addEventListener("abort", () => reject(init.signal?.reason)));
+  };
+  const archivist = client({ place: DM, timeout: 50, retries: 1, fetch: slow });
+  await assert.rejects(archivist.remember({ body: "x" }), (error: unknown) => {
+    assert.ok(error instanceof UnreachableError);
+    assert.match(error.message, /No answer within 50 ms/);
+    return true;
+  });
+  assert.equal(tries.length, 2);
+  assert.ok(tries[0] && tries[0] === tries[1]);
+});
+
 test("an abort signal ends a call while it waits to try again", async () => {
   await throttle(1);
   const archivist = client({ place: DM });
