@@ -105,7 +105,7 @@ bench: $(STAMP) $(NPM_STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/typescript_clients.py
 
 clean:
-	rm -rf $(VENV) var/test
+	rm -rf $(VENV) var/test $(TS)/node_modules $(TS)/packages/*/dist $(TS)/packages/client/src/generated
 
 .PHONY: bench-1m bench-mem0
 ## The 1,000,000-memory recall run, default mode (most of an hour on 2 cores; kept out of `make bench`).

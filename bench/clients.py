@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import shutil
 import statistics
 import sys
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from harness import UNLIMITED_CLIENT, free_port, start_gunicorn, start_services, stop_services  # noqa: E402 - after the path is set
+from harness import client_bench_server  # noqa: E402 - after the path is set
 
 DATABASE = "archivist_clients"
 PLACE = {"channel": "C-bench", "kind": "public", "people": []}
@@ -59,19 +58,7 @@ def timed(call) -> float:
 def main() -> None:
     args = arguments()
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request would drown the figures
-    data_dir = Path(args.data_dir)
-    shutil.rmtree(data_dir, ignore_errors=True)
-    server, redis = start_services(data_dir, DATABASE, UNLIMITED_CLIENT)
-    gunicorn = None
-    try:
-        from accounts.services import agent_create, organisation_create
-
-        organisation = organisation_create(slug="bench-clients")
-        _, token = agent_create(organisation=organisation, name="bench")
-        args.port = args.port or free_port()
-        gunicorn = start_gunicorn(port=args.port, data_dir=data_dir, workers=2, threads=4)
-        base = f"http://127.0.0.1:{args.port}"
-
+    with client_bench_server(Path(args.data_dir), DATABASE, "bench-clients", port=args.port) as (base, token):
         import httpx
         from archivist_client import Archivist
 
@@ -136,11 +123,6 @@ def main() -> None:
         print(f"  load average (1, 5, 15 min) at the end: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
         client.close()
         raw.close()
-    finally:
-        if gunicorn is not None:
-            gunicorn.terminate()
-            gunicorn.wait(timeout=20)
-        stop_services(server, redis)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -26,6 +29,34 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+@contextmanager
+def client_bench_server(
+    data_dir: Path, database: str, slug: str, *, port: int = 0, people: Sequence[str] = ()
+) -> Iterator[tuple[str, str]]:
+    """A client benchmark's server, as (base URL, agent token): fresh services in `data_dir` (UNLIMITED_CLIENT),
+    an organisation `slug` with an agent and the members `people`, and gunicorn on `port` (a free one by
+    default); everything is stopped on leaving."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    server, redis = start_services(data_dir, database, UNLIMITED_CLIENT)
+    gunicorn = None
+    try:
+        from accounts.models import Membership
+        from accounts.services import agent_create, organisation_create, user_create
+
+        organisation = organisation_create(slug=slug)
+        for name in people:
+            user_create(username=name, organisation=organisation, role=Membership.Role.MEMBER, password=f"pw-{name}-1")
+        _, token = agent_create(organisation=organisation, name="bench")
+        port = port or free_port()
+        gunicorn = start_gunicorn(port=port, data_dir=data_dir, workers=2, threads=4)
+        yield f"http://127.0.0.1:{port}", token
+    finally:
+        if gunicorn is not None:
+            gunicorn.terminate()
+            gunicorn.wait(timeout=20)
+        stop_services(server, redis)
 
 
 def start_services(data_dir: Path, database: str, environment: dict[str, str]):

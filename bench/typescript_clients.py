@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from harness import UNLIMITED_CLIENT, free_port, start_gunicorn, start_services, stop_services  # noqa: E402 - after the path is set
+from harness import client_bench_server  # noqa: E402 - after the path is set
 
 DATABASE = "archivist_typescript"
 WORKSPACE = ROOT / "clients" / "typescript"
@@ -42,26 +41,10 @@ def main() -> None:
     args = arguments()
     subprocess.run(["npm", "run", "build"], cwd=WORKSPACE, check=True, stdout=subprocess.DEVNULL)
     data_dir = Path(args.data_dir)
-    shutil.rmtree(data_dir, ignore_errors=True)
-    server, redis = start_services(data_dir, DATABASE, UNLIMITED_CLIENT)
-    gunicorn = None
-    try:
-        from accounts.models import Membership
-        from accounts.services import agent_create, organisation_create, user_create
-
-        organisation = organisation_create(slug="bench-typescript")
-        for name in ("mona", "max"):
-            user_create(username=name, organisation=organisation, role=Membership.Role.MEMBER, password=f"pw-{name}-1")
-        _, token = agent_create(organisation=organisation, name="bench")
-        port = args.port or free_port()
-        gunicorn = start_gunicorn(port=port, data_dir=data_dir, workers=2, threads=4)
-        env = {**os.environ, "ARCHIVIST_URL": f"http://127.0.0.1:{port}", "ARCHIVIST_TOKEN": token}
+    people = ("mona", "max")
+    with client_bench_server(data_dir, DATABASE, "bench-typescript", port=args.port, people=people) as (url, token):
+        env = {**os.environ, "ARCHIVIST_URL": url, "ARCHIVIST_TOKEN": token}
         subprocess.run(["node", "bench/overhead.mjs", "--calls", str(args.calls)], cwd=WORKSPACE, env=env, check=True)
-    finally:
-        if gunicorn is not None:
-            gunicorn.terminate()
-            gunicorn.wait(timeout=20)
-        stop_services(server, redis)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ A missing Node, npm or `node_modules` is a failure naming the command that fixes
 from __future__ import annotations
 
 import fcntl
+import functools
 import os
 import shutil
 import subprocess
@@ -50,11 +51,16 @@ def npm(*args: str, env: dict[str, str] | None = None, cwd: Path = WORKSPACE, ti
     )
 
 
-def build_once() -> None:
-    """Builds every package, one pytest worker at a time: tsc writes each package's dist/, and two builds
-    writing the same files at once would leave a half-written one for the other's tests."""
+@functools.cache
+def _build() -> subprocess.CompletedProcess:
     with (WORKSPACE / "node_modules" / ".archivist-build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        built = npm("run", "build")
+        return npm("run", "build")
+
+
+def build_once() -> None:
+    """Builds every package once per pytest process, one process at a time: tsc writes each package's dist/,
+    and two builds writing the same files at once would leave a half-written one for the other's tests."""
+    built = _build()
     if built.returncode:
         pytest.fail(f"npm run build failed:\n{built.stdout}")
