@@ -157,7 +157,7 @@ def test_each_rule_can_be_switched_off_alone():
     assert config.without("date").date_boost == 0 and config.without("date").speaker_boost == config.speaker_boost
     with pytest.raises(ValueError, match="unknown rule"):
         config.without("magic")
-    assert set(ranking.RULES) == {"bm25", "zscore_fusion", "context", "speaker", "date"}
+    assert set(ranking.RULES) == {"bm25", "zscore_fusion", "context", "speaker", "date", "asker", "standing"}
 
 
 def test_reciprocal_rank_fusion_can_stand_in_for_zscores():
