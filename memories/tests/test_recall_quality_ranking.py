@@ -165,3 +165,37 @@ def test_reciprocal_rank_fusion_can_stand_in_for_zscores():
     weak = candidate("weak", "Mona: coffee", similarity=0.1)
     config = RankingConfig(zscore_fusion=False, context_weight=0, speaker_boost=0)
     assert ranked_ids([weak, strong], "tea?", config) == ["strong", "weak"]
+
+
+def test_a_standing_fact_is_lifted_only_when_it_shares_a_word_with_the_request():
+    sharing = candidate("sharing", "Always cite sources (asked by mona)", counts={"sourc": 1})
+    sharing.standing = True
+    silent = candidate("silent", "Never use emojis (asked by mona)", similarity=0.3)
+    silent.standing = True
+    plain = candidate("plain", "Sources are in the wiki", counts={"sourc": 1})
+    ordered = ranking.rank(
+        [sharing, silent, plain] + background(),
+        cues=ranking.analyse_question("where are the sources"),
+        document_frequency={"sourc": 2},
+        total=100,
+        average_length=8.0,
+    )
+    lifted = {c.id: c.parts.get("standing") for c in ordered if c.id in ("sharing", "silent", "plain")}
+    assert lifted == {"sharing": 1.0, "silent": None, "plain": None}
+
+
+def test_the_asker_rule_applies_to_first_person_questions_only():
+    assert ranking.analyse_question("When does my sprint end?").first_person
+    assert ranking.analyse_question("What did I say about the budget").first_person
+    assert not ranking.analyse_question("When does Mona's sprint end?").first_person
+    mine = candidate("mine", "Sprint ends on Friday")
+    mine.by_asker = True
+    for question, lift in (("When does my sprint end?", 0.4), ("When does the sprint end?", None)):
+        ordered = ranking.rank(
+            [mine] + background(),
+            cues=ranking.analyse_question(question),
+            document_frequency={},
+            total=100,
+            average_length=8.0,
+        )
+        assert next(c for c in ordered if c.id == "mine").parts.get("asker") == lift
