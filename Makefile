@@ -110,6 +110,12 @@ bench-mem0: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/mem0_compare.py $(MEM0_ARGS)
 
 .PHONY: quality
-## Recall quality on the LoCoMo dev conversations through the real stack, against BM25, cosine and RRF.
+## Recall quality on the LoCoMo dev conversations through the real stack, against BM25, cosine and RRF;
+## then on long BEAM chats posted as thread events, against main served beside it in the same run
+## (BEAM_ARGS="--chats 1,2,4,5" for more chats, BEAM_AGAINST=<rev> for another baseline).
+BEAM_DATA ?= ../shared/data/beam-dev
+BEAM_ARGS ?= --chats 1,2
+BEAM_AGAINST ?= main
 quality: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) bench/quality.py $(QUALITY_ARGS)
+	HF_HUB_OFFLINE=1 $(PY) bench/quality.py --data $(BEAM_DATA) $(BEAM_ARGS) --against $(BEAM_AGAINST)

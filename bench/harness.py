@@ -56,7 +56,7 @@ def start_gunicorn(
     `root` is the checkout whose code it serves (another, to compare against this one in the same run);
     `sync` runs the run command's worker class (one request at a time per worker, no keep-alive) instead of
     `threads` threads per worker."""
-    import requests
+    from stack import healthy  # bench/stack.py, a sibling: the benches run with bench/ on the path
 
     environment = {**os.environ, "ARCHIVIST_DB_ROLE": "archivist_app", "OMP_NUM_THREADS": "1"}
     command = [
@@ -75,11 +75,8 @@ def start_gunicorn(
     log = data_dir / "gunicorn.log"
     process = subprocess.Popen(command, cwd=root, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
     for _ in range(300):
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
-                return process
-        except requests.RequestException:
-            pass
+        if healthy(port, 1):
+            return process
         time.sleep(0.2)
     raise RuntimeError(f"gunicorn did not start; see {log}")
 

@@ -1,6 +1,7 @@
 """Recall quality on long real conversations (LoCoMo), through the real stack, against baselines.
 
     make quality            # or: HF_HUB_OFFLINE=1 .venv/bin/python bench/quality.py
+    bench/quality.py --data ../shared/data/beam-dev --chats 1,2 --against main   # long chats: bench/beam.py
 
 What it does, in its own data folder (var/bench-quality, emptied first):
 
@@ -42,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import hashlib
 import io
 import json
@@ -50,10 +50,6 @@ import logging
 import math
 import os
 import re
-import shutil
-import signal
-import socket
-import subprocess
 import sys
 import threading
 import time
@@ -67,6 +63,9 @@ import requests
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from stack import free_port, reset, start_stack, stop_stack  # noqa: E402 - after the path is set
+
 DEFAULT_DATA = Path(os.environ.get("ARCHIVIST_LOCOMO", ROOT.parent / "shared" / "data" / "locomo-dev.json"))
 CHANNEL = "conversation"
 PLACE = {"channel": CHANNEL, "kind": "private", "people": []}
@@ -84,7 +83,16 @@ LATENCY_REPEATS = 3
 
 def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="a LoCoMo JSON file")
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=DEFAULT_DATA,
+        help="a LoCoMo JSON file, or a folder in BEAM's layout (bench/beam.py)",
+    )
+    parser.add_argument("--chats", help="with a BEAM folder: the chat folders to load, e.g. 1,2 (default: all)")
+    parser.add_argument(
+        "--against", metavar="REV", help="with a BEAM folder: also serve REV (e.g. main), same questions"
+    )
     parser.add_argument("--data-dir", type=Path, default=ROOT / "var" / "bench-quality")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free loopback port")
     parser.add_argument("--modes", default="contextual,hybrid", help="recall modes asked through the API")
@@ -186,72 +194,6 @@ def load_conversations(path: Path) -> list[Conversation]:
 
 
 # --- The stack ---------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def reset(data_dir: Path) -> None:
-    """Stop whatever a previous run left in the folder, then empty it.
-
-    The settings are not loaded here: they would start PostgreSQL in the
-    folder about to be deleted.
-    """
-    if (data_dir / "pg" / "postmaster.pid").exists():
-        from config.embedded import stop_postgres  # the module alone: it loads no settings
-
-        stop_postgres(data_dir / "pg")
-    for pidfile in data_dir.glob("redis/**/redis.pid"):
-        with contextlib.suppress(ValueError, ProcessLookupError, PermissionError):
-            os.kill(int(pidfile.read_text().strip()), signal.SIGTERM)
-    shutil.rmtree(data_dir, ignore_errors=True)
-    data_dir.mkdir(parents=True)
-
-
-def start_stack(data_dir: Path, port: int) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "ARCHIVIST_DATA_DIR": str(data_dir),
-        "HOST": "127.0.0.1",
-        "PORT": str(port),
-        "DJANGO_SETTINGS_MODULE": "config.settings.dev",
-        "DJANGO_DEBUG": "0",
-        "HF_HUB_OFFLINE": "1",
-        # Loading thousands of turns is one agent's burst, not abuse.
-        "ARCHIVIST_TOKEN_RATE": "1000000/min",
-        "WEB_CONCURRENCY": "2",
-        # One worker process: torch already uses both cores for a batch.
-        "WORKER_CONCURRENCY": "1",
-    }
-    log = (data_dir / "stack.log").open("ab")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "config.supervisor"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
-    )
-    deadline = time.monotonic() + 600
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the run command exited with {process.returncode}; see {data_dir / 'stack.log'}")
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                return process
-        except requests.RequestException:
-            pass
-        time.sleep(1)
-    stop_stack(process)
-    raise SystemExit(f"Archivist did not become healthy in time; see {data_dir / 'stack.log'}")
-
-
-def stop_stack(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def setup_django() -> None:
@@ -390,12 +332,9 @@ def wait_for_threads(conversations: list[Conversation], timeout: float = 3600) -
 _TASK_DONE = re.compile(r"consolidate_thread\[[^\]]+\] succeeded in ([\d.]+)s: \{'events': (\d+)")
 
 
-def warm_up_worker(conv: Conversation, base: str) -> None:
-    """One event in another place, consolidated and embedded before timing: the worker's child
-    imports torch and loads the model on its first task (20 s on a loaded machine)."""
-    from threads.models import Thread
-
-    event = {
+def warm_up_event() -> dict:
+    """A thread event in a place of its own, posted before timing so the worker has loaded its model."""
+    return {
         "id": "warm-up",
         "role": "user",
         "author": "warm-up",
@@ -403,6 +342,14 @@ def warm_up_worker(conv: Conversation, base: str) -> None:
         "time": datetime.now(UTC).isoformat(),
         "place": {"channel": "warm-up", "kind": "private", "people": []},
     }
+
+
+def warm_up_worker(conv: Conversation, base: str) -> None:
+    """One event in another place, consolidated and embedded before timing: the worker's child
+    imports torch and loads the model on its first task (20 s on a loaded machine)."""
+    from threads.models import Thread
+
+    event = warm_up_event()
     requests.post(
         f"{base}/api/v1/threads/warm-up/events",
         json={"events": [event]},
@@ -893,6 +840,15 @@ def fingerprint(path: Path) -> str:
 
 def main() -> None:
     args = arguments()
+    if args.data.is_dir():
+        import beam
+
+        if not beam.is_beam_folder(args.data):
+            raise SystemExit(f"--data: {args.data} is a folder but not of BEAM chats (<n>/chat.json)")
+        beam.run(args.data, beam.chat_list(args.chats), args.against)
+        return
+    if args.chats or args.against:
+        raise SystemExit("--chats and --against go with a BEAM folder as --data")
     if not args.data.exists():
         raise SystemExit(f"no data file at {args.data} (set --data or ARCHIVIST_LOCOMO)")
     conversations = load_conversations(args.data)
