@@ -23,6 +23,7 @@ INSTRUCTION_VERBS = frozenset({
     "summarise", "summarize", "talk", "tell", "test", "translate", "treat", "use", "walk", "warn", "wrap", "write"
 })  # fmt: skip
 _POLITE = r"(?:(?:please|kindly)\s+)?"
+_WHENEVER = r"(?:whenever|every time|each time|any time|anytime)"
 # "make sure to always …", "I would like you to never …": a frame around an always/never instruction.
 _FRAME = (
     r"(?:(?:make sure(?: that)?(?: you| to)?|be sure to|remember to|I would like you to|I want you to|"
@@ -34,13 +35,13 @@ _ALWAYS = re.compile(
 )
 # "whenever I ask about recipes, list the ingredients first"
 _CONDITION_FIRST = re.compile(
-    r"^(?P<condition>(?:whenever|when|every time|each time|any time|anytime|if)\s+(?:I|you)\s[^,]{2,160}),\s*"
+    rf"^(?P<condition>(?:{_WHENEVER}|when|if)\s+(?:I|you)\s[^,]{{2,160}}),\s*"
     rf"{_POLITE}(?P<main>.+)$",
     re.IGNORECASE,
 )
 # "use metric units whenever you give me distances"
 _CONDITION_AFTER = re.compile(
-    rf"^{_POLITE}(?P<verb>[\w-]+)\s(?P<rest>.*\b(?:whenever|every time|each time|any time|anytime)\s+(?:I|you)\b.*)$",
+    rf"^{_POLITE}(?P<verb>[\w-]+)\s(?P<rest>.*\b{_WHENEVER}\s+(?:I|you)\b.*)$",
     re.IGNORECASE,
 )
 _PAST_CONDITION = re.compile(r"\b(?:I|you)\s+(?:was|were|did|had|used to)\b|\bago\b", re.IGNORECASE)
