@@ -33,7 +33,7 @@ _ALWAYS = re.compile(
     rf"^{_POLITE}{_FRAME}{_POLITE}(?P<marker>always|never|do not ever|never ever)\s+(?P<verb>[\w-]+)(?P<rest>.*)$",
     re.IGNORECASE,
 )
-# "whenever I ask about recipes, list the ingredients first"
+# "whenever I ask about trips, list the costs first"
 _CONDITION_FIRST = re.compile(
     rf"^(?P<condition>(?:{_WHENEVER}|when|if)\s+(?:I|you)\s[^,]{{2,160}}),\s*"
     rf"{_POLITE}(?P<main>.+)$",
