@@ -431,7 +431,7 @@ def plan_described(config: ranking.RankingConfig) -> dict:
                 ("speaker", config.speaker_boost),
                 ("date", config.date_boost),
                 ("asker", config.asker_boost),
-                ("standing", config.standing_boost),
+                ("standing", config.standing_rank),
             )
             if weight
         ],

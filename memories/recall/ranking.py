@@ -11,9 +11,10 @@ and switchable alone (`RankingConfig`)."""
 # - speaker: a question naming someone who speaks in a candidate (a leading `Name:` label) prefers their lines;
 # - time: a question naming a date or a month prefers facts that happened in it or shortly after;
 # - asker: a first-person question ("my budget", "what did I say") prefers the asker's own facts;
-# - standing: the best standing instruction or preference sharing a word with the request is lifted, so a
-#   request that does not repeat an instruction's words still brings it; only one, so they never crowd out
-#   the facts that answer it.
+# - standing: the best standing instruction or preference sharing a word with the request is raised to the
+#   first few places, so a request that does not repeat an instruction's words still brings it; only one, so
+#   they never crowd out the facts that answer it. A place rather than a fixed gain: over a long chat the
+#   context rule alone spreads scores by several points (measured on BEAM: +1.0 moved none into the ten).
 # Nothing here knows any data set: names come from the candidates' own labels, dates are ordinary English dates.
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ class RankingConfig:
     # reaches this far past its end.
     date_reach: timedelta = timedelta(days=14)
     asker_boost: float = 0.4
-    standing_boost: float = 1.0
-    standing_kept: int = 1  # how many standing facts are lifted
+    standing_rank: int = 3  # the place the best standing fact is raised to, when below it
+    standing_kept: int = 1  # how many standing facts are raised
     # The profile facts of the place's own scope nearest the question, offered as candidates however few of
     # the request's words they hold (`memories.recall.candidates.RecallRequest.own_profile`).
     standing_candidates: int = 3
@@ -83,7 +84,7 @@ class RankingConfig:
             "speaker": {"speaker_boost": 0.0},
             "date": {"date_boost": 0.0},
             "asker": {"asker_boost": 0.0},
-            "standing": {"standing_boost": 0.0, "standing_candidates": 0},
+            "standing": {"standing_rank": 0, "standing_candidates": 0},
         }
         if rule not in off:
             raise ValueError(f"unknown rule {rule!r}; one of {', '.join(off)}")
@@ -263,14 +264,25 @@ def rank(
     return sorted(candidates, key=lambda c: -c.score)
 
 
+# How far above a fact a raised one is put: enough to order them, too little to matter otherwise.
+_STEP = 1e-6
+
+
 def _lift_standing(candidates: list[RankedRow], config: RankingConfig) -> None:
-    """Lift the best `standing_kept` standing facts that share a word with the request (hold one of its lexemes)."""
-    if not config.standing_boost:
+    """Raise the best `standing_kept` standing facts that share a word with the request (hold one of its
+    lexemes) to place `standing_rank`, when they are below it; the gain is kept in `parts`."""
+    if not config.standing_rank:
         return
     sharing = sorted((c for c in candidates if c.standing and c.lexeme_counts), key=lambda c: -c.score)
     for candidate in sharing[: config.standing_kept]:
-        candidate.parts["standing"] = config.standing_boost
-        candidate.score += config.standing_boost
+        others = sorted((c.score for c in candidates if c is not candidate), reverse=True)
+        if len(others) < config.standing_rank:
+            continue  # within the first places already
+        # Just above the fact now in that place, so the order of the rest stands.
+        gain = others[config.standing_rank - 1] - candidate.score + _STEP
+        if gain > 0:
+            candidate.parts["standing"] = gain
+            candidate.score += gain
 
 
 def _fuse(lexical: Sequence[float | None], semantic: Sequence[float | None], config: RankingConfig) -> list[float]:

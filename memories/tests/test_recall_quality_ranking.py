@@ -167,21 +167,30 @@ def test_reciprocal_rank_fusion_can_stand_in_for_zscores():
     assert ranked_ids([weak, strong], "tea?", config) == ["strong", "weak"]
 
 
-def test_a_standing_fact_is_lifted_only_when_it_shares_a_word_with_the_request():
-    sharing = candidate("sharing", "Always cite sources (asked by mona)", counts={"sourc": 1})
+def test_a_standing_fact_is_raised_only_when_it_shares_a_word_with_the_request():
+    sharing = candidate("sharing", "Always cite sources (asked by mona)", similarity=0.0, counts={"sourc": 1})
     sharing.standing = True
     silent = candidate("silent", "Never use emojis (asked by mona)", similarity=0.3)
     silent.standing = True
     plain = candidate("plain", "Sources are in the wiki", counts={"sourc": 1})
-    ordered = ranking.rank(
-        [sharing, silent, plain] + background(),
-        cues=ranking.analyse_question("where are the sources"),
-        document_frequency={"sourc": 2},
-        total=100,
-        average_length=8.0,
-    )
-    lifted = {c.id: c.parts.get("standing") for c in ordered if c.id in ("sharing", "silent", "plain")}
-    assert lifted == {"sharing": 1.0, "silent": None, "plain": None}
+    answers = [candidate(f"a{n}", f"Sources of part {n}", similarity=0.6, counts={"sourc": 2}) for n in range(5)]
+
+    def ordered_by(config: RankingConfig) -> list[RankedRow]:
+        return ranking.rank(
+            [sharing, silent, plain, *answers] + background(),
+            cues=ranking.analyse_question("where are the sources"),
+            document_frequency={"sourc": 2},
+            total=100,
+            average_length=8.0,
+            config=config,
+        )
+
+    # Positive control: below the first places without the rule.
+    assert [c.id for c in ordered_by(RankingConfig().without("standing"))].index("sharing") >= 3
+    ordered = ordered_by(RankingConfig())
+    raised = {c.id: "standing" in c.parts for c in ordered if c.id in ("sharing", "silent", "plain")}
+    assert raised == {"sharing": True, "silent": False, "plain": False}
+    assert [c.id for c in ordered].index("sharing") < 3
 
 
 def test_the_asker_rule_applies_to_first_person_questions_only():

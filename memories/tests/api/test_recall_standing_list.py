@@ -1,6 +1,7 @@
 """A standing instruction reaches a later request that shares only one of its words: the place's nearest profile
 facts are offered as candidates whatever the word and vector lists hold, and only the best standing fact is
-lifted, so instructions never crowd out the facts that answer the request. Scope rules hold throughout."""
+raised to the first places, so instructions never crowd out the facts that answer the request. Scope rules hold
+throughout."""
 
 from __future__ import annotations
 
@@ -65,17 +66,17 @@ def ranked(org, place, config=DEFAULT_CONFIG) -> list[tuple[str, float]]:
     return [(row["body"], row["score"]) for row in result.rows]
 
 
-def test_only_the_best_standing_instruction_is_lifted(org, dm, stub_embedder):
-    lifted, plain = ranked(org, dm), ranked(org, dm, replace(DEFAULT_CONFIG, standing_boost=0.0))
-    gained = {body: score - dict(plain)[body] for body, score in lifted if body in (VERSIONS, PAID)}
-    assert sorted(gained.values()) == pytest.approx([0.0, 1.0]), gained
-    best = next(body for body, gain in gained.items() if gain > 0.5)
-    # The one lifted is the better of the two without the rule, and it climbs.
-    assert [body for body, _ in plain if body in gained][0] == best
-    position = [body for body, _ in lifted].index(best)
-    assert position < [body for body, _ in plain].index(best)
-    # Facts that are no standing instruction keep their scores.
-    assert all(score == pytest.approx(dict(plain)[body]) for body, score in lifted if body not in gained)
+def test_only_the_best_standing_instruction_is_raised_to_the_first_places(org, dm, stub_embedder):
+    raised, plain = ranked(org, dm), ranked(org, dm, replace(DEFAULT_CONFIG, standing_rank=0))
+    order = [body for body, _ in raised]
+    plain_order = [body for body, _ in plain]
+    best = next(body for body in plain_order if body in (VERSIONS, PAID))  # the better of the two without the rule
+    other = PAID if best == VERSIONS else VERSIONS
+    assert plain_order.index(best) >= DEFAULT_CONFIG.standing_rank  # positive control: below the first places
+    assert order.index(best) == DEFAULT_CONFIG.standing_rank - 1
+    # The other keeps its score, and the rest keep their order.
+    assert dict(raised)[other] == pytest.approx(dict(plain)[other])
+    assert [body for body in order if body != best] == [body for body in plain_order if body != best]
 
 
 def pool(org, place: Place, *, own_profile: int, shared_read: bool) -> set[str]:
