@@ -28,7 +28,7 @@ from datetime import datetime
 from django.conf import settings
 
 from memories.db.predicates import TURN_TIMES, audience_sql, held_or_shared_sql, live_sql, readable_sql, recallable_sql
-from memories.scopes import Place, solo_person
+from memories.scopes import Place, scope_for, solo_person
 
 RRF_K = 60
 # Rows each ranked list contributes before fusion: enough that a fact ranked
@@ -98,6 +98,9 @@ class RecallRequest:
     pool: int | None = None
     # Read the place's rows once for every list (`place`); None: whenever the lists would each read all of them.
     shared_read: bool | None = None
+    # The nearest profile facts of the place's own scope (its channel's, or its one person's) offered beside the
+    # lists: a standing instruction or preference a request needs may share few of its words.
+    own_profile: int = 0
 
 
 @dataclass(frozen=True)
@@ -252,6 +255,11 @@ def candidate_ctes(request: RecallRequest) -> CandidateCtes:
         params["question"] = request.question
         ctes += [TSQUERY, _lexical_cte(rows, through_function=not shared)]
         ranked.append("SELECT id, rank, 'lexical' AS list, NULL::float8 AS distance FROM lex")
+    if request.own_profile and "semantic" in request.lists:
+        own = scope_for(request.place)
+        params.update(own_scope=own.scope, own_ref=own.ref, own_profile=request.own_profile)
+        ctes.append(_own_profile_cte(base, rows if shared else None))
+        ranked.append("SELECT id, rank, 'profile' AS list, distance FROM prof")
     if "recent" in request.lists:
         ctes.append(_newest_cte("rec", rows, limit="pool"))
         ranked.append("SELECT id, rank, 'recent' AS list, NULL::float8 AS distance FROM rec")
@@ -266,6 +274,7 @@ def _place_cte(base: str) -> str:
     return (
         "place AS MATERIALIZED (\n"
         "  SELECT m.id, m.created_at, m.pinned, m.search_vector, m.embedding IS NULL AS unembedded,\n"
+        "    m.scope, m.scope_ref, m.tier,\n"
         "    CASE WHEN m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
         " THEN m.embedding <=> %(qvec)s::halfvec END AS distance\n"
         f"  FROM memories_memory m WHERE {base}\n)"
@@ -305,6 +314,24 @@ def _vector_ctes(request: RecallRequest, base: str, shared_rows: str | None) -> 
         f"  FROM ({source}) s ORDER BY distance, id LIMIT %(pool)s\n)"
     )
     return ctes
+
+
+def _own_profile_cte(base: str, shared_rows: str | None) -> str:
+    """`prof`: the profile facts of the place's own scope nearest the question (from the shared read when
+    there is one), under the recall predicate like every list."""
+    own = "m.scope = %(own_scope)s AND m.scope_ref = %(own_ref)s AND m.tier = 'profile'"
+    if shared_rows is not None:
+        source = f"SELECT m.id, m.distance FROM {shared_rows} AND {own} AND m.distance IS NOT NULL"
+    else:
+        source = (
+            "SELECT m.id, m.embedding <=> %(qvec)s::halfvec AS distance FROM memories_memory m\n"
+            f"    WHERE {base} AND {own} AND m.embedding IS NOT NULL AND m.embedding_model = %(model)s"
+        )
+    return (
+        "prof AS MATERIALIZED (\n"
+        "  SELECT id, distance, row_number() OVER (ORDER BY distance, id) AS rank\n"
+        f"  FROM ({source} ORDER BY 2, 1 LIMIT %(own_profile)s) s\n)"
+    )
 
 
 def _hnsw_candidates_cte(organisation_id) -> str:

@@ -27,6 +27,7 @@ from psycopg.pq import Format
 
 from memories.db.predicates import live_sql, shown_in_turn_sql
 from memories.recall import ranking
+from memories.recall.asker import Asker
 from memories.recall.candidates import (
     RESULT_COLUMNS,
     TSQUERY,
@@ -38,6 +39,7 @@ from memories.recall.candidates import (
     statement,
     tenant_literal,
 )
+from memories.recall.standing import is_standing
 
 # Candidates taken from the hybrid lists (each list offering as many) before
 # re-ranking: quality is flat from 30 to 60 (docs/benchmarks.md, "Recall quality").
@@ -303,13 +305,15 @@ def rank_rows(
     question: str,
     limit: int,
     config: ranking.RankingConfig = ranking.DEFAULT_CONFIG,
+    asker: Asker | None = None,
 ) -> list[dict]:
-    """The contextual statement's rows, ranked; pinned facts stay first. Returns full recall rows."""
+    """The contextual statement's rows, ranked; pinned facts stay first. Returns full recall rows.
+    `asker`: the one person the place names, whose facts a first-person question prefers."""
     if not rows:
         return rows
     document_frequency, total, average_length, links = _statistics(rows)
     by_id = {str(row["id"]): row for row in sorted(rows, key=_POOL_ORDER)}
-    candidates = {key: _candidate(key, row) for key, row in by_id.items()}
+    candidates = {key: _candidate(key, row, asker) for key, row in by_id.items()}
     _link_neighbours(candidates, links)
     # A word the sample missed is as rare as a word can be here: one fact.
     for candidate in candidates.values():
@@ -347,15 +351,21 @@ def _statistics(rows: list[dict]) -> tuple[dict[str, int], int, float, dict[str,
     return document_frequency, int(total or 0), float(average_length or 0), links
 
 
-def _candidate(key: str, row: dict) -> ranking.RankedRow:
+def _candidate(key: str, row: dict, asker: Asker | None = None) -> ranking.RankedRow:
+    body, source_kind = row["body"], row["source_kind"]
     return ranking.RankedRow(
         id=key,
-        body=row["body"],
+        body=body,
         when=datetime.fromtimestamp(row["happened"], UTC),
         similarity=row["similarity"],
         lexeme_counts=lexeme_counts(row["lexemes"]),
         length=float(row["length"] or 0),
         ts_rank=float(row["ts_rank"] or 0),
+        by_asker=asker is not None
+        and asker.owns(
+            body=body, source_kind=source_kind, subject_type=row["subject_type"], subject_id=row["subject_id"]
+        ),
+        standing=is_standing(body=body, source_kind=source_kind),
     )
 
 
@@ -420,6 +430,8 @@ def plan_described(config: ranking.RankingConfig) -> dict:
             for name, weight in (
                 ("speaker", config.speaker_boost),
                 ("date", config.date_boost),
+                ("asker", config.asker_boost),
+                ("standing", config.standing_rank),
             )
             if weight
         ],

@@ -15,6 +15,7 @@ from django.utils import timezone
 from lib.metrics import observe_stages
 from memories.embeddings import embedders
 from memories.recall import contextual, ranking, reranker
+from memories.recall.asker import Asker, asker_of
 from memories.recall.candidates import (
     RESULT_COLUMNS,
     RRF_K,
@@ -159,6 +160,7 @@ def recall(
         limit=max(limit, contextual.CANDIDATES) if how.contextual else limit,
         # Contextual ranking re-scores its candidates itself: each list need only offer as many.
         pool=contextual.CANDIDATES if how.contextual else None,
+        own_profile=config.standing_candidates if how.contextual else 0,
         lists=how.lists,
         question=question,
         query_vector=query_vector,
@@ -267,8 +269,16 @@ def _ranked_rows(
             question=request.question,
             limit=max(limit, settings.RERANKER_CANDIDATES) if how.reranked else limit,
             config=config,
+            asker=_asker(request, config),
         )
     return rows, unembedded, vector_search, _ms_since(rank_started)
+
+
+def _asker(request: RecallRequest, config: ranking.RankingConfig) -> Asker | None:
+    """Who asks, when the question is about them and the asker rule is on (their names are read only then)."""
+    if not config.asker_boost or not ranking.about_the_asker(request.question):
+        return None
+    return asker_of(organisation_id=request.organisation_id, place=request.place)
 
 
 def _reranked(

@@ -157,7 +157,7 @@ def test_each_rule_can_be_switched_off_alone():
     assert config.without("date").date_boost == 0 and config.without("date").speaker_boost == config.speaker_boost
     with pytest.raises(ValueError, match="unknown rule"):
         config.without("magic")
-    assert set(ranking.RULES) == {"bm25", "zscore_fusion", "context", "speaker", "date"}
+    assert set(ranking.RULES) == {"bm25", "zscore_fusion", "context", "speaker", "date", "asker", "standing"}
 
 
 def test_reciprocal_rank_fusion_can_stand_in_for_zscores():
@@ -165,3 +165,46 @@ def test_reciprocal_rank_fusion_can_stand_in_for_zscores():
     weak = candidate("weak", "Mona: coffee", similarity=0.1)
     config = RankingConfig(zscore_fusion=False, context_weight=0, speaker_boost=0)
     assert ranked_ids([weak, strong], "tea?", config) == ["strong", "weak"]
+
+
+def test_a_standing_fact_is_raised_only_when_it_shares_a_word_with_the_request():
+    sharing = candidate("sharing", "Always cite sources (asked by mona)", similarity=0.0, counts={"sourc": 1})
+    sharing.standing = True
+    silent = candidate("silent", "Never use emojis (asked by mona)", similarity=0.3)
+    silent.standing = True
+    plain = candidate("plain", "Sources are in the wiki", counts={"sourc": 1})
+    answers = [candidate(f"a{n}", f"Sources of part {n}", similarity=0.6, counts={"sourc": 2}) for n in range(5)]
+
+    def ordered_by(config: RankingConfig) -> list[RankedRow]:
+        return ranking.rank(
+            [sharing, silent, plain, *answers] + background(),
+            cues=ranking.analyse_question("where are the sources"),
+            document_frequency={"sourc": 2},
+            total=100,
+            average_length=8.0,
+            config=config,
+        )
+
+    # Positive control: below the first places without the rule.
+    assert [c.id for c in ordered_by(RankingConfig().without("standing"))].index("sharing") >= 3
+    ordered = ordered_by(RankingConfig())
+    raised = {c.id: "standing" in c.parts for c in ordered if c.id in ("sharing", "silent", "plain")}
+    assert raised == {"sharing": True, "silent": False, "plain": False}
+    assert [c.id for c in ordered].index("sharing") < 3
+
+
+def test_the_asker_rule_applies_to_first_person_questions_only():
+    assert ranking.analyse_question("When does my sprint end?").first_person
+    assert ranking.analyse_question("What did I say about the budget").first_person
+    assert not ranking.analyse_question("When does Mona's sprint end?").first_person
+    mine = candidate("mine", "Sprint ends on Friday")
+    mine.by_asker = True
+    for question, lift in (("When does my sprint end?", 0.4), ("When does the sprint end?", None)):
+        ordered = ranking.rank(
+            [mine] + background(),
+            cues=ranking.analyse_question(question),
+            document_frequency={},
+            total=100,
+            average_length=8.0,
+        )
+        assert next(c for c in ordered if c.id == "mine").parts.get("asker") == lift

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from threads.extractors.base import ABOUT_AUTHOR, ABOUT_WORKSPACE, CANDIDATE_MAX_CHARS, Candidate, EventView, normalise
+from threads.extractors.standing import imperative, standing_instruction, stated_preference
 
 # Quoted spans, code and block quotes: someone else's words, or not a statement at all.
 _QUOTED = re.compile(
@@ -124,6 +125,11 @@ _PREFER = re.compile(
     r"(?P<y>.+?)(?P<anymore>\s+(?:anymore|any more|these days))?$",
 )
 _FROM_NOW_ON = re.compile(r"^(?:(?P<pre>.+?),?\s+)?from now on\b[,:]?\s*(?P<x>.*)$", re.IGNORECASE)
+# Other ways to say "from now on", taken only before an instruction ("going forward, we need to cut costs" is none).
+_GOING_FORWARD = re.compile(
+    r"^(?:going forward|moving forward|in (?:the )?future|from here on(?: out)?)\b[,:]?\s*(?:please\s+)?(?P<x>.+)$",
+    re.IGNORECASE,
+)
 _I_AM_NOT = re.compile(
     r"^I\s+am\s+(?:(?P<nolonger>no longer)|not)\s+(?P<y>.+?)(?P<anymore>\s+(?:anymore|any more))?$",
 )
@@ -192,6 +198,10 @@ _MODALS = {"can", "cannot", "could", "will", "would", "shall", "should", "must",
 _IRREGULAR = {"am": "is", "are": "is", "be": "is", "have": "has", "do": "does", "go": "goes"}
 _ADVERBS = {"really", "also", "usually", "always", "never", "often", "still", "now", "generally", "only", "just"}
 _MAX_WORDS = 15
+# Words after which "you" starts a clause as its subject.
+_SUBORDINATORS = {
+    "when", "whenever", "if", "unless", "that", "time", "before", "after", "until", "because", "while", "as",
+}  # fmt: skip
 
 
 def verb_third_person(verb: str) -> str:
@@ -213,12 +223,16 @@ def third_person(clause: str, name: str) -> str:
     words = clause.split()
     out: list[str] = []
     conjugate_next = False
-    for word in words:
+    for index, word in enumerate(words):
         bare = word.rstrip(",.;:!")
         tail = word[len(bare) :]
         lower = bare.lower()
         if bare == "I":
             out.append(name + tail)
+            conjugate_next = True
+            continue
+        if lower == "you" and not tail and (index == 0 or words[index - 1].lower() in _SUBORDINATORS):
+            out.append("the agent")  # the subject of its clause: "when you suggest" → "when the agent suggests"
             conjugate_next = True
             continue
         if conjugate_next and lower in _ADVERBS:
@@ -504,21 +518,55 @@ def _preference(said: _Said) -> Reading:
 
 
 def _from_now_on(said: _Said) -> Reading:
-    """ "from now on, answer in French": a standing request, unless it is a statement about the speaker."""
+    """ "from now on, answer in French" (or "going forward, …"): a standing request, unless it is a statement
+    about the speaker."""
     later = _FROM_NOW_ON.match(said.text)
     if not later:
-        return NOT_THIS_SHAPE
-    clause = _clean_value(later.group("x") or later.group("pre") or "")
+        forward = _GOING_FORWARD.match(said.text)
+        if not forward or not imperative(forward["x"]):
+            return NOT_THIS_SHAPE
+        later = forward
+    clause = _clean_value(later["x"] or later.groupdict().get("pre") or "")
     if not clause or _too_long(clause):
         return None
     if not clause.startswith("I ") and clause[1:2].islower():
         clause = clause[0].lower() + clause[1:]
-    if _FIRST_PERSON.search(clause) or _CALL_ME.match(clause):
+    if _CALL_ME.match(clause) or (_FIRST_PERSON.search(clause) and not imperative(clause)):
         # "from now on, call me Mo" has a shape; "I'll start writing things down from
         # now on" is the speaker's own plan, not something to keep about them.
         return _statement(_Said(clause, said.event, correction=True))
     body = f"From now on, {third_person(clause, said.name)} (asked by {said.name})"
     return said.fact(body=body, key=f"from-now-on:{normalise(clause)[:100]}", tier="profile")
+
+
+def _instruction(said: _Said, clause: str) -> Candidate | None:
+    """ "always include units when I ask about distances": kept for the speaker, as they said it."""
+    if not said.name or not said.event.author_id:
+        return None  # an instruction is someone's: it is kept where their facts are
+    if clause.split()[0].lower() not in ("always", "never"):
+        clause = clause[0].lower() + clause[1:]
+    body = f"{_capitalise(third_person(clause, said.name))} (asked by {said.name})"
+    return said.fact(body=body, key=f"instruction:{normalise(clause)[:100]}", tier="profile")
+
+
+def _preference_in_clause(said: _Said) -> Candidate | None:
+    """ "I'm building a small app, so I prefer few dependencies, how …?": the preference of a longer sentence."""
+    if not said.name or not said.event.author_id:
+        return None
+    found = stated_preference(said.text)
+    if found is None:
+        return None
+    verb, value = found
+    if verb == "like it when you":
+        value = third_person(f"you {value}", said.name)
+        body = f"{said.name} likes it when {value}"
+    elif verb == "would rather":
+        value = third_person(value, said.name)
+        body = f"{said.name} would rather {value}"
+    else:
+        value = third_person(value, said.name)
+        body = f"{said.name} prefers {value}"
+    return said.fact(body=body, key=f"prefers:{normalise(value)[:100]}", correction=said.correction, tier="profile")
 
 
 def _no_longer_being(said: _Said, value: str) -> Candidate:
@@ -604,11 +652,22 @@ class RulesExtractor:
         return found
 
     def from_sentence(self, sentence: str, event: EventView) -> Candidate | None:
-        if _QUOTE_MARK in sentence or "?" in sentence:
+        if _QUOTE_MARK in sentence:
             return None
         text, correction = _strip_leads(_expand(sentence))
         if not text:
             return None
+        if "?" not in sentence and (instruction := standing_instruction(text)) is not None:
+            # Read before the checks below: "whenever I ask …, …" opens like a question, "if I ask …" like a
+            # hypothetical, and both are an instruction's condition.
+            return _instruction(_Said(text, event, correction), instruction)
+        stated = None if "?" in sentence else self._stated(text, event, correction)
+        if stated is None:
+            return _preference_in_clause(_Said(text, event, correction))
+        return stated
+
+    def _stated(self, text: str, event: EventView, correction: bool) -> Candidate | None:
+        """A whole sentence in one of the known shapes, read by the precision rules of the module comment."""
         first = text.split()[0].lower().strip(",")
         negative_imperative = re.match(r"^(do not|never|stop)\b", text, re.IGNORECASE)
         if first in _QUESTION_WORDS and not negative_imperative:
