@@ -147,8 +147,8 @@ def contextual_plan(request: RecallRequest, *, config: ranking.RankingConfig = r
 
 
 def _anchor_cte(tenant: str) -> str:
-    """The candidates, in the hybrid order, with what the neighbour walks need (a thread's walk starts from
-    `source_event_id`) and the vector list's distance."""
+    """The candidates, in the hybrid order, with what the neighbour walks need (a thread's walk starts from the
+    anchor's own id, through its episode part) and the vector list's distance."""
     return (
         "anchor AS MATERIALIZED (\n"
         "  SELECT c.id, c.pin_rank, c.score, c.semantic_rank, c.lexical_rank, c.recent_rank, c.distance,\n"
