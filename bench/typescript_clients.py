@@ -39,6 +39,8 @@ def arguments():
 
 def main() -> None:
     args = arguments()
+    if not (WORKSPACE / "node_modules" / ".package-lock.json").exists():
+        sys.exit(f"{WORKSPACE}/node_modules is missing: run `make venv` (or `npm ci` in {WORKSPACE}) first")
     subprocess.run(["npm", "run", "build"], cwd=WORKSPACE, check=True, stdout=subprocess.DEVNULL)
     data_dir = Path(args.data_dir)
     people = ("mona", "max")
