@@ -76,24 +76,20 @@ def _continue_earlier(thread: Thread, first: _Message) -> None:
         first.key, first.start = kept.message, kept.parts + 1
 
 
-def _question_before(thread: Thread, message: _Message, earlier: Sequence[_Message]) -> UUID | None:
-    """The last part of the nearest user message before this one in its place: in this run, else kept before."""
-    channel = message.event.place_channel
-    for other in reversed(earlier):
-        if other.event.role == "user" and other.event.place_channel == channel:
-            return other.rows[-1].pk
+def _question_kept(thread: Thread, channel: str, *, before: int) -> tuple[UUID, int] | None:
+    """The last part of the latest user message kept in an earlier run in this place, with its message."""
     return (
         EpisodePart.objects.filter(
             organisation_id=thread.organisation_id,
             thread=thread,
-            message__lt=message.key,
+            message__lt=before,
             part=F("parts"),
             memory__redacted_at__isnull=True,
             memory__source_event__role="user",
             memory__source_event__place_channel=channel,
         )
         .order_by("-message")
-        .values_list("memory_id", flat=True)
+        .values_list("memory_id", "message")
         .first()
     )
 
@@ -135,26 +131,31 @@ def _link(thread: Thread, messages: Sequence[_Message]) -> dict[int, UUID]:
     """Each answer's question, and each question's first answer where it is in this run; returns the first
     answer of each question kept (or begun) in an earlier run, by that question's message."""
     answered_earlier: dict[int, UUID] = {}
-    for index, message in enumerate(messages):
+    asked_here: dict[str, _Message] = {}  # each place's latest user message in this run
+    # Each place's latest question from an earlier run, read once: this run's parts are not written yet, so it
+    # is the same for every answer of the run that has no question of its own before it.
+    asked_before: dict[str, tuple[UUID, int] | None] = {}
+    for message in messages:
+        channel = message.event.place_channel
+        if message.event.role == "user":
+            asked_here[channel] = message
         if message.event.role != "assistant":
             continue
-        question = _question_before(thread, message, messages[:index])
-        if question is None:
-            continue
-        message.context_id = question
-        asked = next((m for m in messages[:index] if m.rows[-1].pk == question), None)
-        if asked is not None:
-            asked.context_id = asked.context_id or message.rows[0].pk
-        if asked is None or asked.start > 1:
-            key = asked.key if asked is not None else _key_of(thread, question)
+        asked = asked_here.get(channel)
+        if asked is None:
+            if channel not in asked_before:
+                asked_before[channel] = _question_kept(thread, channel, before=message.key)
+            kept = asked_before[channel]
+            if kept is None:
+                continue
+            message.context_id, key = kept
             answered_earlier.setdefault(key, message.rows[0].pk)
+            continue
+        message.context_id = asked.rows[-1].pk
+        asked.context_id = asked.context_id or message.rows[0].pk
+        if asked.start > 1:
+            answered_earlier.setdefault(asked.key, message.rows[0].pk)
     return answered_earlier
-
-
-def _key_of(thread: Thread, memory_id: UUID) -> int:
-    return EpisodePart.objects.values_list("message", flat=True).get(
-        organisation_id=thread.organisation_id, memory_id=memory_id
-    )
 
 
 def episode_parts_erase(*, organisation_id, event_ids: Sequence[int]) -> int:
