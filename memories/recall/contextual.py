@@ -26,6 +26,7 @@ from psycopg import postgres
 from psycopg.pq import Format
 
 from memories.db.predicates import live_sql, shown_in_turn_sql
+from memories.models import SourceKind
 from memories.recall import ranking
 from memories.recall.asker import Asker
 from memories.recall.candidates import (
@@ -366,6 +367,9 @@ def _candidate(key: str, row: dict, asker: Asker | None = None) -> ranking.Ranke
             body=body, source_kind=source_kind, subject_type=row["subject_type"], subject_id=row["subject_id"]
         ),
         standing=is_standing(body=body, source_kind=source_kind),
+        # The parts of one message are episodes sharing its event's reference; other facts that share a
+        # reference (several remembered from one conversation) are each their own.
+        source=row["source_ref"] if source_kind == SourceKind.EPISODE else "",
     )
 
 

@@ -10,11 +10,15 @@ and switchable alone (`RankingConfig`)."""
 #   ("Researching adoption agencies") often matches the question only through the turn that prompted it;
 # - speaker: a question naming someone who speaks in a candidate (a leading `Name:` label) prefers their lines;
 # - time: a question naming a date or a month prefers facts that happened in it or shortly after;
-# - asker: a first-person question ("my budget", "what did I say") prefers the asker's own facts;
-# - standing: the best standing instruction or preference sharing a word with the request is raised to the
-#   first few places, so a request that does not repeat an instruction's words still brings it; only one, so
-#   they never crowd out the facts that answer it. A place rather than a fixed gain: over a long chat the
-#   context rule alone spreads scores by several points (measured on BEAM: +1.0 moved none into the ten).
+# - asker: a first-person question ("my budget") prefers the asker's own facts, and one asking what the asker
+#   said ("what did I mention") more so, since the answer is in their lines rather than in the replies;
+# - standing: the best three standing instructions or preferences sharing a word with the request are raised
+#   to the first few places, so a request that does not repeat an instruction's words still brings them (a
+#   request often falls under more than one); only three, so they never crowd out the facts that answer it.
+#   A place rather than a fixed gain: over a long chat the context rule alone spreads scores by several points
+#   (measured on BEAM: +1.0 moved none into the ten);
+# - spread: a source's further facts (the parts of one long message, which lend each other context) give way
+#   to every other source's best, so the ten reach ten messages rather than ten parts of one.
 # Nothing here knows any data set: names come from the candidates' own labels, dates are ordinary English dates.
 
 from __future__ import annotations
@@ -63,17 +67,23 @@ class RankingConfig:
     context_weight: float = 0.7
     context_window: int = 2
     context_decay: float = 0.8
-    speaker_boost: float = 0.6
-    date_boost: float = 1.0
+    speaker_boost: float = 1.0
+    date_boost: float = 2.0
     # Facts are said after they happen ("last week I ..."), so a named period
     # reaches this far past its end.
     date_reach: timedelta = timedelta(days=14)
     asker_boost: float = 0.4
+    # More when the question asks what the asker said ("did I mention", "I brought up"): the answer is in
+    # their own lines, not in what was said back.
+    asker_said_boost: float = 0.8
     standing_rank: int = 3  # the place the best standing fact is raised to, when below it
-    standing_kept: int = 1  # how many standing facts are raised
+    standing_kept: int = 3  # how many standing facts are raised
     # The profile facts of the place's own scope nearest the question, offered as candidates however few of
     # the request's words they hold (`memories.recall.candidates.RecallRequest.own_profile`).
     standing_candidates: int = 3
+    # Each further fact from a source already placed above it (another part of one long message) loses this
+    # much: enough to put every other source's best first, so the ten reach more messages.
+    repeat_penalty: float = 5.0
 
     def without(self, rule: str) -> RankingConfig:
         """This configuration with one rule switched off (for ablations)."""
@@ -83,15 +93,16 @@ class RankingConfig:
             "context": {"context_weight": 0.0},
             "speaker": {"speaker_boost": 0.0},
             "date": {"date_boost": 0.0},
-            "asker": {"asker_boost": 0.0},
+            "asker": {"asker_boost": 0.0, "asker_said_boost": 0.0},
             "standing": {"standing_rank": 0, "standing_candidates": 0},
+            "spread": {"repeat_penalty": 0.0},
         }
         if rule not in off:
             raise ValueError(f"unknown rule {rule!r}; one of {', '.join(off)}")
         return replace(self, **off[rule])
 
 
-RULES = ("bm25", "zscore_fusion", "context", "speaker", "date", "asker", "standing")
+RULES = ("bm25", "zscore_fusion", "context", "speaker", "date", "asker", "standing", "spread")
 DEFAULT_CONFIG = RankingConfig()
 
 
@@ -102,6 +113,7 @@ class QuestionCues:
     period: tuple[datetime, datetime] | None = None  # [start, end) of a date or month it names
     words: frozenset[str] = frozenset()  # capitalised words, to match speaker labels against
     first_person: bool = False  # about the one asking ("my", "I", "me")
+    asker_said: bool = False  # asks what the asker themselves said
 
 
 def _month_number(name: str) -> int:
@@ -144,11 +156,26 @@ def about_the_asker(question: str) -> bool:
     return _FIRST_PERSON.search(question) is not None
 
 
+_SAID_VERB = (
+    r"(?:mention|say|said|tell|told|bring|brought|share|shar|ask|describe|note|state|explain|outline|express|"
+    r"talk|raise|list|decide|choose|chose|plan)\w*"
+)
+_ASKER_SAID = re.compile(
+    rf"\b(?:did|have|had|do|was|were)\s+I\s+(?:\w+\s+)?{_SAID_VERB}|\bI\s+(?:\w+\s+)?{_SAID_VERB}", re.IGNORECASE
+)
+
+
+def asks_what_the_asker_said(question: str) -> bool:
+    """Whether a question asks about the asker's own words or choices ("what did I mention", "I brought up")."""
+    return _ASKER_SAID.search(question) is not None
+
+
 def analyse_question(question: str) -> QuestionCues:
     return QuestionCues(
         period=named_period(question),
         words=frozenset(re.findall(r"\b[A-Z][\w-]*", question)),
         first_person=about_the_asker(question),
+        asker_said=asks_what_the_asker_said(question),
     )
 
 
@@ -214,6 +241,7 @@ class RankedRow:
     neighbours: list[tuple[str, int]] = field(default_factory=list)  # (id, offset): -1 the fact before, +1 after
     by_asker: bool = False  # the asker's own fact (`memories.recall.asker`)
     standing: bool = False  # a standing instruction or preference (`memories.recall.standing`)
+    source: str = ""  # the message an episode is a part of (its event's reference); empty for other facts
     score: float = 0.0
     parts: dict = field(default_factory=dict)
 
@@ -257,11 +285,28 @@ def rank(
         if config.date_boost and period is not None and period[0] <= candidate.when < period[1] + config.date_reach:
             parts["date"] = config.date_boost
         if config.asker_boost and cues.first_person and candidate.by_asker:
-            parts["asker"] = config.asker_boost
+            parts["asker"] = config.asker_boost + (config.asker_said_boost if cues.asker_said else 0.0)
         candidate.parts = parts
         candidate.score = sum(parts.values())
     _lift_standing(candidates, config)
-    return sorted(candidates, key=lambda c: -c.score)
+    ordered = sorted(candidates, key=lambda c: -c.score)
+    if config.repeat_penalty:
+        ordered = _spread(ordered, config.repeat_penalty)
+    return ordered
+
+
+def _spread(ordered: list[RankedRow], penalty: float) -> list[RankedRow]:
+    """Lower each fact by `penalty` for every fact of its source ranked above it, and order them again."""
+    seen: dict[str, int] = {}
+    for candidate in ordered:
+        if not candidate.source:
+            continue
+        repeats = seen.get(candidate.source, 0)
+        seen[candidate.source] = repeats + 1
+        if repeats:
+            candidate.parts["spread"] = -penalty * repeats
+            candidate.score -= penalty * repeats
+    return sorted(ordered, key=lambda c: -c.score)
 
 
 # How far above a fact a raised one is put: enough to order them, too little to matter otherwise.

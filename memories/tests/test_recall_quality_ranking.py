@@ -157,7 +157,9 @@ def test_each_rule_can_be_switched_off_alone():
     assert config.without("date").date_boost == 0 and config.without("date").speaker_boost == config.speaker_boost
     with pytest.raises(ValueError, match="unknown rule"):
         config.without("magic")
-    assert set(ranking.RULES) == {"bm25", "zscore_fusion", "context", "speaker", "date", "asker", "standing"}
+    assert set(ranking.RULES) == {"bm25", "zscore_fusion", "context", "speaker", "date", "asker", "standing", "spread"}
+    assert config.without("spread").repeat_penalty == 0
+    assert config.without("asker").asker_said_boost == 0
 
 
 def test_reciprocal_rank_fusion_can_stand_in_for_zscores():
@@ -208,3 +210,89 @@ def test_the_asker_rule_applies_to_first_person_questions_only():
             average_length=8.0,
         )
         assert next(c for c in ordered if c.id == "mine").parts.get("asker") == lift
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What profession did I mention I work in?",
+        "Can you list the order in which I brought up each topic?",
+        "What did I tell you about the budget?",
+        "Which tools have I decided to use?",
+    ],
+)
+def test_a_question_about_what_the_asker_said_is_told_apart(question):
+    assert ranking.analyse_question(question).asker_said
+
+
+@pytest.mark.parametrize(
+    "question", ["What approach did you recommend for my resume?", "When does my sprint end?", "What did Mona say?"]
+)
+def test_other_questions_do_not_ask_what_the_asker_said(question):
+    assert not ranking.analyse_question(question).asker_said
+
+
+def test_the_asker_said_rule_lifts_the_askers_own_lines_more():
+    mine = candidate("mine", "mona: I work as a colour technologist")
+    mine.by_asker = True
+    lifts = {}
+    for question in ("What did I mention about my work?", "What do you think about my work?"):
+        ordered = ranking.rank(
+            [mine] + background(),
+            cues=ranking.analyse_question(question),
+            document_frequency={},
+            total=100,
+            average_length=8.0,
+        )
+        lifts[question] = next(c for c in ordered if c.id == "mine").parts["asker"]
+    config = RankingConfig()
+    assert lifts == {
+        "What did I mention about my work?": config.asker_boost + config.asker_said_boost,
+        "What do you think about my work?": config.asker_boost,
+    }
+
+
+def test_several_standing_facts_are_raised_when_the_request_falls_under_them():
+    def ranked(config: RankingConfig) -> list[RankedRow]:
+        standing = []
+        for n in range(4):
+            body = f"Always do thing {n} for reports (asked by mona)"
+            fact = candidate(f"s{n}", body, similarity=0.01 * n, counts={"report": 1})
+            fact.standing = True
+            standing.append(fact)
+        answers = [candidate(f"a{n}", f"Report part {n}", similarity=0.6, counts={"report": 2}) for n in range(8)]
+        return ranking.rank(
+            standing + answers + background(),
+            cues=ranking.analyse_question("write the report"),
+            document_frequency={"report": 12},
+            total=100,
+            average_length=8.0,
+            config=config,
+        )
+
+    def raised(ordered: list[RankedRow]) -> set[str]:
+        return {c.id for c in ordered if "standing" in c.parts}
+
+    # Positive control: one kept raises only the best of them.
+    assert raised(ranked(RankingConfig(standing_kept=1))) == {"s3"}
+    ordered = ranked(RankingConfig())
+    assert RankingConfig().standing_kept == 3
+    assert raised(ordered) == {"s1", "s2", "s3"}
+    ids = [c.id for c in ordered]
+    assert max(ids.index(key) for key in ("s1", "s2", "s3")) < 6
+    assert ids.index("s0") > max(ids.index(f"a{n}") for n in range(8))
+
+
+def test_the_parts_of_one_source_give_way_to_other_sources():
+    parts = [candidate(f"p{n}", f"Part {n} of the long answer about tea", similarity=0.9 - 0.01 * n) for n in range(4)]
+    for part in parts:
+        part.source = "episode:msg-7"
+    other = candidate("other", "A short message about tea", similarity=0.5)
+    other.source = "episode:msg-9"
+
+    def order(config: RankingConfig) -> list[str]:
+        return ranked_ids([*parts, other], "tea", config)
+
+    # Positive control: without the rule every part of the long answer comes before the other message.
+    assert order(RankingConfig().without("spread")) == ["p0", "p1", "p2", "p3", "other"]
+    assert order(RankingConfig()) == ["p0", "other", "p1", "p2", "p3"]
