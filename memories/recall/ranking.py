@@ -315,16 +315,19 @@ _STEP = 1e-6
 
 def _lift_standing(candidates: list[RankedRow], config: RankingConfig) -> None:
     """Raise the best `standing_kept` standing facts that share a word with the request (hold one of its
-    lexemes) to place `standing_rank`, when they are below it; the gain is kept in `parts`."""
+    lexemes) to place `standing_rank` and the places after it, best first, when they are below; the gain is
+    kept in `parts`."""
     if not config.standing_rank:
         return
     sharing = sorted((c for c in candidates if c.standing and c.lexeme_counts), key=lambda c: -c.score)
-    for candidate in sharing[: config.standing_kept]:
+    kept = sharing[: config.standing_kept]
+    for place, candidate in enumerate(kept, start=config.standing_rank):
         others = sorted((c.score for c in candidates if c is not candidate), reverse=True)
-        if len(others) < config.standing_rank:
+        if len(others) < place:
             continue  # within the first places already
-        # Just above the fact now in that place, so the order of the rest stands.
-        gain = others[config.standing_rank - 1] - candidate.score + _STEP
+        # Just above the fact now in that place, so the order of the rest stands; those raised before it may
+        # stand just above the same fact, so each is raised a step less than the one before.
+        gain = others[place - 1] - candidate.score + _STEP * (len(kept) - place + config.standing_rank)
         if gain > 0:
             candidate.parts["standing"] = gain
             candidate.score += gain

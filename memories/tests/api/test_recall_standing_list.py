@@ -1,7 +1,7 @@
 """A standing instruction reaches a later request that shares only one of its words: the place's nearest profile
-facts are offered as candidates whatever the word and vector lists hold, and only the best standing fact is
-raised to the first places, so instructions never crowd out the facts that answer the request. Scope rules hold
-throughout."""
+facts are offered as candidates whatever the word and vector lists hold, and only the best few standing facts
+are raised to the first places, so instructions never crowd out the facts that answer the request. Scope rules
+hold throughout."""
 
 from __future__ import annotations
 
@@ -67,16 +67,33 @@ def ranked(org, place, config=DEFAULT_CONFIG) -> list[tuple[str, float]]:
 
 
 def test_only_the_best_standing_instruction_is_raised_to_the_first_places(org, dm, stub_embedder):
-    raised, plain = ranked(org, dm), ranked(org, dm, replace(DEFAULT_CONFIG, standing_rank=0))
+    one = replace(DEFAULT_CONFIG, standing_kept=1)
+    raised, plain = ranked(org, dm, one), ranked(org, dm, replace(one, standing_rank=0))
     order = [body for body, _ in raised]
     plain_order = [body for body, _ in plain]
     best = next(body for body in plain_order if body in (VERSIONS, PAID))  # the better of the two without the rule
     other = PAID if best == VERSIONS else VERSIONS
-    assert plain_order.index(best) >= DEFAULT_CONFIG.standing_rank  # positive control: below the first places
-    assert order.index(best) == DEFAULT_CONFIG.standing_rank - 1
+    assert plain_order.index(best) >= one.standing_rank  # positive control: below the first places
+    assert order.index(best) == one.standing_rank - 1
     # The other keeps its score, and the rest keep their order.
     assert dict(raised)[other] == pytest.approx(dict(plain)[other])
     assert [body for body in order if body != best] == [body for body in plain_order if body != best]
+
+
+def test_the_best_few_standing_instructions_are_raised_best_first(org, dm, stub_embedder):
+    assert DEFAULT_CONFIG.standing_kept >= 2
+    raised, plain = ranked(org, dm), ranked(org, dm, replace(DEFAULT_CONFIG, standing_rank=0))
+    order = [body for body, _ in raised]
+    plain_order = [body for body, _ in plain]
+    best, other = sorted((VERSIONS, PAID), key=plain_order.index)
+    assert plain_order.index(other) > DEFAULT_CONFIG.standing_rank  # positive control: below the first places
+    assert order.index(best) == DEFAULT_CONFIG.standing_rank - 1
+    assert order.index(other) == DEFAULT_CONFIG.standing_rank
+    # His instruction is not offered in her DM, and the rest keep their order.
+    assert HIS not in order
+    assert [body for body in order if body not in (best, other)] == [
+        body for body in plain_order if body not in (best, other)
+    ]
 
 
 def pool(org, place: Place, *, own_profile: int, shared_read: bool) -> set[str]:
