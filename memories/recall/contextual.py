@@ -329,9 +329,17 @@ def rank_rows(
         config=config,
     )
     pinned = sorted((c for c in ordered if by_id[c.id]["pin_rank"] is not None), key=lambda c: by_id[c.id]["pin_rank"])
-    chosen = (pinned + [c for c in ordered if by_id[c.id]["pin_rank"] is None])[:limit]
+    rest = [c for c in ordered if by_id[c.id]["pin_rank"] is None][: max(0, limit - len(pinned))]
     load_time = _time_loader()
-    return [_recall_row(by_id[candidate.id], candidate, load_time) for candidate in chosen]
+    updated_by = {}
+    if config.newer_first:
+        for candidate in rest:
+            candidate.written = load_time(by_id[candidate.id]["created_at"])
+        updated_by = ranking.newer_first(rest)
+    return [
+        _recall_row(by_id[candidate.id], candidate, load_time, updated_by.get(candidate.id))
+        for candidate in (pinned + rest)[:limit]
+    ]
 
 
 _POOL_ORDER = operator.itemgetter("pool_order")
@@ -373,8 +381,11 @@ def _candidate(key: str, row: dict, asker: Asker | None = None) -> ranking.Ranke
     )
 
 
-def _recall_row(found: dict, candidate: ranking.RankedRow, load_time: Callable[[str], datetime]) -> dict:
-    """A recall row: the fact's columns (as a read of the table gives them), its hybrid ranks, its contextual score."""
+def _recall_row(
+    found: dict, candidate: ranking.RankedRow, load_time: Callable[[str], datetime], updated_by: str | None = None
+) -> dict:
+    """A recall row: the fact's columns (as a read of the table gives them), its hybrid ranks, its contextual score,
+    and the newer result that updates it, if any."""
     row = {name: found[name] for name in RESULT_COLUMNS}
     row["id"] = uuid.UUID(found["id"])
     for name in _TIMES:
@@ -386,6 +397,7 @@ def _recall_row(found: dict, candidate: ranking.RankedRow, load_time: Callable[[
         lexical_rank=found["lexical_rank"],
         recent_rank=found["recent_rank"],
         distance=None if candidate.similarity is None else 1 - candidate.similarity,
+        updated_by=None if updated_by is None else uuid.UUID(updated_by),
     )
     return row
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -157,7 +157,10 @@ def test_each_rule_can_be_switched_off_alone():
     assert config.without("date").date_boost == 0 and config.without("date").speaker_boost == config.speaker_boost
     with pytest.raises(ValueError, match="unknown rule"):
         config.without("magic")
-    assert set(ranking.RULES) == {"bm25", "zscore_fusion", "context", "speaker", "date", "asker", "standing", "spread"}
+    assert set(ranking.RULES) == {
+        *("bm25", "zscore_fusion", "context", "speaker", "date", "asker", "standing", "spread", "newer_first")
+    }
+    assert config.without("newer_first").newer_first is False
     assert config.without("spread").repeat_penalty == 0
     assert config.without("asker").asker_said_boost == 0
 
@@ -296,3 +299,47 @@ def test_the_parts_of_one_source_give_way_to_other_sources():
     # Positive control: without the rule every part of the long answer comes before the other message.
     assert order(RankingConfig().without("spread")) == ["p0", "p1", "p2", "p3", "other"]
     assert order(RankingConfig()) == ["p0", "other", "p1", "p2", "p3"]
+
+
+def test_of_the_askers_statements_on_one_matter_the_newer_comes_first_and_the_older_says_so():
+    older = candidate("older", "mona: my accuracy on area problems is 90%", counts={"accuraci": 1, "area": 1})
+    newer = candidate("newer", "mona: my accuracy on area problems is now 95%", counts={"accuraci": 1, "area": 1})
+    other = candidate("other", "assistant: accuracy on area problems grows with practice", counts={"accuraci": 1})
+    newer.when = older.when + timedelta(days=30)
+    for fact in (older, newer):
+        fact.by_asker = True
+    results = [older, other, newer]
+    assert ranking.newer_first(results) == {"older": "newer"}
+    assert [c.id for c in results] == ["newer", "older", "other"]
+
+
+def test_the_same_time_is_ordered_by_when_each_was_written():
+    first = candidate("first", "mona: the call is on April 20", counts={"call": 1, "april": 1})
+    second = candidate("second", "mona: the call moved to April 22", counts={"call": 1, "april": 1})
+    first.written, second.written = DAY, DAY + timedelta(minutes=5)
+    for fact in (first, second):
+        fact.by_asker = True
+    results = [first, second]
+    assert ranking.newer_first(results) == {"first": "second"}
+    assert [c.id for c in results] == ["second", "first"]
+
+
+def test_newer_first_leaves_other_speakers_other_matters_and_one_messages_parts_alone():
+    def pair(**changes) -> list[RankedRow]:
+        older = candidate("older", "mona: budget is 500", counts={"budget": 1, "month": 1})
+        newer = candidate("newer", "mona: budget is 600", counts={"budget": 1, "month": 1})
+        newer.when = older.when + timedelta(days=3)
+        older.by_asker = newer.by_asker = True
+        for name, value in changes.items():
+            setattr(newer, name, value)
+        return [older, newer]
+
+    # Positive control: the pair as it is moves.
+    moved = pair()
+    assert ranking.newer_first(moved) and [c.id for c in moved] == ["newer", "older"]
+    for changes in ({"by_asker": False}, {"lexeme_counts": {"budget": 1, "rent": 1, "car": 1}}):
+        results = pair(**changes)
+        assert ranking.newer_first(results) == {} and [c.id for c in results] == ["older", "newer"]
+    parts = pair()
+    parts[0].source = parts[1].source = "msg-7"
+    assert ranking.newer_first(parts) == {}
