@@ -5,7 +5,6 @@ one past the cap of held connections, and one without gunicorn's socket are answ
 from __future__ import annotations
 
 import errno
-import os
 import select
 import socket
 import time
@@ -19,7 +18,7 @@ from config.gunicorn import worker_exit
 from lib.api.tarpit import tarpit
 from lib.metrics import REFUSALS_HELD, REQUESTS_REFUSED
 from tests.wsgi_gate import GateClient
-from web.tests.browser import ARTIFACTS, Gunicorn
+from web.tests.browser import gunicorn_serving
 
 PLACES = "/api/v1/places"
 HELD_AT_MOST = 2  # per worker process, on the server below
@@ -30,27 +29,17 @@ def one_worker(request, django_db_setup, django_db_blocker):
     """gunicorn with one sync worker and the run command's hooks: it takes connections in the order they
     came, so what it answered before another request is known. Tokens may make 2 calls an hour; a held
     refusal waits at most 3 s; at most two are held."""
-    from django.db import connection
-
-    with django_db_blocker.unblock():
-        settings_dict = dict(connection.settings_dict)
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / f"gunicorn-tarpit-{os.getpid()}.log"
-    server = Gunicorn(
-        log,
-        settings_dict=settings_dict,
+    with gunicorn_serving(
+        request,
+        django_db_blocker,
+        "gunicorn-tarpit",
         workers=1,
         GUNICORN_CMD_ARGS="--config python:config.gunicorn",
         ARCHIVIST_TOKEN_RATE="2/hour",
         ARCHIVIST_REFUSAL_HOLD_MS="3000",
         ARCHIVIST_REFUSALS_HELD_PER_WORKER=str(HELD_AT_MOST),
-    )
-    try:
-        yield server.url
-    finally:
-        server.stop()
-        if not request.session.testsfailed:
-            log.unlink(missing_ok=True)
+    ) as url:
+        yield url
 
 
 def tenant_token(slug: str) -> str:
