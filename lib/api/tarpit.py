@@ -1,15 +1,14 @@
 """The tarpit: refusals answered later by one thread of the worker's process, so holding a client costs a
-socket, not a web worker.
+socket, not a web worker. Pure: no Django."""
 
-A client that asks again before its last refusal's Retry-After ended is ignoring it; the gate
-(`lib.api.fair_share`) has such a refusal answered when that time ends, so a closed loop that ignores the
-server sends one request per connection per hold instead of thousands of refusals a second. gunicorn hands
-the application the client's socket (`gunicorn.socket`): the connection moves to a descriptor of its own,
-the worker's descriptor is pointed at an unconnected socket, and the application raises `ConnectionTaken`,
-an EPIPE, which gunicorn's sync and gthread workers take as a client gone (logged at debug, nothing written,
-no access-log line); their close then has nothing to shut down. One thread per process writes each answer
-when it is due and closes its connection. Pure: no Django.
-"""
+# A client that asks again before its last refusal's Retry-After ended is ignoring it; the gate
+# (`lib.api.fair_share`) has such a refusal answered when that time ends, so a closed loop that ignores the
+# server sends one request per connection per hold instead of thousands of refusals a second. gunicorn hands
+# the application the client's socket (`gunicorn.socket`): the connection moves to a descriptor of its own,
+# the worker's descriptor is pointed at an unconnected socket, and the application raises `ConnectionTaken`,
+# an EPIPE, which gunicorn's sync and gthread workers take as a client gone (logged at debug, nothing written,
+# no access-log line); their close then has nothing to shut down (a shutdown of the connection itself would
+# send the client its end before the answer). One thread per process writes each answer when due and closes.
 
 from __future__ import annotations
 
