@@ -97,7 +97,8 @@ REFUSAL_DETAIL = "Your organisation has as many requests in flight as its share 
 # bucket's name comes from the organisation read here, so the check is one round trip (keys not in KEYS: one
 # Redis, never a cluster). The answer: the rate's four values, then admitted (1 or 0), the bucket ('' when
 # not counted), whether the organisation was known, and how long to hold a refusal (ms, `held`: its client
-# asked again before the Retry-After of its last refusal ended).
+# asked again before the Retry-After of its last refusal ended). KEYS[5] and KEYS[6] are the token's and the
+# address's marks, ARGV[15] to ARGV[19] `repeat_refusals.hold_args`.
 _ADMIT_SCRIPT = unbound_script(
     RATE_LUA
     + HELD_LUA

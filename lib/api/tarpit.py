@@ -49,9 +49,16 @@ def _taken(environ: dict) -> socket.socket | None:
     # A TLS socket or an async worker's wrapper cannot be written to raw; HTTP/2 frames its answers itself.
     if type(client) is not socket.socket or environ.get("SERVER_PROTOCOL") not in ("HTTP/1.0", "HTTP/1.1"):
         return None
-    held = client.dup()
-    with socket.socket(client.family, client.type) as placeholder:
-        os.dup2(placeholder.fileno(), client.fileno(), inheritable=False)
+    try:
+        held = client.dup()
+    except OSError:  # out of descriptors: answered at once instead
+        return None
+    try:
+        with socket.socket(client.family, client.type) as placeholder:
+            os.dup2(placeholder.fileno(), client.fileno(), inheritable=False)
+    except OSError:
+        held.close()
+        return None
     return held
 
 
