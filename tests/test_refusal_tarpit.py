@@ -28,7 +28,7 @@ HELD_AT_MOST = 2  # per worker process, on the server below
 def one_worker(request, django_db_setup, django_db_blocker):
     """gunicorn with one sync worker and the run command's hooks: it takes connections in the order they
     came, so what it answered before another request is known. Tokens may make 2 calls an hour; a held
-    refusal waits at most 3 s; at most two are held."""
+    refusal waits at most 5 s (time for the request sent after it); at most two are held."""
     with gunicorn_serving(
         request,
         django_db_blocker,
@@ -36,7 +36,7 @@ def one_worker(request, django_db_setup, django_db_blocker):
         workers=1,
         GUNICORN_CMD_ARGS="--config python:config.gunicorn",
         ARCHIVIST_TOKEN_RATE="2/hour",
-        ARCHIVIST_REFUSAL_HOLD_MS="3000",
+        ARCHIVIST_REFUSAL_HOLD_MS="5000",
         ARCHIVIST_REFUSALS_HELD_PER_WORKER=str(HELD_AT_MOST),
     ) as url:
         yield url
