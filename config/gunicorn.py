@@ -14,6 +14,8 @@
 # `on_starting` (the master, before any worker) points every worker at one metrics folder, emptied of the last
 # run's files, and `child_exit` drops an exited worker's gauges: /metrics sums the workers
 # (`config/observability/multiprocess.py`).
+#
+# `worker_exit` (a stopping worker) answers the refusals its tarpit still holds, so none waits on a gone process.
 
 from __future__ import annotations
 
@@ -45,6 +47,13 @@ def on_starting(server) -> None:
     from config.observability.multiprocess import prepare_folder
 
     server.log.info("metrics folder: %s", prepare_folder(data_dir()))
+
+
+def worker_exit(server, worker) -> None:
+    """In a stopping worker: the refusals it still holds answered at once (`lib.api.tarpit`)."""
+    from lib.api.tarpit import tarpit
+
+    tarpit.release_all()
 
 
 def child_exit(server, worker) -> None:

@@ -19,6 +19,11 @@ LATENCY_BUCKETS = (0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5
 # or a signed-in person past its rate), "bad_tokens_from_address" (an address barred for unknown tokens),
 # "malformed_authorization", "nul_byte", "chunked_body".
 REQUESTS_REFUSED = Counter("archivist_requests_refused", "Requests refused before the view ran", ["reason"])
+# Of those, the ones answered late by the tarpit (`lib.api.tarpit`): their client asked again before its last
+# refusal's Retry-After ended. By the same reasons; each is counted in REQUESTS_REFUSED too.
+REFUSALS_HELD = Counter(
+    "archivist_requests_refused_held", "Refusals held until the client's last Retry-After ended", ["reason"]
+)
 
 # Reads meant for a standby that the primary answered, by reason (unreachable, behind, failed).
 STANDBY_FALLBACKS = Counter("archivist_standby_fallbacks", "Standby reads the primary answered", ["reason"])
@@ -41,6 +46,11 @@ STAGE_SECONDS = Histogram(
 def refused(reason: str) -> None:
     """Count one request refused before its view ran, for `reason` (a short fixed word, never caller input)."""
     REQUESTS_REFUSED.labels(reason=reason).inc()
+
+
+def refusal_held(reason: str) -> None:
+    """Count one refusal the tarpit holds, for `reason` (as `refused`)."""
+    REFUSALS_HELD.labels(reason=reason).inc()
 
 
 def observe_stages(operation: str, seconds: dict[str, float]) -> None:

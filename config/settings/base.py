@@ -369,6 +369,12 @@ FAIR_SHARE_CACHE_SECONDS = env_int("ARCHIVIST_FAIR_SHARE_CACHE_SECONDS", 60, min
 # Unknown, revoked, expired or malformed tokens per client address; beyond it that address's Bearer calls
 # are answered 429 with Retry-After until the window ends, counted in Redis with no database work.
 BAD_TOKEN_RATE = env_str("ARCHIVIST_BAD_TOKEN_RATE", "30/min")
+# A refused client that asks again before its last refusal's Retry-After ended (the same token, or address for
+# the bad-token bar) is answered when that ends, at most this many ms later, by a thread of the worker's process
+# that holds its connection (lib/api/tarpit.py), not by a worker; 0 answers every refusal at once. Each worker
+# process holds at most REFUSALS_HELD_PER_WORKER connections (an open descriptor each); past it, at once.
+REFUSAL_HOLD_MS = env_int("ARCHIVIST_REFUSAL_HOLD_MS", 1000, minimum=0)
+REFUSALS_HELD_PER_WORKER = env_int("ARCHIVIST_REFUSALS_HELD_PER_WORKER", 256, minimum=0)
 # Proxies (addresses or networks) whose X-Forwarded-For names the client; any other peer is the client itself.
 TRUSTED_PROXIES = env_list("ARCHIVIST_TRUSTED_PROXIES", [])
 try:

@@ -33,6 +33,12 @@ with the token rate gate's count, in one Redis script."""
 # barred guesses is refused here too, each refusal as cheap. The log's verdict goes on in the environ
 # (`RATE_COUNTED`) for the throttle; the middleware then counts nothing again.
 #
+# A client refused again before its last refusal's Retry-After ended (the same token; for the bad-token bar,
+# the same address) is ignoring it: the same script says so (`lib.api.repeat_refusals`), and under gunicorn
+# its refusal is handed to the tarpit (`lib.api.tarpit`), answered when that Retry-After ends (at most
+# `REFUSAL_HOLD_MS` later) by a thread, holding no worker. A closed loop that ignores the server so sends one
+# request per connection per hold, not thousands of refusals a second that take the workers and the cores.
+#
 # If Redis cannot be reached the request goes on: the gate must not become an outage.
 
 from __future__ import annotations
@@ -57,11 +63,15 @@ from lib.api.rate_gate import (
     RateRefusal,
     address_in,
     gate_refusal,
+    parse_rate,
     presented_digest,
     rate_answered,
     rate_script,
+    seconds_left,
 )
-from lib.metrics import refused
+from lib.api.repeat_refusals import HELD_LUA, hold_args, mark_keys
+from lib.api.tarpit import ConnectionTaken, tarpit
+from lib.metrics import refusal_held, refused
 from lib.scripts import unbound_script
 
 logger = logging.getLogger(__name__)
@@ -76,6 +86,7 @@ ACTIVE_SECONDS = 2
 IN_FLIGHT_PREFIX = "fairshare:inflight:"
 # Where the gate leaves its admission in the WSGI environ, for FairShareMiddleware to name the token.
 ADMISSION = "archivist.fair_share"
+SHARE_RETRY_AFTER = 1
 REFUSAL_DETAIL = "Your organisation has as many requests in flight as its share of this server; retry in 1 second."
 
 # First the token's rate (`rate_gate.RATE_LUA`: the address's bad-token bar, the token's window and sliding log),
@@ -85,14 +96,21 @@ REFUSAL_DETAIL = "Your organisation has as many requests in flight as its share 
 # the server keeps a slot free for another (so a tenant alone is not held to its share); else refuse. The
 # bucket's name comes from the organisation read here, so the check is one round trip (keys not in KEYS: one
 # Redis, never a cluster). The answer: the rate's four values, then admitted (1 or 0), the bucket ('' when
-# not counted) and whether the organisation was known.
+# not counted), whether the organisation was known, and how long to hold a refusal (ms, `held`: its client
+# asked again before the Retry-After of its last refusal ended). KEYS[5] and KEYS[6] are the token's and the
+# address's marks, ARGV[15] to ARGV[19] `repeat_refusals.hold_args`.
 _ADMIT_SCRIPT = unbound_script(
     RATE_LUA
+    + HELD_LUA
     + """
 local checked = rate(KEYS[2], KEYS[3], KEYS[4], ARGV[9], ARGV[10], ARGV[11], ARGV[12], ARGV[13], ARGV[14])
-if checked[4] == 1 or checked[1] > tonumber(ARGV[10]) or tonumber(ARGV[5]) == 0 then
-  return {checked[1], checked[2], checked[3], checked[4], 1, '', 0}
+local now_ms, cap = tonumber(ARGV[15]), tonumber(ARGV[16])
+local function answer(allowed, bucket, known, hold)
+  return {checked[1], checked[2], checked[3], checked[4], allowed, bucket, known, hold}
 end
+if checked[4] == 1 then return answer(1, '', 0, held(KEYS[6], now_ms, tonumber(ARGV[19]), cap)) end
+if checked[1] > tonumber(ARGV[10]) then return answer(1, '', 0, held(KEYS[5], now_ms, tonumber(ARGV[18]), cap)) end
+if tonumber(ARGV[5]) == 0 then return answer(1, '', 0, 0) end
 local organisation = redis.call('GET', KEYS[1])
 local bucket = ARGV[1] .. (organisation and ('org:' .. organisation) or ('token:' .. ARGV[2]))
 local everyone = ARGV[1] .. 'all'
@@ -106,7 +124,7 @@ local known = organisation and 1 or 0
 if redis.call('ZCARD', bucket) >= tonumber(ARGV[5]) then
   local others = redis.call('ZCARD', active) - (redis.call('ZSCORE', active, bucket) and 1 or 0)
   if others > 0 or redis.call('ZCARD', everyone) >= tonumber(ARGV[7]) - 1 then
-    return {checked[1], checked[2], checked[3], checked[4], 0, bucket, known}
+    return answer(0, bucket, known, held(KEYS[5], now_ms, tonumber(ARGV[17]), cap))
   end
 end
 redis.call('ZADD', bucket, now, ARGV[6])
@@ -115,7 +133,7 @@ if organisation then redis.call('ZADD', active, now, bucket) end
 redis.call('EXPIRE', bucket, ARGV[4])
 redis.call('EXPIRE', everyone, ARGV[4])
 redis.call('EXPIRE', active, ARGV[4])
-return {checked[1], checked[2], checked[3], checked[4], 1, bucket, known}
+return answer(1, bucket, known, 0)
 """
 )
 
@@ -191,6 +209,7 @@ class Checked:
     verdict: LogVerdict | None
     refusal: RateRefusal | None = None
     admission: Admission | None = None
+    hold_ms: int = 0  # a refusal's client asked before its last Retry-After ended: answer it this much later
 
 
 def checked(environ: dict) -> Checked | None:
@@ -203,11 +222,11 @@ def checked(environ: dict) -> Checked | None:
     client = _redis_client()
     if client is None:
         return None
-    digest, member, now = presented_digest(header), uuid.uuid4().hex, time.time()
+    digest, member, now, address = presented_digest(header), uuid.uuid4().hex, time.time(), address_in(environ)
     try:
-        rate = rate_script(header, now, address_in(environ))
+        rate = rate_script(header, now, address)
         answer = _ADMIT_SCRIPT(
-            keys=[cache.make_key(organisation_key(digest)), *rate.keys],
+            keys=[cache.make_key(organisation_key(digest)), *rate.keys, *mark_keys(digest, address)],
             args=[
                 cache.make_key(IN_FLIGHT_PREFIX),
                 digest,
@@ -218,6 +237,7 @@ def checked(environ: dict) -> Checked | None:
                 settings.WEB_SLOTS,
                 ACTIVE_SECONDS,
                 *rate.args,
+                *_hold_args(now, rate.rate),
             ],  # fmt: skip
             client=client,
         )
@@ -227,16 +247,22 @@ def checked(environ: dict) -> Checked | None:
     return _read(answer, now=now, rate=rate.rate, client=client, member=member, digest=digest)
 
 
+def _hold_args(now: float, rate: tuple[int, int]) -> list[int]:
+    """Each refusal's Retry-After as the rate gate will answer it (`gate_refusal`), for the marks."""
+    bar = seconds_left(now, parse_rate(settings.BAD_TOKEN_RATE)[1])
+    return hold_args(now, share=SHARE_RETRY_AFTER, rate=seconds_left(now, rate[1]), bar=bar)
+
+
 def _read(answer, *, now: float, rate: tuple[int, int], client, member: str, digest: str) -> Checked:
     """The script's answer: the rate gate's refusal first, then the share's, else the admission if counted."""
     count, verdict, barred = rate_answered(answer, now=now, rate=rate)
     refusal = gate_refusal(Gate(count, verdict, barred), now)
-    allowed, bucket, known = answer[4:]
+    allowed, bucket, known, hold_ms = answer[4:]
     bucket = bucket.decode() if isinstance(bucket, bytes) else bucket
     if refusal is None and not allowed:
-        refusal = RateRefusal("org_share", 1, REFUSAL_DETAIL)
+        refusal = RateRefusal("org_share", SHARE_RETRY_AFTER, REFUSAL_DETAIL)
     if refusal is not None or not bucket:
-        return Checked(verdict=verdict, refusal=refusal)
+        return Checked(verdict=verdict, refusal=refusal, hold_ms=int(hold_ms) if refusal is not None else 0)
     return Checked(
         verdict, admission=Admission(client=client, bucket=bucket, member=member, digest=digest, known=bool(known))
     )
@@ -251,6 +277,19 @@ def _refusal_answer(refusal: RateRefusal) -> tuple[list[tuple[str, str]], bytes]
         ("X-Content-Type-Options", "nosniff"),
     ]
     return headers, body
+
+
+REFUSED = "429 Too Many Requests"
+
+
+def _held(environ: dict, refusal: RateRefusal, hold_ms: int, headers: list[tuple[str, str]], body: bytes) -> bool:
+    """A refusal whose client ignored its last Retry-After handed to the tarpit, to be answered `hold_ms`
+    later; False when it cannot be held (no gunicorn socket, or as many held as this process may)."""
+    answer = (REFUSED, headers, body)
+    if not tarpit.hold(environ, answer, seconds=hold_ms / 1000, most=settings.REFUSALS_HELD_PER_WORKER):
+        return False
+    refusal_held(refusal.reason)
+    return True
 
 
 class FairShareGate:
@@ -271,7 +310,9 @@ class FairShareGate:
         if checked_here.refusal is not None:
             refused(checked_here.refusal.reason)
             headers, body = _refusal_answer(checked_here.refusal)
-            start_response("429 Too Many Requests", headers)
+            if checked_here.hold_ms and _held(environ, checked_here.refusal, checked_here.hold_ms, headers, body):
+                raise ConnectionTaken()  # the tarpit answers it; the worker writes nothing
+            start_response(REFUSED, headers)
             return [body]
         admission = checked_here.admission
         if admission is None:

@@ -18,6 +18,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import quote
 
@@ -154,13 +156,21 @@ def gunicorn_server(request, django_db_setup, django_db_blocker):
     database, since an open connection would block the drop. Its log stays in
     test-artifacts/ when a test failed.
     """
+    with gunicorn_serving(request, django_db_blocker, "gunicorn") as url:
+        yield url
+
+
+@contextmanager
+def gunicorn_serving(request, django_db_blocker, name: str, **options) -> Iterator[str]:
+    """A `Gunicorn` (with `options`) on this run's test database: its base URL. Its log,
+    test-artifacts/<name>-<pid>.log, is removed unless a test failed."""
     from django.db import connection
 
     with django_db_blocker.unblock():
         settings_dict = dict(connection.settings_dict)
     ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / f"gunicorn-{os.getpid()}.log"
-    server = Gunicorn(log, settings_dict=settings_dict)
+    log = ARTIFACTS / f"{name}-{os.getpid()}.log"
+    server = Gunicorn(log, settings_dict=settings_dict, **options)
     try:
         yield server.url
     finally:
