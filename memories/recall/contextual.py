@@ -112,7 +112,7 @@ def contextual_plan(request: RecallRequest, *, config: ranking.RankingConfig = r
         question=request.question,
         candidates=CANDIDATES,
         gap=NEIGHBOUR_GAP,
-        window=config.context_window if config.context_weight else 0,
+        window=config.context_window if config.context_weight or config.context_lift else 0,
         scan=NEIGHBOUR_SCAN,
         total_cap=TOTAL_CAP,
         sample=STATISTICS_SAMPLE,
@@ -331,13 +331,13 @@ def rank_rows(
     pinned = sorted((c for c in ordered if by_id[c.id]["pin_rank"] is not None), key=lambda c: by_id[c.id]["pin_rank"])
     rest = [c for c in ordered if by_id[c.id]["pin_rank"] is None][: max(0, limit - len(pinned))]
     load_time = _time_loader()
-    updated_by = {}
+    newer: dict[str, str] = {}
     if config.newer_first:
         for candidate in rest:
             candidate.written = load_time(by_id[candidate.id]["created_at"])
-        updated_by = ranking.newer_first(rest)
+        newer = ranking.newer_first(rest)
     return [
-        _recall_row(by_id[candidate.id], candidate, load_time, updated_by.get(candidate.id))
+        _recall_row(by_id[candidate.id], candidate, load_time, newer.get(candidate.id))
         for candidate in (pinned + rest)[:limit]
     ]
 
@@ -382,7 +382,7 @@ def _candidate(key: str, row: dict, asker: Asker | None = None) -> ranking.Ranke
 
 
 def _recall_row(
-    found: dict, candidate: ranking.RankedRow, load_time: Callable[[str], datetime], updated_by: str | None = None
+    found: dict, candidate: ranking.RankedRow, load_time: Callable[[str], datetime], newer: str | None = None
 ) -> dict:
     """A recall row: the fact's columns (as a read of the table gives them), its hybrid ranks, its contextual score,
     and the newer result that updates it, if any."""
@@ -397,7 +397,7 @@ def _recall_row(
         lexical_rank=found["lexical_rank"],
         recent_rank=found["recent_rank"],
         distance=None if candidate.similarity is None else 1 - candidate.similarity,
-        updated_by=None if updated_by is None else uuid.UUID(updated_by),
+        newer=None if newer is None else uuid.UUID(newer),
     )
     return row
 
@@ -438,8 +438,9 @@ def plan_described(config: ranking.RankingConfig) -> dict:
         "fusion": f"z-scores, lexical weight {config.lexical_weight}"
         if config.zscore_fusion
         else f"reciprocal rank, k={config.rrf_k}",
-        "context": f"neighbours within {config.context_window} in the same place, weight {config.context_weight}"
-        if config.context_weight
+        "context": f"neighbours within {config.context_window} in the same place, weight {config.context_weight},"
+        f" lift {config.context_lift}"
+        if config.context_weight or config.context_lift
         else None,
         "cues": [
             name

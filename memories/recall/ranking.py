@@ -18,7 +18,7 @@ and switchable alone (`RankingConfig`)."""
 #   A place rather than a fixed gain: over a long chat the context rule alone spreads scores by several points
 #   (measured on BEAM: +1.0 moved none into the ten);
 # - newer first: of two of the asker's own results about the same matter (holding mostly the same words of the
-#   question), from different messages, the newer is put just above the older, which says so (`updated_by`): a
+#   question), from different messages, the newer is put just above the older, which names it (`newer`): a
 #   figure or plan of theirs that changed reads in its latest form first. Only the order within the results
 #   changes. Not between other speakers' lines: a question about a past event wants that event, and moving a
 #   later line on the same matter above it cost LoCoMo hit@5 0.055;
@@ -69,7 +69,11 @@ class RankingConfig:
     zscore_fusion: bool = True  # False fuses the two lists by reciprocal rank
     rrf_k: int = 60
     lexical_weight: float = 0.7
-    context_weight: float = 0.7
+    # A fact takes this share of its best neighbour's score (`context_weight`), and this share of that
+    # neighbour's lead over its own score (`context_lift`): a weak fact beside a strong one rises more than a
+    # strong fact beside anything (BEAM dev 0.727 -> 0.755 hit@10, LoCoMo dev 0.853 -> 0.861 against 0.7 and 0).
+    context_weight: float = 0.35
+    context_lift: float = 0.35
     context_window: int = 2
     context_decay: float = 0.8
     speaker_boost: float = 1.0
@@ -96,7 +100,7 @@ class RankingConfig:
         off: dict[str, dict[str, Any]] = {
             "bm25": {"bm25": False},
             "zscore_fusion": {"zscore_fusion": False},
-            "context": {"context_weight": 0.0},
+            "context": {"context_weight": 0.0, "context_lift": 0.0},
             "speaker": {"speaker_boost": 0.0},
             "date": {"date_boost": 0.0},
             "asker": {"asker_boost": 0.0, "asker_said_boost": 0.0},
@@ -286,8 +290,9 @@ def rank(
     period = cues.period
     for candidate, value in zip(candidates, fused, strict=True):
         parts = {"fused": value}
-        if config.context_weight:
-            parts["context"] = config.context_weight * _context(candidate, own, floor, config)
+        if config.context_weight or config.context_lift:
+            lent = _context(candidate, own, floor, config)
+            parts["context"] = config.context_weight * lent + config.context_lift * max(0.0, lent - value)
         if label is not None and speakers[candidate.id] == label:
             parts["speaker"] = config.speaker_boost
         if config.date_boost and period is not None and period[0] <= candidate.when < period[1] + config.date_reach:
@@ -371,7 +376,7 @@ def _updates(newer: RankedRow, older: RankedRow) -> bool:
 def newer_first(results: list[RankedRow]) -> dict[str, str]:
     """Put each result just above the highest older one it updates, in place; returns each updated result's id
     with the id of the newest result updating it."""
-    updated_by: dict[str, str] = {}
+    newest: dict[str, str] = {}
     for newer in sorted(results, key=_age):
         place = results.index(newer)
         older = next((index for index, candidate in enumerate(results[:place]) if _updates(newer, candidate)), None)
@@ -380,8 +385,8 @@ def newer_first(results: list[RankedRow]) -> dict[str, str]:
         results.insert(older, results.pop(place))
         for candidate in results[older + 1 : place + 1]:
             if _updates(newer, candidate):
-                updated_by[candidate.id] = newer.id
-    return updated_by
+                newest[candidate.id] = newer.id
+    return newest
 
 
 def _fuse(lexical: Sequence[float | None], semantic: Sequence[float | None], config: RankingConfig) -> list[float]:

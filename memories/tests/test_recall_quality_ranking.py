@@ -343,3 +343,25 @@ def test_newer_first_leaves_other_speakers_other_matters_and_one_messages_parts_
     parts = pair()
     parts[0].source = parts[1].source = "msg-7"
     assert ranking.newer_first(parts) == {}
+
+
+def test_a_weak_fact_beside_a_strong_one_rises_more_than_a_strong_one_beside_a_weak_one():
+    strong = candidate("strong", "Mona: the answer about tea", similarity=0.9, neighbours=[("weak", 1)])
+    weak = candidate("weak", "Mona: yes", similarity=0.3, neighbours=[("strong", -1)])
+
+    def context(config: RankingConfig) -> dict[str, float]:
+        ordered = ranking.rank(
+            [strong, weak] + background(),
+            cues=ranking.analyse_question("tea?"),
+            document_frequency={},
+            total=100,
+            average_length=8.0,
+            config=config,
+        )
+        return {c.id: c.parts["context"] for c in ordered if c.id in ("strong", "weak")}
+
+    # Positive control: lent alone, each takes the same share of its neighbour's score.
+    shares = context(RankingConfig(context_lift=0.0))
+    with_lift = context(RankingConfig())
+    assert with_lift["strong"] == pytest.approx(shares["strong"])  # its neighbour is behind it: nothing added
+    assert with_lift["weak"] > shares["weak"]  # the lead of its neighbour over it, added

@@ -114,7 +114,7 @@ class RecallRank(_Answer):
     semantic_rank: int | None
     lexical_rank: int | None
     distance: float | None
-    updated_by: UUID | None = None  # a newer result above it on the same matter (servers before it omit it)
+    newer: UUID | None = None  # a newer result above it on the same matter (servers before it omit it)
 
 
 @_schema("RecallSubjectOutput")

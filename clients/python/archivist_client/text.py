@@ -73,10 +73,10 @@ def _labelled(row: Any, *, with_id: bool) -> dict[str, Any]:
     extra = [f"memory {_get(row, 'id', '')}"] if with_id else []
     if state != "live":
         extra.append(state)
-    newer = _get(rank, "updated_by", None) if rank is not None else None
+    newer = _get(rank, "newer", None) if rank is not None else None
     if newer:
         # Recall put a newer result on the same matter above it: say so, so the older is read as history.
-        extra.append(f"updated by memory {newer}" if with_id else "updated by a newer memory")
+        extra.append(f"newer on this: memory {newer}" if with_id else "a newer memory on this")
     return {
         "scope": _get(row, "scope", ""),
         "scope_label": _get(row, "scope_label", ""),

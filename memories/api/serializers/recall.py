@@ -63,12 +63,12 @@ class RecallRankOutputSerializer(OutputSerializer):
     semantic_rank = serializers.IntegerField(allow_null=True)
     lexical_rank = serializers.IntegerField(allow_null=True)
     distance = serializers.FloatField(allow_null=True, help_text="Cosine distance, when ranked by meaning.")
-    updated_by = derived(
+    newer = derived(
         serializers.UUIDField,
-        lambda row, context: row.get("updated_by"),
+        lambda row, context: row.get("newer"),
         allow_null=True,
-        help_text="A newer result in this answer, listed above this one, in which the asker said something about the "
-        "same matter: this fact may be out of date. Null when none.",
+        help_text="A newer result in this answer, listed just above this one: the asker's own, from another message, "
+        "holding mostly the same words of the question. It may update this one. Null when none.",
     )
 
 

@@ -58,9 +58,15 @@ def dm(org, agent_api, dm_with_mona, member):
 
 
 def ranked(org, place, config=DEFAULT_CONFIG) -> list[tuple[str, float]]:
-    """Every fact of the pool, best first, with its score."""
+    """Every fact of the pool, best first, with its score; the newer-first rule off, since it reorders her
+    own facts on one matter (these lines) after the standing rule placed its facts."""
     result = recall(
-        organisation=org, place=place, question=QUESTION, limit=200, mode="contextual", ranking_config=config
+        organisation=org,
+        place=place,
+        question=QUESTION,
+        limit=200,
+        mode="contextual",
+        ranking_config=replace(config, newer_first=False),
     )
     assert result.ranking["used"] == "contextual" and "semantic" in result.ranking["lists"]
     return [(row["body"], row["score"]) for row in result.rows]

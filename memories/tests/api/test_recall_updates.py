@@ -1,5 +1,5 @@
 """Of the asker's own facts on one matter, recall puts the newer above the older, and the older says so
-(`rank.updated_by`), through the API."""
+(`rank.newer`), through the API."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def test_the_newer_of_the_askers_facts_on_one_matter_comes_first_and_the_older_s
     results = answer.json()["results"]
     bodies = [row["body"] for row in results]
     assert bodies.index(NEWER) < bodies.index(OLDER)
-    updated = {row["body"]: row["rank"]["updated_by"] for row in results}
+    updated = {row["body"]: row["rank"]["newer"] for row in results}
     assert updated[OLDER] == str(facts[NEWER].pk)
     assert updated[NEWER] is None and all(updated[body] is None for body in CHAT if body in updated)
 
@@ -57,4 +57,4 @@ def test_the_newer_of_the_askers_facts_on_one_matter_comes_first_and_the_older_s
         ranking_config=DEFAULT_CONFIG.without("newer_first"),
     )
     assert {row["body"] for row in plain.rows} >= {OLDER, NEWER}
-    assert all(row["updated_by"] is None for row in plain.rows)
+    assert all(row["newer"] is None for row in plain.rows)

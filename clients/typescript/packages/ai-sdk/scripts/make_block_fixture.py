@@ -96,7 +96,7 @@ NAMED_ROWS = [
         "author": "model",
         "source": {"kind": "episode", "label": "", "ref": "92"},
         "created_at": "2026-04-12T10:00:00Z",
-        "rank": {"pinned": False, "updated_by": "0b7e6c1d-2f4a-4e9b-9d1c-6a2f3e4d5c6b"},
+        "rank": {"pinned": False, "newer": "0b7e6c1d-2f4a-4e9b-9d1c-6a2f3e4d5c6b"},
     },
     {
         "id": "7",

@@ -57,9 +57,9 @@ function labelled(row: unknown, withId: boolean): LabelParts {
   const state = text(get(row, "state", "live")) || "live";
   const extra = withId ? [`memory ${text(get(row, "id"))}`] : [];
   if (state !== "live") extra.push(state);
-  const newer = rank !== null && rank !== undefined ? get(rank, "updated_by", null) : null;
+  const newer = rank !== null && rank !== undefined ? get(rank, "newer", null) : null;
   // Recall put a newer result on the same matter above it: say so, so the older is read as history.
-  if (newer) extra.push(withId ? `updated by memory ${text(newer)}` : "updated by a newer memory");
+  if (newer) extra.push(withId ? `newer on this: memory ${text(newer)}` : "a newer memory on this");
   return {
     scope: text(get(row, "scope")),
     scopeLabel: text(get(row, "scope_label")),
