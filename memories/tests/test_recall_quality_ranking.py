@@ -29,6 +29,18 @@ def background(n: int = 20) -> list[RankedRow]:
     return [candidate(f"bg{i}", f"Unrelated fact {i}", similarity=0.05 + 0.01 * i) for i in range(n)]
 
 
+def parts_of(fact: RankedRow, question: str) -> dict[str, float]:
+    """The parts of a fact's score, ranked alone among the background for `question`."""
+    ordered = ranking.rank(
+        [fact] + background(),
+        cues=ranking.analyse_question(question),
+        document_frequency={},
+        total=100,
+        average_length=8.0,
+    )
+    return next(c for c in ordered if c.id == fact.id).parts
+
+
 def ranked_ids(candidates, question="", config=ranking.DEFAULT_CONFIG, df=None, total=100) -> list[str]:
     ordered = ranking.rank(
         candidates + background(),
@@ -205,14 +217,7 @@ def test_the_asker_rule_applies_to_first_person_questions_only():
     mine = candidate("mine", "Sprint ends on Friday")
     mine.by_asker = True
     for question, lift in (("When does my sprint end?", 0.4), ("When does the sprint end?", None)):
-        ordered = ranking.rank(
-            [mine] + background(),
-            cues=ranking.analyse_question(question),
-            document_frequency={},
-            total=100,
-            average_length=8.0,
-        )
-        assert next(c for c in ordered if c.id == "mine").parts.get("asker") == lift
+        assert parts_of(mine, question).get("asker") == lift
 
 
 @pytest.mark.parametrize(
@@ -238,16 +243,10 @@ def test_other_questions_do_not_ask_what_the_asker_said(question):
 def test_the_asker_said_rule_lifts_the_askers_own_lines_more():
     mine = candidate("mine", "mona: I work as a colour technologist")
     mine.by_asker = True
-    lifts = {}
-    for question in ("What did I mention about my work?", "What do you think about my work?"):
-        ordered = ranking.rank(
-            [mine] + background(),
-            cues=ranking.analyse_question(question),
-            document_frequency={},
-            total=100,
-            average_length=8.0,
-        )
-        lifts[question] = next(c for c in ordered if c.id == "mine").parts["asker"]
+    lifts = {
+        question: parts_of(mine, question)["asker"]
+        for question in ("What did I mention about my work?", "What do you think about my work?")
+    }
     config = RankingConfig()
     assert lifts == {
         "What did I mention about my work?": config.asker_boost + config.asker_said_boost,

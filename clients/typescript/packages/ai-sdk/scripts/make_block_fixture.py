@@ -88,17 +88,6 @@ NAMED_ROWS = [
         "rank": {"pinned": True},
     },
     {
-        "id": "9a4d2a0e-55a3-4c0f-8a57-0f7f6f3b0b11",
-        "body": "Zoom call with the creative director on April 20",
-        "scope": "person",
-        "scope_label": "mona",
-        "subject": {"type": "user", "label": "mona"},
-        "author": "model",
-        "source": {"kind": "episode", "label": "", "ref": "92"},
-        "created_at": "2026-04-12T10:00:00Z",
-        "rank": {"pinned": False, "newer": "0b7e6c1d-2f4a-4e9b-9d1c-6a2f3e4d5c6b"},
-    },
-    {
         "id": "7",
         "body": "Standup at 9\nIn room 2",
         "scope": "channel",
@@ -146,6 +135,16 @@ NAMED_ROWS = [
         "created_at": "not a date at all",
     },
 ]
+# A recalled row with a newer result on the same matter above it.
+NAMED_ROWS.append(
+    {
+        **NAMED_ROWS[0],
+        "id": "9a4d2a0e-55a3-4c0f-8a57-0f7f6f3b0b11",
+        "body": "Zoom call with the creative director on April 20",
+        "source": {"kind": "episode", "label": "", "ref": "92"},
+        "rank": {"pinned": False, "newer": "0b7e6c1d-2f4a-4e9b-9d1c-6a2f3e4d5c6b"},
+    }
+)
 
 
 def rows(rng: random.Random) -> list[dict]:
