@@ -62,8 +62,8 @@ from lib.api.rate_gate import (
     LogVerdict,
     RateRefusal,
     address_in,
+    bar_wait,
     gate_refusal,
-    parse_rate,
     presented_digest,
     rate_answered,
     rate_script,
@@ -249,8 +249,7 @@ def checked(environ: dict) -> Checked | None:
 
 def _hold_args(now: float, rate: tuple[int, int]) -> list[int]:
     """Each refusal's Retry-After as the rate gate will answer it (`gate_refusal`), for the marks."""
-    bar = seconds_left(now, parse_rate(settings.BAD_TOKEN_RATE)[1])
-    return hold_args(now, share=SHARE_RETRY_AFTER, rate=seconds_left(now, rate[1]), bar=bar)
+    return hold_args(now, share=SHARE_RETRY_AFTER, rate=seconds_left(now, rate[1]), bar=bar_wait(now))
 
 
 def _read(answer, *, now: float, rate: tuple[int, int], client, member: str, digest: str) -> Checked:

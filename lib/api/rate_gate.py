@@ -199,9 +199,14 @@ class RateRefusal(NamedTuple):
     detail: str
 
 
+def bar_wait(now: float) -> int:
+    """The Retry-After of an address barred for bad tokens: until its window ends."""
+    return seconds_left(now, parse_rate(settings.BAD_TOKEN_RATE)[1])
+
+
 def barred_refusal(now: float) -> RateRefusal:
     """An address past its bad-token limit, refused until its window ends."""
-    wait = seconds_left(now, parse_rate(settings.BAD_TOKEN_RATE)[1])
+    wait = bar_wait(now)
     detail = f"Too many unknown or malformed tokens from your address. Expected available in {wait} seconds."
     return RateRefusal("bad_tokens_from_address", wait, detail)
 

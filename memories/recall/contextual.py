@@ -334,7 +334,8 @@ def rank_rows(
     newer: dict[str, str] = {}
     if config.newer_first:
         for candidate in rest:
-            candidate.written = load_time(by_id[candidate.id]["created_at"])
+            if candidate.by_asker:  # the rule orders only the asker's own facts: only theirs need the time
+                candidate.written = load_time(by_id[candidate.id]["created_at"])
         newer = ranking.newer_first(rest)
     return [
         _recall_row(by_id[candidate.id], candidate, load_time, newer.get(candidate.id))
@@ -385,7 +386,7 @@ def _recall_row(
     found: dict, candidate: ranking.RankedRow, load_time: Callable[[str], datetime], newer: str | None = None
 ) -> dict:
     """A recall row: the fact's columns (as a read of the table gives them), its hybrid ranks, its contextual score,
-    and the newer result that updates it, if any."""
+    and the newer result on the same matter listed above it, if any (`ranking.newer_first`)."""
     row = {name: found[name] for name in RESULT_COLUMNS}
     row["id"] = uuid.UUID(found["id"])
     for name in _TIMES:

@@ -168,7 +168,7 @@ def about_the_asker(question: str) -> bool:
 
 
 _SAID_VERB = (
-    r"(?:mention|say|said|tell|told|bring|brought|share|shar|ask|describe|note|state|explain|outline|express|"
+    r"(?:mention|say|said|tell|told|bring|brought|shar|ask|describe|note|state|explain|outline|express|"
     r"talk|raise|list|decide|choose|chose|plan)\w*"
 )
 _ASKER_SAID = re.compile(
@@ -334,13 +334,14 @@ def _lift_standing(candidates: list[RankedRow], config: RankingConfig) -> None:
         return
     sharing = sorted((c for c in candidates if c.standing and c.lexeme_counts), key=lambda c: -c.score)
     kept = sharing[: config.standing_kept]
-    for place, candidate in enumerate(kept, start=config.standing_rank):
+    for index, candidate in enumerate(kept):
+        place = config.standing_rank + index
         others = sorted((c.score for c in candidates if c is not candidate), reverse=True)
         if len(others) < place:
             continue  # within the first places already
         # Just above the fact now in that place, so the order of the rest stands; those raised before it may
         # stand just above the same fact, so each is raised a step less than the one before.
-        gain = others[place - 1] - candidate.score + _STEP * (len(kept) - place + config.standing_rank)
+        gain = others[place - 1] - candidate.score + _STEP * (len(kept) - index)
         if gain > 0:
             candidate.parts["standing"] = gain
             candidate.score += gain
