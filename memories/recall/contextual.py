@@ -112,7 +112,9 @@ def contextual_plan(request: RecallRequest, *, config: ranking.RankingConfig = r
         question=request.question,
         candidates=CANDIDATES,
         gap=NEIGHBOUR_GAP,
-        window=config.context_window if config.context_weight or config.context_lift else 0,
+        window=config.context_window
+        if config.context_weight or config.context_turn_weight or config.context_lift
+        else 0,
         scan=NEIGHBOUR_SCAN,
         total_cap=TOTAL_CAP,
         sample=STATISTICS_SAMPLE,
@@ -285,6 +287,14 @@ def lexeme_counts(tsvector_text: str | None) -> dict[str, int]:
     return counts
 
 
+def opening_lexeme(tsvector_text: str | None) -> str | None:
+    """The lexeme at a tsvector's first position (a transcript line's speaker label), if any."""
+    for match in _TSVECTOR_ENTRY.finditer(tsvector_text or ""):
+        if match[2] and "1" in re.findall(r"\d+", match[2]):
+            return match[1].replace("''", "'").replace("\\\\", "\\")
+    return None
+
+
 def _link_neighbours(candidates: dict[str, ranking.RankedRow], links: dict[str, list[tuple[str, int]]]) -> None:
     """Offsets between every two facts of one anchor's window, both ways, so a neighbour sees its anchor too.
     A pair met in two windows is listed twice: a fact takes the best its neighbours lend, which a repeat
@@ -369,6 +379,7 @@ def _candidate(key: str, row: dict, asker: Asker | None = None) -> ranking.Ranke
         when=datetime.fromtimestamp(row["happened"], UTC),
         similarity=row["similarity"],
         lexeme_counts=lexeme_counts(row["lexemes"]),
+        label_lexeme=opening_lexeme(row["lexemes"]) if ranking.speaker_of(body) else None,
         length=float(row["length"] or 0),
         ts_rank=float(row["ts_rank"] or 0),
         by_asker=asker is not None
@@ -439,9 +450,9 @@ def plan_described(config: ranking.RankingConfig) -> dict:
         "fusion": f"z-scores, lexical weight {config.lexical_weight}"
         if config.zscore_fusion
         else f"reciprocal rank, k={config.rrf_k}",
-        "context": f"neighbours within {config.context_window} in the same place, weight {config.context_weight},"
-        f" lift {config.context_lift}"
-        if config.context_weight or config.context_lift
+        "context": f"neighbours within {config.context_window} in the same place, weight {config.context_weight}"
+        f" ({config.context_turn_weight} for a person's turn), lift {config.context_lift}"
+        if config.context_weight or config.context_turn_weight or config.context_lift
         else None,
         "cues": [
             name

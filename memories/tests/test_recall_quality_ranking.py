@@ -364,3 +364,63 @@ def test_a_weak_fact_beside_a_strong_one_rises_more_than_a_strong_one_beside_a_w
     with_lift = context(RankingConfig())
     assert with_lift["strong"] == pytest.approx(shares["strong"])  # its neighbour is behind it: nothing added
     assert with_lift["weak"] > shares["weak"]  # the lead of its neighbour over it, added
+
+
+@pytest.mark.parametrize(
+    ("question", "year"),
+    [("What charity event did he organise in 2024?", 2024), ("What changed during 2023?", 2023)],
+)
+def test_a_named_year_becomes_a_period(question, year):
+    assert ranking.named_period(question) == (datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC))
+    assert ranking.named_period("Who won 2024 to 1?") is None  # a number, not a year asked about
+
+
+def test_of_two_named_speakers_the_subject_of_the_verb_is_preferred():
+    jon = candidate("jon", "Jon: the store looks great", similarity=0.5)
+    gina = candidate("gina", "Gina: the store looks great", similarity=0.5)
+    assert ranking.analyse_question("What did Jon say about Gina's store?").subject == "Jon"
+    assert ranked_ids([gina, jon], "What did Jon say about Gina's store?") == ["jon", "gina"]
+    assert ranked_ids([jon, gina], "What does Gina think of Jon's studio?") == ["gina", "jon"]
+    # A possessive is not a subject: "did Gina's store" asks of the store, so neither is preferred.
+    assert ranking.analyse_question("When did Gina's store open for Jon?").subject is None
+
+
+def test_the_preferred_speakers_name_counts_nothing_in_bm25():
+    def fused(config: RankingConfig) -> dict[str, float]:
+        by_mona = candidate("by_mona", "Mona: I drink tea", counts={"mona": 1})
+        by_mona.label_lexeme = "mona"
+        by_max = candidate("by_max", "Max: I drink tea")
+        ordered = ranking.rank(
+            [by_mona, by_max] + background(),
+            cues=ranking.analyse_question("What does Mona drink?"),
+            document_frequency={"mona": 30},
+            total=100,
+            average_length=8.0,
+            config=config,
+        )
+        return {c.id: c.parts["fused"] for c in ordered if c.id in ("by_mona", "by_max")}
+
+    preferred = fused(RankingConfig())
+    assert preferred["by_mona"] == pytest.approx(preferred["by_max"])  # the speaker cue stands for the name
+    unpreferred = fused(RankingConfig(speaker_boost=0.0))  # positive control: no speaker preferred
+    assert unpreferred["by_mona"] > unpreferred["by_max"]
+
+
+def test_a_persons_turn_takes_more_of_its_neighbours_score_than_another_fact():
+    def context_of(body: str) -> float:
+        prompt = candidate("prompt", "what have you been researching?", similarity=0.8, neighbours=[("reply", 1)])
+        reply = candidate("reply", body, similarity=0.3, neighbours=[("prompt", -1)])
+        ordered = ranking.rank(
+            [prompt, reply] + background(),
+            cues=ranking.analyse_question("research?"),
+            document_frequency={},
+            total=100,
+            average_length=8.0,
+            config=RankingConfig(context_lift=0.0),
+        )
+        return next(c for c in ordered if c.id == "reply").parts["context"]
+
+    turn, passage = context_of("Mona: adoption agencies"), context_of("adoption agencies")
+    config = RankingConfig()
+    assert turn / passage == pytest.approx(config.context_turn_weight / config.context_weight)
+    assert config.context_turn_weight > config.context_weight

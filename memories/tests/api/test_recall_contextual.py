@@ -109,3 +109,26 @@ def test_the_question_lexeme_counts_read_from_a_cut_tsvector_match_postgresql():
     expected = json.loads(expected)
     assert contextual.lexeme_counts(printed) == expected
     assert expected == {"don't": 2, "a\\b": 3, "plain": 1}
+
+
+def test_of_two_people_named_the_subject_of_the_question_is_recalled_first(agent_api, general):
+    gina = "Gina: the new store looks great"
+    jon = "Jon: the new store looks great"
+    remember(agent_api, general, gina)
+    remember(agent_api, general, jon)
+    fillers(agent_api, general)
+    assert bodies(recall(agent_api, general, "What did Jon say about Gina's new store?", mode="contextual"))[0] == jon
+    assert bodies(recall(agent_api, general, "What did Gina say about Jon's new store?", mode="contextual"))[0] == gina
+
+
+@pytest.mark.django_db
+def test_a_transcript_lines_label_is_its_tsvectors_opening_lexeme_as_postgresql_prints_it():
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT to_tsvector('english', %s)::text, to_tsvector('english', %s)::text",
+            ["Caroline: I painted the lake, Caroline said", "I painted the lake"],
+        )
+        labelled, unlabelled = cursor.fetchone()
+    assert contextual.opening_lexeme(labelled) == "carolin"
+    assert contextual.opening_lexeme(unlabelled) is None  # 'paint' is at 2: "I" is a stop word
+    assert contextual.opening_lexeme("'paint':2 'carolin':1A,7") == "carolin"
