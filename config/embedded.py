@@ -156,7 +156,11 @@ def used_by_this_process_alone(server) -> bool:
 
 def _count(server, query: str) -> int:
     """The one number a `SELECT count(*)` prints through psql."""
-    return int(re.search(r"^\s*(\d+)\s*$", server.psql(query), re.MULTILINE)[1])
+    printed = server.psql(query)
+    match = re.search(r"^\s*(\d+)\s*$", printed, re.MULTILINE)
+    if match is None:
+        raise RuntimeError(f"psql printed no count for {query!r}: {printed!r}")
+    return int(match[1])
 
 
 PRELOADED = "pg_stat_statements"

@@ -295,7 +295,7 @@ def rank(
         _named_speaker({name for name in speakers.values() if name is not None}, cues) if config.speaker_boost else None
     )
     # The speaker cue stands for the name: as a word it would favour each of their lines once more.
-    named = {c.label_lexeme for c in candidates if label is not None and speakers[c.id] == label} - {None}
+    named = {c.label_lexeme for c in candidates if c.label_lexeme and label is not None and speakers[c.id] == label}
     if config.bm25:
         lexical: Sequence[float | None] = bm25_scores(
             [_without(c.lexeme_counts, named) for c in candidates],

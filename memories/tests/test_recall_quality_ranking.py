@@ -41,6 +41,19 @@ def parts_of(fact: RankedRow, question: str) -> dict[str, float]:
     return next(c for c in ordered if c.id == fact.id).parts
 
 
+def parts_by_id(candidates, question: str, config=ranking.DEFAULT_CONFIG, df=None) -> dict[str, dict[str, float]]:
+    """Each candidate's score parts, ranked among the background for `question`."""
+    ordered = ranking.rank(
+        candidates + background(),
+        cues=ranking.analyse_question(question),
+        document_frequency=df or {},
+        total=100,
+        average_length=8.0,
+        config=config,
+    )
+    return {c.id: c.parts for c in ordered if not c.id.startswith("bg")}
+
+
 def ranked_ids(candidates, question="", config=ranking.DEFAULT_CONFIG, df=None, total=100) -> list[str]:
     ordered = ranking.rank(
         candidates + background(),
@@ -349,15 +362,7 @@ def test_a_weak_fact_beside_a_strong_one_rises_more_than_a_strong_one_beside_a_w
     weak = candidate("weak", "Mona: yes", similarity=0.3, neighbours=[("strong", -1)])
 
     def context(config: RankingConfig) -> dict[str, float]:
-        ordered = ranking.rank(
-            [strong, weak] + background(),
-            cues=ranking.analyse_question("tea?"),
-            document_frequency={},
-            total=100,
-            average_length=8.0,
-            config=config,
-        )
-        return {c.id: c.parts["context"] for c in ordered if c.id in ("strong", "weak")}
+        return {key: parts["context"] for key, parts in parts_by_id([strong, weak], "tea?", config).items()}
 
     # Positive control: lent alone, each takes the same share of its neighbour's score.
     shares = context(RankingConfig(context_lift=0.0))
@@ -390,15 +395,8 @@ def test_the_preferred_speakers_name_counts_nothing_in_bm25():
         by_mona = candidate("by_mona", "Mona: I drink tea", counts={"mona": 1})
         by_mona.label_lexeme = "mona"
         by_max = candidate("by_max", "Max: I drink tea")
-        ordered = ranking.rank(
-            [by_mona, by_max] + background(),
-            cues=ranking.analyse_question("What does Mona drink?"),
-            document_frequency={"mona": 30},
-            total=100,
-            average_length=8.0,
-            config=config,
-        )
-        return {c.id: c.parts["fused"] for c in ordered if c.id in ("by_mona", "by_max")}
+        found = parts_by_id([by_mona, by_max], "What does Mona drink?", config, df={"mona": 30})
+        return {key: parts["fused"] for key, parts in found.items()}
 
     preferred = fused(RankingConfig())
     assert preferred["by_mona"] == pytest.approx(preferred["by_max"])  # the speaker cue stands for the name
@@ -410,15 +408,7 @@ def test_a_persons_turn_takes_more_of_its_neighbours_score_than_another_fact():
     def context_of(body: str) -> float:
         prompt = candidate("prompt", "what have you been researching?", similarity=0.8, neighbours=[("reply", 1)])
         reply = candidate("reply", body, similarity=0.3, neighbours=[("prompt", -1)])
-        ordered = ranking.rank(
-            [prompt, reply] + background(),
-            cues=ranking.analyse_question("research?"),
-            document_frequency={},
-            total=100,
-            average_length=8.0,
-            config=RankingConfig(context_lift=0.0),
-        )
-        return next(c for c in ordered if c.id == "reply").parts["context"]
+        return parts_by_id([prompt, reply], "research?", RankingConfig(context_lift=0.0))["reply"]["context"]
 
     turn, passage = context_of("Mona: adoption agencies"), context_of("adoption agencies")
     config = RankingConfig()
