@@ -257,7 +257,10 @@ class Memory(models.Model):
         verbose_name = "memory"
         verbose_name_plural = "memories"
         indexes = [
-            GinIndex(fields=["search_vector"], name="memories_search_gin"),
+            # The tenant first (btree_gin): a question's words are looked up among the organisation's rows
+            # only. Over every tenant's, a common word's matches were intersected with a bitmap of the tenant's
+            # rows, which costs a large organisation 20 ms a recall (bench/recall.py at 1,000,000 rows).
+            GinIndex(fields=["organisation", "search_vector"], name="memories_search_tenant_gin"),
             # Serves recall's predicate: tenant, then scope, over live rows only.
             models.Index(
                 fields=["organisation", "scope", "scope_ref"],

@@ -14,11 +14,13 @@ LIVE_PREDICATE = live_sql()
 # Exact vector search for every organisation below the HNSW threshold: the
 # tenant (and scope) prefix finds its rows, and the vectors and filter columns
 # come from the index itself, so a scan touches index pages in tenant order
-# instead of one scattered heap page per row (about 3x faster at 1M rows, bench/recall.py).
+# instead of one scattered heap page per row (about 3x faster at 1M rows, bench/recall.py). It holds every
+# column the recall predicate and the row-level policy read (`stance` for promotion tombstones, `bucket` for the
+# policy's system branch): one missing sends the scan to the heap for every row.
 COVERING_INDEX = f"""
 CREATE INDEX IF NOT EXISTS memories_recall_cover_idx ON memories_memory
   (organisation_id, scope, scope_ref)
-  INCLUDE (id, agent_id, expires_at, embedding_model, pinned, embedding)
+  INCLUDE (id, agent_id, expires_at, embedding_model, pinned, stance, bucket, embedding)
   WHERE {LIVE_PREDICATE} AND embedding IS NOT NULL;
 """
 DROP_COVERING_INDEX = "DROP INDEX IF EXISTS memories_recall_cover_idx;"
