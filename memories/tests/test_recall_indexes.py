@@ -25,17 +25,17 @@ INDEXES_ONLY = "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = of
 
 
 def seed(org, count: int, scope: str, scope_ref: str = "") -> None:
+    """`count` embedded facts in one scope, each its own vector."""
     expires = timezone.now() + timedelta(days=30)
+    learned = {"bucket": Bucket.LEARNED, "author": Author.MODEL, "source_kind": SourceKind.MESSAGE}
     Memory.objects.bulk_create(
         Memory(
             organisation=org,
-            bucket=Bucket.LEARNED,
-            author=Author.MODEL,
-            source_kind=SourceKind.MESSAGE,
             scope=scope,
             scope_ref=scope_ref,
-            body=f"{scope} fact {index} about tea",
             expires_at=expires,
+            **learned,
+            body=f"{scope} fact {index} about tea",
             embedding=stub_vector(f"{scope} fact {index}"),
             embedding_model="stand-in",
         )
