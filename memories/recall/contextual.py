@@ -287,12 +287,14 @@ def lexeme_counts(tsvector_text: str | None) -> dict[str, int]:
     return counts
 
 
+# A lexeme whose first position is 1 (positions are printed in ascending order, each with an optional weight).
+_OPENING_ENTRY = re.compile(r"'((?:[^']|'')*)':1[A-D]?(?=[, ]|$)")
+
+
 def opening_lexeme(tsvector_text: str | None) -> str | None:
     """The lexeme at a tsvector's first position (a transcript line's speaker label), if any."""
-    for match in _TSVECTOR_ENTRY.finditer(tsvector_text or ""):
-        if match[2] and "1" in re.findall(r"\d+", match[2]):
-            return match[1].replace("''", "'").replace("\\\\", "\\")
-    return None
+    match = _OPENING_ENTRY.search(tsvector_text) if tsvector_text else None
+    return match[1].replace("''", "'").replace("\\\\", "\\") if match else None
 
 
 def _link_neighbours(candidates: dict[str, ranking.RankedRow], links: dict[str, list[tuple[str, int]]]) -> None:
@@ -379,7 +381,7 @@ def _candidate(key: str, row: dict, asker: Asker | None = None) -> ranking.Ranke
         when=datetime.fromtimestamp(row["happened"], UTC),
         similarity=row["similarity"],
         lexeme_counts=lexeme_counts(row["lexemes"]),
-        label_lexeme=opening_lexeme(row["lexemes"]) if ranking.speaker_of(body) else None,
+        label_lexeme=opening_lexeme(row["lexemes"]),  # the label's when the row has one (`ranking.rank` checks)
         length=float(row["length"] or 0),
         ts_rank=float(row["ts_rank"] or 0),
         by_asker=asker is not None

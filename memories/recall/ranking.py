@@ -273,7 +273,7 @@ class RankedRow:
     standing: bool = False  # a standing instruction or preference (`memories.recall.standing`)
     source: str = ""  # the message an episode is a part of (its event's reference); empty for other facts
     written: datetime | None = None  # when it was written, ordering facts of the same time (`newer_first`)
-    label_lexeme: str | None = None  # its speaker label's lexeme, when the label is a word of the question
+    label_lexeme: str | None = None  # the lexeme at its first position (a transcript line's label), if a question word
     score: float = 0.0
     parts: dict = field(default_factory=dict)
 
