@@ -112,9 +112,7 @@ def contextual_plan(request: RecallRequest, *, config: ranking.RankingConfig = r
         question=request.question,
         candidates=CANDIDATES,
         gap=NEIGHBOUR_GAP,
-        window=config.context_window
-        if config.context_weight or config.context_turn_weight or config.context_lift
-        else 0,
+        window=config.context_window if config.uses_context else 0,
         scan=NEIGHBOUR_SCAN,
         total_cap=TOTAL_CAP,
         sample=STATISTICS_SAMPLE,
@@ -282,7 +280,7 @@ def lexeme_counts(tsvector_text: str | None) -> dict[str, int]:
     if not tsvector_text:  # most of the pool holds no word of the question
         return counts
     for match in _TSVECTOR_ENTRY.finditer(tsvector_text):
-        lexeme = match[1].replace("''", "'").replace("\\\\", "\\")
+        lexeme = _unquoted(match[1])
         counts[lexeme] = match[2].count(",") + 1 if match[2] else 1
     return counts
 
@@ -294,7 +292,12 @@ _OPENING_ENTRY = re.compile(r"'((?:[^']|'')*)':1[A-D]?(?=[, ]|$)")
 def opening_lexeme(tsvector_text: str | None) -> str | None:
     """The lexeme at a tsvector's first position (a transcript line's speaker label), if any."""
     match = _OPENING_ENTRY.search(tsvector_text) if tsvector_text else None
-    return match[1].replace("''", "'").replace("\\\\", "\\") if match else None
+    return _unquoted(match[1]) if match else None
+
+
+def _unquoted(lexeme: str) -> str:
+    """A lexeme as a tsvector's text form quotes it: quotes and backslashes doubled."""
+    return lexeme.replace("''", "'").replace("\\\\", "\\")
 
 
 def _link_neighbours(candidates: dict[str, ranking.RankedRow], links: dict[str, list[tuple[str, int]]]) -> None:
@@ -454,7 +457,7 @@ def plan_described(config: ranking.RankingConfig) -> dict:
         else f"reciprocal rank, k={config.rrf_k}",
         "context": f"neighbours within {config.context_window} in the same place, weight {config.context_weight}"
         f" ({config.context_turn_weight} for a person's turn), lift {config.context_lift}"
-        if config.context_weight or config.context_turn_weight or config.context_lift
+        if config.uses_context
         else None,
         "cues": [
             name

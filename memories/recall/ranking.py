@@ -108,6 +108,11 @@ class RankingConfig:
     # much: enough to put every other source's best first, so the ten reach more messages.
     repeat_penalty: float = 5.0
 
+    @property
+    def uses_context(self) -> bool:
+        """Whether neighbours lend anything: the statement then reads them, and ranking weighs them."""
+        return bool(self.context_weight or self.context_turn_weight or self.context_lift)
+
     def without(self, rule: str) -> RankingConfig:
         """This configuration with one rule switched off (for ablations)."""
         off: dict[str, dict[str, Any]] = {
@@ -314,7 +319,7 @@ def rank(
     period = cues.period
     for candidate, value in zip(candidates, fused, strict=True):
         parts = {"fused": value}
-        if config.context_weight or config.context_turn_weight or config.context_lift:
+        if config.uses_context:
             lent = _context(candidate, own, floor, config)
             weight = config.context_turn_weight if speakers[candidate.id] else config.context_weight
             parts["context"] = weight * lent + config.context_lift * max(0.0, lent - value)
