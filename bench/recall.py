@@ -590,7 +590,10 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid", befo
         "before": (old_candidates, planner_of(old_contextual if contextual_mode else old_candidates)),
     }
     latencies: dict[str, list] = {"now": [], "before": [], "rank": []}
-    with psycopg.connect(os.environ["DATABASE_URL"], cursor_factory=psycopg.ClientCursor) as raw:
+    # Prepared only where asked, as the web's connections are (config/settings/base.py).
+    with psycopg.connect(
+        os.environ["DATABASE_URL"], cursor_factory=psycopg.ClientCursor, prepare_threshold=2**31 - 1
+    ) as raw:
         for index, (rank, question) in enumerate(jobs):
             latencies["rank"].append(rank)
             for variant in ("now", "before") if index % 2 == 0 else ("before", "now"):
@@ -608,6 +611,7 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid", befo
                         now=timezone.now(),
                         hnsw_index=hnsw.get(rank),
                         count_unembedded=True,
+                        **bound_as_recall(module, contextual_mode and hnsw.get(rank) is None),
                     )
                 )
                 with raw.transaction(), raw.cursor() as cursor:
@@ -619,6 +623,11 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid", befo
                     run_plan(plan, cursor)
                     latencies[variant].append((time.perf_counter() - started) * 1000)
     return latencies
+
+
+def bound_as_recall(module, bound: bool) -> dict:
+    """The tenant named as `recall()` names it (a parameter of a prepared statement), where the version can."""
+    return {"bound_tenant": bound} if "bound_tenant" in module.RecallRequest.__dataclass_fields__ else {}
 
 
 def before_and_after(raw: dict, classes: dict[str, list[int]]) -> list[str]:

@@ -132,6 +132,11 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # Behind a pooler that hands a client's statements to several server sessions (PgBouncer's transaction
 # mode): no server-side cursors (Django's setting).
 DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env_bool("DATABASE_TRANSACTION_POOLER", False)
+# A recall's statement is prepared once per database session (`memories.recall.query.run_plan`). psycopg prepares
+# what asks for it, and unasked a statement run this many times on one session: none is. Django leaves preparing
+# off (None) so that it works behind a pooler; so does a pooler here.
+PREPARE_ONLY_WHEN_ASKED = None if DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] else 2**31 - 1
+DATABASES["default"]["OPTIONS"]["prepare_threshold"] = PREPARE_ONLY_WHEN_ASKED
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # A streaming standby of that database (tenancy/standby.py, docs/scaling.md): recall, lists and reads
@@ -148,6 +153,7 @@ if DATABASE_REPLICA_URL:
     }
     # A standby that stopped answering costs a read this long at most before the primary takes it.
     DATABASES["replica"]["OPTIONS"].setdefault("connect_timeout", "2")
+    DATABASES["replica"]["OPTIONS"]["prepare_threshold"] = PREPARE_ONLY_WHEN_ASKED
 # How long a write's position is remembered for its organisation's reads (and the most a standby may lag).
 REPLICA_WRITE_MEMORY_SECONDS = env_int("ARCHIVIST_REPLICA_WRITE_MEMORY_SECONDS", 300, minimum=1)
 # After a standby failed, reads stay on the primary this long before it is tried again.

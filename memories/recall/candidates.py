@@ -101,6 +101,16 @@ class RecallRequest:
     # The nearest profile facts of the place's own scope (its channel's, or its one person's) offered beside the
     # lists: a standing instruction or preference a request needs may share few of its words.
     own_profile: int = 0
+    # Name the tenant by a parameter rather than a literal, so the statement's text is every tenant's and it can be
+    # prepared once per database session and planned once (`query.run_plan`). Only without an HNSW index: the
+    # partial index is proven from the literal (`tenant_sql`).
+    bound_tenant: bool = False
+
+    def tenant_sql(self) -> str:
+        """The tenant as the statement names it: a parameter when bound (and no HNSW index), a literal otherwise."""
+        if self.bound_tenant and not self.hnsw_index:
+            return TENANT_PARAMETER
+        return tenant_literal(self.organisation_id)
 
 
 @dataclass(frozen=True)
@@ -113,6 +123,11 @@ class RecallPlan:
     hnsw_index: str | None
     # Planner settings set just before the statement and reset just after it (`query.run_plan`).
     planner_settings: tuple[str, str] = ("", "")
+    # The tenant is a parameter: the same text for every tenant, so it may be prepared (`RecallRequest.bound_tenant`).
+    preparable: bool = False
+
+
+TENANT_PARAMETER = "%(tenant)s::uuid"
 
 
 def tenant_literal(organisation_id) -> str:
@@ -120,13 +135,16 @@ def tenant_literal(organisation_id) -> str:
     return f"'{uuid.UUID(str(organisation_id))}'::uuid"
 
 
-def base_predicate(*, organisation_id, place: Place, agent_id, alias: str = "m", scopes_sql: str | None = None) -> str:
-    """Rows recallable in `place` for this principal, as SQL over `alias` (parameters: now, channel, person, agent)."""
+def base_predicate(
+    *, organisation_id, place: Place, agent_id, alias: str = "m", scopes_sql: str | None = None, tenant: str = ""
+) -> str:
+    """Rows recallable in `place` for this principal, as SQL over `alias` (parameters: now, channel, person, agent;
+    `tenant` is how the SQL names the organisation, by default its literal)."""
     a = alias
     if scopes_sql is None:
         scopes_sql = audience_sql(place, alias)
     sql = (
-        f"{a}.organisation_id = {tenant_literal(organisation_id)} AND {recallable_sql(a)}"
+        f"{a}.organisation_id = {tenant or tenant_literal(organisation_id)} AND {recallable_sql(a)}"
         f" AND {a}.expires_at > %(now)s AND ({scopes_sql})"
     )
     if agent_id is not None:
@@ -161,7 +179,11 @@ def recall_predicate(request: RecallRequest, *, include_workspace: bool = True) 
     """The rows this request may return (`base_predicate` and its time filters), over `m`."""
     scopes_sql = audience_sql(request.place, include_workspace=include_workspace)
     return base_predicate(
-        organisation_id=request.organisation_id, place=request.place, agent_id=request.agent_id, scopes_sql=scopes_sql
+        organisation_id=request.organisation_id,
+        place=request.place,
+        agent_id=request.agent_id,
+        scopes_sql=scopes_sql,
+        tenant=request.tenant_sql(),
     ) + time_predicate(occurred_after=request.occurred_after, occurred_before=request.occurred_before)
 
 
@@ -196,13 +218,17 @@ def candidates_plan(request: RecallRequest) -> RecallPlan:
     ranks = ", ".join(f"c.{name}" for name in RANK_COLUMNS)
     chosen = (
         f"  SELECT {result_columns()}, {ranks} FROM cand c JOIN memories_memory m\n"
-        f"    ON m.id = c.id AND {by_key('cand')} AND m.organisation_id = {tenant_literal(request.organisation_id)}"
+        f"    ON m.id = c.id AND {by_key('cand')} AND m.organisation_id = {request.tenant_sql()}"
         f" AND {not_quarantined()}\n"
         "  ORDER BY c.pin_rank IS NULL, c.pin_rank, c.score DESC NULLS LAST, m.created_at DESC, m.id\n"
         "  LIMIT %(limit)s"
     )
     return RecallPlan(
-        sql=statement(found.ctes, chosen), params=found.params, lists=request.lists, hnsw_index=request.hnsw_index
+        sql=statement(found.ctes, chosen),
+        params=found.params,
+        lists=request.lists,
+        hnsw_index=request.hnsw_index,
+        preparable=request.tenant_sql() == TENANT_PARAMETER,
     )
 
 
@@ -245,6 +271,8 @@ def candidate_ctes(request: RecallRequest) -> CandidateCtes:
         "occurred_after": request.occurred_after,
         "occurred_before": request.occurred_before,
     }
+    if request.tenant_sql() == TENANT_PARAMETER:
+        params["tenant"] = str(uuid.UUID(str(request.organisation_id)))
     ctes: list[str] = [_place_cte(base)] if shared else []
     ranked: list[str] = []
     if "semantic" in request.lists:

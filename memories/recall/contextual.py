@@ -31,6 +31,7 @@ from memories.recall import ranking
 from memories.recall.asker import Asker
 from memories.recall.candidates import (
     RESULT_COLUMNS,
+    TENANT_PARAMETER,
     TSQUERY,
     RecallPlan,
     RecallRequest,
@@ -38,7 +39,6 @@ from memories.recall.candidates import (
     candidate_ctes,
     reads_place_once,
     statement,
-    tenant_literal,
 )
 from memories.recall.standing import is_standing
 
@@ -107,7 +107,7 @@ def contextual_plan(request: RecallRequest, *, config: ranking.RankingConfig = r
     the BM25 statistics and the neighbour links ride on the pool's first row."""
     found = candidate_ctes(request)
     ctes, params, base = found.ctes, found.params, found.base
-    tenant = tenant_literal(request.organisation_id)
+    tenant = request.tenant_sql()
     params.update(
         question=request.question,
         candidates=CANDIDATES,
@@ -144,6 +144,7 @@ def contextual_plan(request: RecallRequest, *, config: ranking.RankingConfig = r
         lists=request.lists,
         hnsw_index=request.hnsw_index,
         planner_settings=WALK_THE_INDEX,
+        preparable=tenant == TENANT_PARAMETER,
     )
 
 

@@ -9,7 +9,6 @@ from dataclasses import replace
 from datetime import timedelta
 
 from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from accounts.models import Organisation
@@ -33,9 +32,16 @@ def request_for(org, question: str) -> RecallRequest:
 
 
 def recall_statement(organisation) -> str:
-    with CaptureQueriesContext(connection) as captured:
+    """The contextual statement's text as recall sent it (prepared or not)."""
+    sent: list[str] = []
+
+    def record(execute, sql, params, many, context):
+        sent.append(sql)
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
         recall(organisation=organisation, place=PLACE, question="Biscuit the puppy", mode="contextual")
-    return next(query["sql"] for query in captured.captured_queries if "nb AS MATERIALIZED" in query["sql"])
+    return next(sql for sql in sent if "nb AS MATERIALIZED" in sql)
 
 
 @contextmanager

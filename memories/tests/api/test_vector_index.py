@@ -17,6 +17,7 @@ from memories.recall.hnsw import forget_hnsw_cache, index_name_for, vector_index
 from memories.recall.query import recall, run_plan
 from memories.scopes import Place
 from memories.tests.api.helpers import stub_vector
+from memories.tests.recall_plans import generic_plans_run, since
 
 # One worker runs this module, so the tenants its module fixture seeds and indexes are built once.
 pytestmark = pytest.mark.xdist_group("vector_index")
@@ -170,3 +171,19 @@ def test_when_filters_leave_too_few_candidates_recall_searches_exactly(tenants, 
     assert result.ranking["vector_search"] == "exact (hnsw fallback)"
     assert len(result.rows) == 10
     assert all(row["agent_id"] == mine.pk for row in result.rows)
+
+
+def test_a_tenant_with_an_index_is_recalled_by_its_literal_never_prepared(tenants, db, stub_embedder):
+    """The partial index is proven from the tenant's literal, so a contextual recall of a tenant with one is never
+    the prepared, generic statement, nor is its exact fallback; a tenant without one is (the positive control)."""
+    large, small, crowded, mine = tenants["large"], tenants["small"], tenants["crowded"], tenants["mine"]
+
+    def searched(org, **agent) -> str:
+        return recall(organisation=org, place=PLACE, question="q", mode="contextual", **agent).ranking["vector_search"]
+
+    before = generic_plans_run()
+    assert searched(large) == "hnsw"
+    assert searched(crowded, agent=mine) == "exact (hnsw fallback)"
+    assert since(before) == {}
+    assert searched(small) == "exact"
+    assert list(since(before).values()) == [(1, 0)]
