@@ -6,8 +6,8 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
 from datetime import datetime, timedelta
+from typing import Any
 
 import psycopg
 from django.conf import settings
