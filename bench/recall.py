@@ -27,6 +27,13 @@ is the figure; the target is 1.1 or less):
 
     HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n 20000 --orgs 200 --replica
 
+With `--http-against REV`, only recall over HTTP is measured, through two gunicorns on the same seed: one
+serving REV (exported beside the data, sharing the virtualenv), one the checkout. At concurrency 1 each job
+goes to both in turn, the order alternating; at concurrency 8 the same jobs run in blocks of 100, the two
+servers' blocks alternating, each server's throughput its calls over its blocks' time:
+
+    HF_HUB_OFFLINE=1 .venv/bin/python bench/recall.py --n 1000000 --mode auto --reuse --http-against main
+
 Everything runs in its own data folder (var/bench) and database; nothing is
 asserted, figures are printed. Ratios are against baselines measured in the
 same run, on the same machine.
@@ -94,6 +101,11 @@ def arguments() -> argparse.Namespace:
         action="store_true",
         help="only recall at concurrency 1 through a streaming standby against the primary, interleaved, on the"
         " seed (a standby of the bench's PostgreSQL made by pg_basebackup; two gunicorns): minutes",
+    )
+    parser.add_argument(
+        "--http-against",
+        default="",
+        help="only recall over HTTP, the checkout against this git revision's code on two gunicorns, interleaved",
     )
     parser.add_argument(
         "--mode",
@@ -428,7 +440,7 @@ def seed_and_index(args, data_dir: Path, model, model_name: str) -> tuple[dict, 
 # --- Measuring ---------------------------------------------------------------------
 
 
-def start_gunicorn(args, log: Path, *, port: int | None = None, **extra: str) -> subprocess.Popen:
+def start_gunicorn(args, log: Path, *, port: int | None = None, cwd: Path = ROOT, **extra: str) -> subprocess.Popen:
     port = port or args.port
     environment = {
         **os.environ,
@@ -456,7 +468,7 @@ def start_gunicorn(args, log: Path, *, port: int | None = None, **extra: str) ->
         "--log-level",
         "warning",
     ]
-    process = subprocess.Popen(command, cwd=ROOT, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    process = subprocess.Popen(command, cwd=cwd, env=environment, stdout=log.open("w"), stderr=subprocess.STDOUT)
     import requests
 
     for _ in range(300):
@@ -620,9 +632,18 @@ def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid", befo
                         [TENANT_SETTING, str(org_ids[rank])],
                     )
                     started = time.perf_counter()
-                    run_plan(plan, cursor)
+                    run_plan(as_live_plan(plan), cursor)
                     latencies[variant].append((time.perf_counter() - started) * 1000)
     return latencies
+
+
+def as_live_plan(plan):
+    """A plan of another version's recall as this version's `RecallPlan` (an older one lacks newer fields)."""
+    from dataclasses import fields
+
+    from memories.recall.candidates import RecallPlan
+
+    return RecallPlan(**{field.name: getattr(plan, field.name) for field in fields(plan)})
 
 
 def bound_as_recall(module, bound: bool) -> dict:
@@ -765,6 +786,9 @@ def run(args, data_dir: Path, recorded: dict | None) -> None:
     tokens = {} if args.raw_only else issue_tokens(org_ids, targets)
     if args.replica:
         replica_report(args, data_dir, jobs, tokens)
+        return
+    if args.http_against:
+        against_report(args, data_dir, jobs, tokens, classes={"small": small, "medium": medium, "large": large})
         return
 
     import torch
@@ -909,6 +933,57 @@ def replica_report(args, data_dir: Path, jobs: list[tuple[int, str]], tokens: di
             process.terminate()
             process.wait(timeout=30)
         pair.close()
+
+
+def against_report(args, data_dir: Path, jobs: list[tuple[int, str]], tokens: dict, classes: dict) -> None:
+    """Recall over HTTP, the checkout against `--http-against`'s code: two gunicorns on the same seed, at
+    concurrency 1 job by job in turn, at concurrency 8 in alternating blocks."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from harness import exported_checkout
+
+    against = args.http_against
+    servers = {f"at {against}": exported_checkout(data_dir, against), "now (checkout)": ROOT}
+    ports = dict(zip(servers, (args.port, args.port + 1), strict=True))
+    processes = []
+    try:
+        for name, folder in servers.items():
+            log = data_dir / f"gunicorn-{ports[name]}.log"
+            processes.append(start_gunicorn(args, log, port=ports[name], cwd=folder))
+        for port in ports.values():  # the model in every worker, and the page cache
+            http_recall(args, jobs[:80], tokens, args.workers * args.threads, port=port)
+        step(f"recall over HTTP, concurrency 1, the checkout and {against} in turn")
+        calls: dict[str, list[dict]] = {name: [] for name in servers}
+        for index, job in enumerate(jobs):
+            for name in list(servers) if index % 2 == 0 else list(servers)[::-1]:
+                calls[name] += http_recall(args, [job], tokens, 1, port=ports[name])
+        step("recall over HTTP, concurrency 8, in alternating blocks")
+        seconds = dict.fromkeys(servers, 0.0)
+        for index, start in enumerate(range(0, len(jobs), 100)):
+            for name in list(servers) if index % 2 == 0 else list(servers)[::-1]:
+                started = time.perf_counter()
+                http_recall(args, jobs[start : start + 100], tokens, 8, port=ports[name])
+                seconds[name] += time.perf_counter() - started
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=30)
+    print(f"\n## Recall over HTTP, the checkout against {against}, interleaved (mode `{args.mode}`)\n")
+    print("| server, c=1 | calls | whole call p50 / p95 / p99 | SQL p50 / p95 / p99 | throughput at c=8 |")
+    print("| --- | --- | --- | --- | --- |")
+    for name in servers:
+        totals, sql = [c["total"] for c in calls[name]], [c["sql"] for c in calls[name]]
+        rate = len(jobs) / seconds[name]
+        print(f"| {name} | {len(totals)} | {fmt(summary(totals))} | {fmt(summary(sql))} | {rate:.1f} recalls/s |")
+    before, now = (calls[name] for name in servers)
+    for label, ranks in (("every call", None), *classes.items()):
+        pairs = [
+            (b["total"], n["total"]) for b, n in zip(before, now, strict=True) if ranks is None or b["rank"] in ranks
+        ]
+        if pairs:
+            ratio = statistics.median(new / old for old, new in pairs)
+            print(f"- {label}: median of per-call ratios now / before {ratio:.3f} ({len(pairs)} calls)")
+    old_rate, new_rate = (len(jobs) / seconds[name] for name in servers)
+    print(f"- throughput at c=8, now / before: {new_rate / old_rate:.3f}; load average {os.getloadavg()[0]:.1f}")
 
 
 def shared_buffers() -> str:

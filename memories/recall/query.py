@@ -215,9 +215,7 @@ def recall(
         count_unembedded="semantic" in how.lists,
         occurred_after=occurred_after,
         occurred_before=occurred_before,
-        # The contextual statement, prepared and planned generically, took 0.58-0.95x of its time planned for each
-        # tenant at every size below the HNSW threshold (1M bench data); the hybrid statement took 1.6-2.1x from
-        # 1,500 rows. A tenant with an HNSW index keeps its literal, its exact fallback too.
+        # Prepared and planned once where measured faster (docs/recall.md): contextual, and no HNSW index to prove.
         bound_tenant=how.contextual and hnsw_index is None,
     )
     sql_started = time.perf_counter()

@@ -5,18 +5,16 @@ anything, saying what to do."""
 from __future__ import annotations
 
 import importlib
-from datetime import timedelta
 
 import numpy as np
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from django.utils import timezone
 
 from accounts.services import organisation_create
-from memories.models import Author, Bucket, Memory, SourceKind
+from memories.models import Memory
 from memories.recall.hnsw import index_name_for, index_predicate
-from memories.tests.api.helpers import stub_vector
+from memories.tests.api.helpers import learned_facts, stub_vector
 
 MIGRATION = importlib.import_module("memories.migrations.0015_halfvec_embeddings")
 BEFORE, AFTER = "0014_quarantine_rebound_dms", "0015_halfvec_embeddings"
@@ -58,20 +56,7 @@ def nearest(org, cast: str) -> list[tuple[str, float]]:
 @pytest.mark.django_db(transaction=True)
 def test_0015_converts_existing_vectors_and_rebuilds_the_tenant_indexes():
     org = organisation_create(slug="halfvec-migration")
-    expires = timezone.now() + timedelta(days=30)
-    Memory.objects.bulk_create(
-        Memory(
-            organisation=org,
-            bucket=Bucket.LEARNED,
-            author=Author.MODEL,
-            source_kind=SourceKind.MESSAGE,
-            body=f"fact {index}",
-            expires_at=expires,
-            embedding=stub_vector(f"fact {index}"),
-            embedding_model="stand-in",
-        )
-        for index in range(300)
-    )
+    learned_facts(org, [f"fact {index}" for index in range(300)])
     name = index_name_for(org.pk)
     migrate_memories_to(BEFORE)
     try:

@@ -72,3 +72,29 @@ class EmbeddingsStandIn:
     def stop(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+def learned_facts(org, bodies, *, days: int = 30, **fields) -> list:
+    """One learned fact an agent inferred from a message per body, each embedded by the stand-in (its own vector),
+    written in one statement."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from memories.models import Author, Bucket, Memory, SourceKind
+
+    expires = timezone.now() + timedelta(days=days)
+    return Memory.objects.bulk_create(
+        Memory(
+            organisation=org,
+            bucket=Bucket.LEARNED,
+            author=Author.MODEL,
+            source_kind=SourceKind.MESSAGE,
+            body=body,
+            expires_at=expires,
+            embedding=stub_vector(body),
+            embedding_model="stand-in",
+            **fields,
+        )
+        for body in bodies
+    )

@@ -4,19 +4,16 @@ an HNSW index: the tenant is a parameter of it, and row-level security still rea
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
 
 import pytest
 from django.db import connection, transaction
-from django.utils import timezone
 
 from accounts.services import organisation_create
-from memories.models import Author, Bucket, Memory, SourceKind
 from memories.recall import contextual
 from memories.recall.candidates import TENANT_PARAMETER, tenant_literal
 from memories.recall.query import recall
 from memories.scopes import Place
-from memories.tests.api.helpers import stub_vector
+from memories.tests.api.helpers import learned_facts
 from memories.tests.recall_plans import contextual_plan, contextual_request, generic_plans_run, since
 from tenancy.context import tenant_activate
 from tenancy.sql import APP_ROLE
@@ -26,21 +23,7 @@ QUESTION = "what tea does the team drink"
 
 
 def seed(org, label: str, count: int = 6) -> set[str]:
-    expires = timezone.now() + timedelta(days=30)
-    made = Memory.objects.bulk_create(
-        Memory(
-            organisation=org,
-            bucket=Bucket.LEARNED,
-            author=Author.MODEL,
-            source_kind=SourceKind.MESSAGE,
-            body=f"{label} drinks tea number {index}",
-            expires_at=expires,
-            embedding=stub_vector(f"{label} tea {index}"),
-            embedding_model="stand-in",
-        )
-        for index in range(count)
-    )
-    return {str(memory.pk) for memory in made}
+    return {str(memory.pk) for memory in learned_facts(org, [f"{label} drinks tea number {i}" for i in range(count)])}
 
 
 def recall_as_the_web(org, *, question: str = QUESTION) -> set[str]:
