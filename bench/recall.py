@@ -578,8 +578,9 @@ def statement_builders_at(ref: str) -> tuple[types.ModuleType, types.ModuleType]
 
 
 def raw_sql(jobs, vectors: dict, org_ids, hnsw: dict, mode: str = "hybrid", before_ref: str = "main") -> dict:
-    """The statement recall builds for `mode`, through psycopg with client-side binding as Django sends it,
-    as the web role `archivist_app` with the tenant set (row-level security, as the API runs it).
+    """The statement recall builds for `mode`, through psycopg as `query.run_plan` sends it (whole with
+    client-side binding, or prepared where recall prepares it), as the web role `archivist_app` with the tenant
+    set (row-level security, as the API runs it).
 
     Each job runs it twice, the order alternating: as recall builds it now (`now`), and as git `before_ref`
     (main) builds it (`before`, `statement_builders_at`), with the same request. For `auto` and
