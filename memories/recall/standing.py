@@ -19,6 +19,19 @@ _STANDING = re.compile(
 )
 
 
+# Words one of which `_STANDING` needs to match ("whenever" holds "never", "prefers" and "preference" "prefer"):
+# a body holding none is not searched. Case-insensitive as the pattern is: the four letters Python's IGNORECASE
+# also matches to ASCII ones are mapped to them first (docs.python.org, `re.IGNORECASE`).
+_NEEDED = ("(asked by ", "always", "never", "from now on", "prefer", "would rather", "likes it when")
+_IGNORECASE_ALIKE = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+
+
 def is_standing(*, body: str, source_kind: str) -> bool:
     """Whether a fact is a standing instruction or a preference."""
-    return source_kind != SourceKind.EPISODE and _STANDING.search(body.strip().rstrip(".")) is not None
+    if source_kind == SourceKind.EPISODE:
+        return False
+    folded = (body if body.isascii() else body.translate(_IGNORECASE_ALIKE)).lower()
+    for word in _NEEDED:  # the pattern's search was the costly part of ranking a row: 5 us against 0.6
+        if word in folded:
+            return _STANDING.search(body.strip().rstrip(".")) is not None
+    return False
