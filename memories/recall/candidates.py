@@ -106,11 +106,14 @@ class RecallRequest:
     # partial index is proven from the literal (`tenant_sql`).
     bound_tenant: bool = False
 
+    @property
+    def tenant_is_a_parameter(self) -> bool:
+        """Whether the statement names the tenant by `%(tenant)s`: bound, and no HNSW index to prove."""
+        return self.bound_tenant and not self.hnsw_index
+
     def tenant_sql(self) -> str:
-        """The tenant as the statement names it: a parameter when bound (and no HNSW index), a literal otherwise."""
-        if self.bound_tenant and not self.hnsw_index:
-            return TENANT_PARAMETER
-        return tenant_literal(self.organisation_id)
+        """The tenant as the statement names it: the parameter (`tenant_is_a_parameter`), else its literal."""
+        return TENANT_PARAMETER if self.tenant_is_a_parameter else tenant_literal(self.organisation_id)
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,7 @@ def candidates_plan(request: RecallRequest) -> RecallPlan:
         params=found.params,
         lists=request.lists,
         hnsw_index=request.hnsw_index,
-        preparable=request.tenant_sql() == TENANT_PARAMETER,
+        preparable=request.tenant_is_a_parameter,
     )
 
 
@@ -271,7 +274,7 @@ def candidate_ctes(request: RecallRequest) -> CandidateCtes:
         "occurred_after": request.occurred_after,
         "occurred_before": request.occurred_before,
     }
-    if request.tenant_sql() == TENANT_PARAMETER:
+    if request.tenant_is_a_parameter:
         params["tenant"] = str(uuid.UUID(str(request.organisation_id)))
     ctes: list[str] = [_place_cte(base)] if shared else []
     ranked: list[str] = []

@@ -31,7 +31,6 @@ from memories.recall import ranking
 from memories.recall.asker import Asker
 from memories.recall.candidates import (
     RESULT_COLUMNS,
-    TENANT_PARAMETER,
     TSQUERY,
     RecallPlan,
     RecallRequest,
@@ -144,7 +143,7 @@ def contextual_plan(request: RecallRequest, *, config: ranking.RankingConfig = r
         lists=request.lists,
         hnsw_index=request.hnsw_index,
         planner_settings=WALK_THE_INDEX,
-        preparable=tenant == TENANT_PARAMETER,
+        preparable=request.tenant_is_a_parameter,
     )
 
 

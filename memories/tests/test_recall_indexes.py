@@ -4,18 +4,15 @@ vectors is answered by the covering index alone."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
 from accounts.services import organisation_create
-from memories.models import Author, Bucket, Memory, SourceKind
 from memories.recall.candidates import RecallRequest, candidates_plan
 from memories.recall.hnsw import index_name_for
 from memories.scopes import Place
-from memories.tests.api.helpers import stub_vector
+from memories.tests.api.helpers import learned_facts, stub_vector
 from tenancy.sql import APP_ROLE, TENANT_SETTING
 
 PLACE = Place("c1", "public", ())
@@ -26,21 +23,7 @@ INDEXES_ONLY = "SET LOCAL enable_seqscan = off; SET LOCAL enable_bitmapscan = of
 
 def seed(org, count: int, scope: str, scope_ref: str = "") -> None:
     """`count` embedded facts in one scope, each its own vector."""
-    expires = timezone.now() + timedelta(days=30)
-    learned = {"bucket": Bucket.LEARNED, "author": Author.MODEL, "source_kind": SourceKind.MESSAGE}
-    Memory.objects.bulk_create(
-        Memory(
-            organisation=org,
-            scope=scope,
-            scope_ref=scope_ref,
-            expires_at=expires,
-            **learned,
-            body=f"{scope} fact {index} about tea",
-            embedding=stub_vector(f"{scope} fact {index}"),
-            embedding_model="stand-in",
-        )
-        for index in range(count)
-    )
+    learned_facts(org, [f"{scope} fact {index} about tea" for index in range(count)], scope=scope, scope_ref=scope_ref)
 
 
 def explain_as_tenant(org, sql: str, params, settings: str = "", *, only_index: str | None = None) -> str:
