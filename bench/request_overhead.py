@@ -446,10 +446,10 @@ class ServiceTimer:
 
         self._original = writes.memory_remember
 
-        def timed(**fields):
+        def timed(*args, **fields):
             started = time.perf_counter()
             try:
-                return self._original(**fields)
+                return self._original(*args, **fields)
             finally:
                 self.last = (time.perf_counter() - started) * 1000
 
