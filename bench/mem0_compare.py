@@ -20,7 +20,8 @@ same turns, one run.
    One torch thread in each mem0 process, as each Archivist web worker's encoder has one.
 4. Asks every question of every side, interleaved question by question (the sides' order
    turning by one each question), and scores hit@5 / hit@10 against the evidence turns:
-   Archivist timed as the whole HTTP call on loopback, with where its time went from
+   Archivist timed as the whole HTTP call on loopback (through httpx, the transport of Archivist's
+   Python client), with where its time went from
    `Server-Timing` (embedding, statement, ranking, the rest of `recall()`, the application
    around it, the HTTP exchange); Archivist's `recall()` in this process (its transaction,
    the web role, the tenant set, the embedding included, one encoder thread); mem0 as
@@ -43,6 +44,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
@@ -298,11 +301,10 @@ def ask_all(run: Run, conversations, children: list[Mem0]) -> None:
     if run.args.questions:
         jobs = random.Random(run.args.seed).sample(jobs, min(run.args.questions, len(jobs)))
     run.jobs = jobs
-    sessions = {}
-    for conv in conversations:
-        session = quality.requests.Session()
-        session.headers["Authorization"] = f"Bearer {conv.token}"
-        sessions[conv.sample_id] = session
+    # httpx, the transport of Archivist's own Python client (clients/python), is what an agent calls through.
+    sessions = {
+        conv.sample_id: httpx.Client(headers={"Authorization": f"Bearer {conv.token}"}) for conv in conversations
+    }
     for mode in run.modes:
         run.scores[http_name(mode)] = quality.Score()
         run.parts[mode] = {

@@ -57,6 +57,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import requests
@@ -598,7 +599,8 @@ def baselines(conversations: list[Conversation]) -> dict[str, Score]:
     return out
 
 
-def api_recall(session: requests.Session, base: str, mode: str, question: Question) -> tuple[float, requests.Response]:
+def api_recall(session, base: str, mode: str, question: Question) -> tuple[float, Any]:
+    """One recall through `session` (a requests Session or an httpx Client) and its time in ms."""
     started = time.perf_counter()
     response = session.post(
         f"{base}/api/v1/recall",

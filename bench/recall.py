@@ -20,6 +20,8 @@ from the LoCoMo dev set embedded by the real model:
 - approximate against exact top 10 for small, medium and large organisations;
 - remember (POST /api/v1/memories) p50/p99.
 
+The calls go through httpx, the transport of Archivist's Python client, one client per thread.
+
 With `--replica`, only recall at concurrency 1 is measured, through two gunicorns
 in turn: one on the primary alone, one reading from a standby of the bench's
 PostgreSQL made by `pg_basebackup -R -X stream -C -S standby1` (the p50 ratio
@@ -57,6 +59,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -481,8 +484,6 @@ def start_gunicorn(args, log: Path, *, port: int | None = None, cwd: Path = ROOT
 
 
 def http_recall(args, jobs: list[tuple[int, str]], tokens: dict, concurrency: int, port: int = 0) -> list[dict]:
-    import requests
-
     port = port or args.port
     local = threading.local()
 
@@ -490,7 +491,7 @@ def http_recall(args, jobs: list[tuple[int, str]], tokens: dict, concurrency: in
         rank, question = job
         session = getattr(local, "session", None)
         if session is None:
-            session = local.session = requests.Session()
+            session = local.session = httpx.Client()
         started = time.perf_counter()
         response = session.post(
             f"http://127.0.0.1:{port}/api/v1/recall",
@@ -521,9 +522,7 @@ def http_recall(args, jobs: list[tuple[int, str]], tokens: dict, concurrency: in
 
 
 def http_remember(args, tokens: dict, ranks: list[int], count: int) -> list[float]:
-    import requests
-
-    session = requests.Session()
+    session = httpx.Client()
     rng = random.Random(args.seed)
     latencies = []
     for index in range(count):
