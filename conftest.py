@@ -57,9 +57,11 @@ def django_db_setup(django_db_setup, django_db_modify_db_settings, django_db_blo
             database_template.save_as_template(database.name)
     fcntl.flock(database.lock, fcntl.LOCK_UN)
     yield
-    if database.cloned:  # pytest-django drops only the databases it created
-        with django_db_blocker.unblock():
+    with django_db_blocker.unblock():
+        if database.cloned:  # pytest-django drops only the databases it created
             database_template.drop(database.name)
+        else:
+            database_template.end_other_sessions(database.name)
 
 
 # Failure counts in Redis, per cache: sign-in failures per account, and unknown tokens per client address (every

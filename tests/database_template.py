@@ -10,6 +10,7 @@ makes a new one (and the old ones are dropped).
 from __future__ import annotations
 
 import hashlib
+import warnings
 from pathlib import Path
 
 from django.db import connection, connections
@@ -63,3 +64,20 @@ def drop(test_name: str) -> None:
     connections.close_all()
     with connection._nodb_cursor() as cursor:
         cursor.execute(f'DROP DATABASE IF EXISTS "{test_name}" WITH (FORCE)')
+
+
+def end_other_sessions(test_name: str) -> None:
+    """End the sessions still open on `test_name` once this thread's are closed, so the plain `DROP DATABASE`
+    pytest-django runs for a database it created does not fail on them. An idle one is a connection a test's
+    thread opened and never closed, ended quietly; a busy one is work still running at the session's end, named
+    in a warning."""
+    connections.close_all()
+    with connection._nodb_cursor() as cursor:
+        cursor.execute(
+            "SELECT application_name, state, left(query, 200), pg_terminate_backend(pid)"
+            " FROM pg_stat_activity WHERE datname = %s",
+            [test_name],
+        )
+        busy = [row[:3] for row in cursor.fetchall() if row[1] not in ("idle", None)]
+    if busy:
+        warnings.warn(f"sessions still busy on {test_name} at the end of the run, ended: {busy}", stacklevel=2)
